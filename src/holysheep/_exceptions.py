@@ -1,0 +1,204 @@
+"""The holysheep error tree.
+
+Every failure the SDK reports is one of these classes; nothing is printed or turned into ``None``.
+
+    HolySheepError
+    ├── InvalidAPIKeyError          key missing or malformed (raised at construction, before any I/O)
+    ├── InvalidRequestError         bad argument, raised before any I/O (also a ValueError)
+    │   ├── UnknownModelError       a model name the estimator catalog does not know
+    │   └── UnknownGPUError         a GPU name the hardware table does not know
+    ├── InsecureTransportError      a key would travel over plain http to a non-loopback host
+    ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
+    └── APIError                    the API (or the way to it) failed
+        ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
+        ├── APIStreamError          an ``error`` object arrived inside an SSE stream
+        └── APIConnectionError      no usable response (DNS, refused, reset, TLS)
+            ├── APITimeoutError     connect/read/idle timeout
+            └── StreamInterruptedError  the transport failed mid-stream; carries the partial text
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIStatusError",
+    "APIStreamError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "HolySheepError",
+    "InsecureTransportError",
+    "InternalServerError",
+    "InvalidAPIKeyError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "QuotaExceededError",
+    "RateLimitError",
+    "StreamInterruptedError",
+    "UnknownGPUError",
+    "UnknownModelError",
+    "UnprocessableEntityError",
+]
+
+
+class HolySheepError(Exception):
+    """Base class of every error raised by holysheep."""
+
+
+class InvalidAPIKeyError(HolySheepError, ValueError):
+    """The API key is missing or does not have the expected shape (``hs_`` + 16 or more characters)."""
+
+
+class InvalidRequestError(HolySheepError, ValueError):
+    """An argument is invalid. Raised before any network I/O.
+
+    ``field`` names the offending argument (for example ``"messages[2].role"``) and ``reason`` says
+    what was wrong with it.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.reason = reason or message
+
+
+class UnknownModelError(InvalidRequestError):
+    """A model name that the estimator catalog does not know; the message suggests the nearest names."""
+
+
+class UnknownGPUError(InvalidRequestError):
+    """A GPU name that the hardware table does not know; the message suggests the nearest names."""
+
+
+class InsecureTransportError(HolySheepError):
+    """An API key would be sent over plain ``http://`` to a host that is not loopback."""
+
+
+class QuotaExceededError(HolySheepError):
+    """The account quota cannot cover (or no longer covers) the work asked for."""
+
+
+class APIError(HolySheepError):
+    """The API, or the way to it, failed.
+
+    ``request`` is the ``httpx.Request`` that failed, when there was one; its headers mask the
+    ``Authorization`` value.
+    """
+
+    message: str
+    request: httpx.Request | None
+    body: object | None
+    type: str | None
+    code: str | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request: httpx.Request | None = None,
+        body: object | None = None,
+        type: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request = request
+        self.body = body
+        self.type = type
+        self.code = code
+
+
+class APIStreamError(APIError):
+    """The server sent an ``error`` object inside an SSE stream (after an HTTP 200).
+
+    ``message``, ``type`` and ``code`` are the server's; ``partial_text`` is what had streamed before.
+    """
+
+    def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.partial_text = partial_text
+
+
+class APIStatusError(APIError):
+    """The server answered with an HTTP error status (>= 400)."""
+
+    status_code: int
+    request_id: str | None
+    response: httpx.Response | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        request_id: str | None = None,
+        response: httpx.Response | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.status_code = status_code
+        self.request_id = request_id
+        self.response = response
+
+
+class BadRequestError(APIStatusError):
+    """HTTP 400: the request was malformed. Never retried."""
+
+
+class AuthenticationError(APIStatusError):
+    """HTTP 401: the key was rejected. Never retried."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """HTTP 403: the key may not use this resource. Never retried."""
+
+
+class NotFoundError(APIStatusError):
+    """HTTP 404: unknown path or model. Never retried."""
+
+
+class ConflictError(APIStatusError):
+    """HTTP 409: a conflicting request (often a lock timeout). Retried."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """HTTP 422: the request was well-formed but invalid. Never retried."""
+
+
+class RateLimitError(APIStatusError):
+    """HTTP 429: rate limited (or, with ``type == "insufficient_quota"``, quota exhausted)."""
+
+
+class InternalServerError(APIStatusError):
+    """HTTP >= 500: the server failed. Retried."""
+
+
+class APIConnectionError(APIError):
+    """No usable response arrived: refused, reset, DNS or TLS failure."""
+
+    def __init__(self, message: str = "Connection error.", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+
+
+class APITimeoutError(APIConnectionError):
+    """The request timed out (connect, read, or the stream idle timeout)."""
+
+    def __init__(self, message: str = "Request timed out.", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+
+
+class StreamInterruptedError(APIConnectionError):
+    """The transport failed after a stream had started. ``partial_text`` holds what arrived so far."""
+
+    def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.partial_text = partial_text
