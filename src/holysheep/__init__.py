@@ -1,7 +1,32 @@
-"""holysheep: the Python SDK for the HolySheep multi-model inference API."""
+"""holysheep: the Python SDK for the HolySheep multi-model inference API.
 
+``from holysheep import Client, AsyncClient``. The estimator (``holysheep.estimator``), hardware
+table (``holysheep.hardware``) and CLI load only when imported.
+"""
+
+from ._async_client import AsyncClient
+from ._client import Client
+from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from ._exceptions import *  # noqa: F403
 from ._exceptions import __all__ as _exc_all
+from ._stream_state import StreamMetrics
+from ._streaming import AsyncStream, Stream
 from ._version import __version__
+from .types import ChatCompletion, ChatCompletionChunk, Message, Model, Quota
 
-__all__ = ["__version__", *_exc_all]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT",
+    "AsyncClient",
+    "AsyncStream",
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "Client",
+    "Message",
+    "Model",
+    "Quota",
+    "Stream",
+    "StreamMetrics",
+    "__version__",
+    *_exc_all,
+]

@@ -11,10 +11,12 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     └── APIError                    the API (or the way to it) failed
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
+        ├── APIResponseValidationError  a 2xx body that is not the expected JSON
         ├── APIStreamError          an ``error`` object arrived inside an SSE stream
         └── APIConnectionError      no usable response (DNS, refused, reset, TLS)
             ├── APITimeoutError     connect/read/idle timeout
-            └── StreamInterruptedError  the transport failed mid-stream; carries the partial text
+            ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
+            └── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "APIStatusError",
+    "APIResponseValidationError",
     "APIStreamError",
     "APITimeoutError",
     "AuthenticationError",
@@ -42,6 +45,7 @@ __all__ = [
     "PermissionDeniedError",
     "QuotaExceededError",
     "RateLimitError",
+    "StreamIdleTimeoutError",
     "StreamInterruptedError",
     "UnknownGPUError",
     "UnknownModelError",
@@ -128,6 +132,15 @@ class APIStreamError(APIError):
         self.partial_text = partial_text
 
 
+class APIResponseValidationError(APIError):
+    """The server answered 2xx but the body is not the JSON this endpoint returns."""
+
+    def __init__(self, message: str, *, status_code: int, request_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.status_code = status_code
+        self.request_id = request_id
+
+
 class APIStatusError(APIError):
     """The server answered with an HTTP error status (>= 400)."""
 
@@ -148,6 +161,8 @@ class APIStatusError(APIError):
         self.status_code = status_code
         self.request_id = request_id
         self.response = response
+        self.retry_after: float | None = None
+        self.retries_taken = 0
 
 
 class BadRequestError(APIStatusError):
@@ -201,4 +216,12 @@ class StreamInterruptedError(APIConnectionError):
 
     def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
+        self.partial_text = partial_text
+
+
+class StreamIdleTimeoutError(APITimeoutError, StreamInterruptedError):
+    """No event arrived for ``stream_idle_timeout`` seconds; ``partial_text`` holds what arrived."""
+
+    def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
+        APIError.__init__(self, message, **kwargs)
         self.partial_text = partial_text

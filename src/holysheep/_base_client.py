@@ -1,0 +1,116 @@
+"""What the sync and async clients share: configuration, repr, ``with_options``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from ._config import ClientConfig, OnRetry, TimeoutTypes, make_config
+from ._keys import mask_key
+from ._logging import setup_logging
+
+__all__ = ["BaseClient"]
+
+_Self = TypeVar("_Self", bound="BaseClient")
+
+
+class BaseClient:
+    """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
+
+    _config: ClientConfig
+    _owns_http: bool
+
+    def _init_config(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: TimeoutTypes,
+        max_retries: int,
+        default_headers: Mapping[str, str | None] | None,
+        initial_retry_delay: float,
+        max_retry_delay: float,
+        max_retry_after: float,
+        stream_idle_timeout: float | None,
+        allow_insecure_http: bool,
+        on_retry: OnRetry | None,
+        http_client: object,
+        http_client_type: type,
+    ) -> None:
+        setup_logging()
+        self._config = make_config(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+            initial_retry_delay=initial_retry_delay, max_retry_delay=max_retry_delay,
+            max_retry_after=max_retry_after, stream_idle_timeout=stream_idle_timeout,
+            default_headers=default_headers, allow_insecure_http=allow_insecure_http, on_retry=on_retry,
+        )
+        if http_client is not None and not isinstance(http_client, http_client_type):
+            from ._exceptions import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"http_client must be an {http_client_type.__module__}.{http_client_type.__qualname__}, "
+                f"got {type(http_client).__name__}.",
+                field="http_client",
+            )
+
+    @property
+    def base_url(self) -> httpx.URL:
+        """The API base URL (always ends with ``/``)."""
+        return self._config.base_url
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt for retryable failures."""
+        return self._config.max_retries
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """Per-attempt timeout."""
+        return self._config.timeout
+
+    def with_options(
+        self: _Self,
+        *,
+        timeout: TimeoutTypes | object = ...,
+        max_retries: int | None = None,
+        initial_retry_delay: float | None = None,
+        max_retry_delay: float | None = None,
+        stream_idle_timeout: float | object | None = ...,
+        default_headers: Mapping[str, str | None] | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> _Self:
+        """A copy with some options changed. It shares this client's connection pool (closing the
+        copy does not close the pool)."""
+        changes: dict[str, Any] = {}
+        if timeout is not ...:
+            changes["timeout"] = timeout
+        if stream_idle_timeout is not ...:
+            changes["stream_idle_timeout"] = stream_idle_timeout
+        for name, value in (("max_retries", max_retries), ("initial_retry_delay", initial_retry_delay),
+                            ("max_retry_delay", max_retry_delay), ("on_retry", on_retry)):
+            if value is not None:
+                changes[name] = value
+        if default_headers is not None:
+            changes["default_headers"] = {**self._config.default_headers, **default_headers}
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._config = self._config.replace(**changes)
+        new._owns_http = False
+        new._bind_resources()
+        return new
+
+    copy = with_options
+
+    def _bind_resources(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(base_url={str(self._config.base_url)!r}, "
+                f"api_key={mask_key(self._config.api_key.reveal())!r}, max_retries={self._config.max_retries})")
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError(f"{type(self).__name__} cannot be pickled (it holds a key and a connection pool); "
+                        "create a new client in the other process")
+

@@ -1,0 +1,156 @@
+"""The life of one API call as a sans-I/O state machine shared by the sync and async clients.
+
+The shells loop: ``request = call.next_request(http)`` → send → ``call.on_response`` or
+``call.on_transport_error`` → an :class:`Outcome` says return, raise, or sleep and retry.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from ._config import ClientConfig, normalize_timeout
+from ._errors import error_from_status, error_from_transport
+from ._exceptions import APIError, APIResponseValidationError, InvalidRequestError
+from ._keys import redact
+from ._logging import logger
+from ._request import RequestSpec
+from ._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+
+__all__ = ["Call", "Outcome"]
+
+RETRY_COUNT_HEADER = "x-holysheep-retry-count"
+IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the shell does next: return ``value``, or raise ``error``, or sleep ``delay`` and retry."""
+
+    value: Any = None
+    error: APIError | None = None
+    retry: bool = False
+    delay: float = 0.0
+    cause: BaseException | None = None
+
+
+class Call:
+    """State of one logical call across its attempts (retry count, idempotency key, timing)."""
+
+    __slots__ = ("_content", "_headers", "_url", "config", "idle_timeout", "policy", "retries_taken",
+                 "served_by", "spec", "started_at", "timeout")
+
+    def __init__(self, config: ClientConfig, spec: RequestSpec) -> None:
+        self.config = config
+        self.spec = spec
+        opts = spec.options
+        max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidRequestError(f"max_retries must be an integer >= 0, got {max_retries!r}.",
+                                      field="max_retries")
+        self.policy = RetryPolicy(max_retries, config.initial_retry_delay, config.max_retry_delay,
+                                  config.max_retry_after)
+        self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
+        idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
+        if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0):
+            raise InvalidRequestError(f"stream_idle_timeout must be seconds > 0 or None, got {idle!r}.",
+                                      field="stream_idle_timeout")
+        self.idle_timeout: float | None = float(idle) if idle is not None and spec.stream else None
+        if self.idle_timeout is not None:
+            t = self.timeout
+            self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
+        self.served_by = "primary"
+        self.retries_taken = 0
+        self._url = config.base_url.join(spec.path)
+        self._content = to_json(spec.body) if spec.body is not None else None
+        headers = config.base_headers.copy()
+        if spec.method != "GET":
+            headers[IDEMPOTENCY_HEADER] = f"hs-{os.urandom(12).hex()}"
+        else:
+            del headers["content-type"]
+        if opts.extra_headers:
+            for name, value in opts.extra_headers.items():
+                if value is None:
+                    headers.pop(name.lower(), None)
+                else:
+                    headers[name.lower()] = value
+        self._headers = headers
+        self.started_at = 0.0
+
+    @property
+    def api_key(self) -> str | None:
+        return self.config.api_key.reveal()
+
+    def next_request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """The httpx request for the next attempt (same idempotency key, incremented retry count)."""
+        headers = self._headers
+        if RETRY_COUNT_HEADER not in headers or self.retries_taken:
+            headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
+        self.started_at = time.perf_counter()
+        return http.build_request(self.spec.method, self._url, content=self._content, headers=headers,
+                                  timeout=self.timeout)
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started_at
+
+    def _retry_or_fail(self, error: APIError, retryable: bool, server_delay: float | None) -> Outcome:
+        if not retryable or self.retries_taken >= self.policy.max_retries:
+            return Outcome(error=error)
+        if server_delay is not None and server_delay > self.policy.max_retry_after:
+            return Outcome(error=error)  # the server wants a long pause: let the caller decide
+        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken)
+        self.retries_taken += 1
+        if logger.isEnabledFor(10):
+            logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
+                         delay, self.retries_taken, self.policy.max_retries, error.message)
+        hook = self.config.on_retry
+        if hook is not None:
+            hook(self.retries_taken, error, delay)
+        return Outcome(error=error, retry=True, delay=delay)
+
+    def on_response(self, response: httpx.Response) -> Outcome:
+        """Decide on a response. For non-stream calls the body must already be read."""
+        status = response.status_code
+        if status < 400:
+            if self.spec.stream:
+                return Outcome(value=response)
+            return Outcome(value=self._parse(response))
+        retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
+        err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
+                                retry_after=retry_after)
+        if logger.isEnabledFor(20):
+            logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
+                        err.request_id)
+        return self._retry_or_fail(err, status_is_retryable(status, response.headers), retry_after)
+
+    def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
+        """Decide on a transport failure (timeout, refused, reset): always retryable."""
+        err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
+        outcome = self._retry_or_fail(err, True, None)
+        text = str(exc)
+        if redact(text, self.api_key) == text:  # chain the httpx error only when it cannot leak the key
+            outcome.cause = exc
+        return outcome
+
+    def _parse(self, response: httpx.Response) -> Any:
+        try:
+            result = self.spec.parse(response.content)
+        except (ValidationError, ValueError) as exc:
+            raise APIResponseValidationError(
+                f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
+                f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.",
+                status_code=response.status_code, request_id=response.headers.get("x-request-id"),
+                body=response.content[:2000].decode("utf-8", "replace"),
+            ) from None
+        if hasattr(result, "_request_id"):
+            result._request_id = response.headers.get("x-request-id")
+            result._retries_taken = self.retries_taken
+            result._elapsed_s = self.elapsed
+        return result

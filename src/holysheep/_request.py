@@ -1,0 +1,128 @@
+"""Request specifications: what to send, built from user arguments without touching the network."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from ._config import TimeoutTypes
+from ._validation import normalize_messages, validate_sampling
+
+__all__ = ["ChatParams", "RequestOptions", "RequestSpec", "build_chat_spec"]
+
+_NOT_GIVEN: Any = object()
+
+
+class ChatParams(TypedDict, total=False):
+    """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    max_completion_tokens: int
+    stop: str | list[str]
+    n: int
+    seed: int
+    presence_penalty: float
+    frequency_penalty: float
+    logit_bias: dict[str, int]
+    logprobs: bool
+    top_logprobs: int
+    tools: list[dict[str, Any]]
+    tool_choice: str | dict[str, Any]
+    parallel_tool_calls: bool
+    response_format: dict[str, Any] | type[BaseModel]
+    stream_options: dict[str, Any]
+    user: str
+    metadata: dict[str, str]
+    # Per-call transport options (not sent in the body)
+    extra_body: Mapping[str, Any]
+    extra_headers: Mapping[str, str | None]
+    timeout: TimeoutTypes
+    max_retries: int
+    stream_idle_timeout: float | None
+
+
+_TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Per-call overrides of the client's transport settings (unset fields inherit)."""
+
+    extra_headers: Mapping[str, str | None] | None = None
+    timeout: Any = _NOT_GIVEN
+    max_retries: int | None = None
+    stream_idle_timeout: Any = _NOT_GIVEN
+
+    @property
+    def has_timeout(self) -> bool:
+        return self.timeout is not _NOT_GIVEN
+
+    @property
+    def has_idle_timeout(self) -> bool:
+        return self.stream_idle_timeout is not _NOT_GIVEN
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One API call: method, path under the base URL, JSON body, how to parse the reply."""
+
+    method: str
+    path: str
+    body: Mapping[str, Any] | None
+    parse: Callable[[bytes], Any]
+    stream: bool = False
+    options: RequestOptions = RequestOptions()
+
+    @property
+    def model(self) -> str | None:
+        """The model the body asks for, if any (fallbacks map it)."""
+        model = self.body.get("model") if self.body else None
+        return model if isinstance(model, str) else None
+
+
+def _response_format(value: Any) -> Any:
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": value.__name__, "schema": value.model_json_schema(), "strict": True},
+        }
+    return value
+
+
+def build_chat_spec(
+    *,
+    model: str,
+    messages: Iterable[Any],
+    stream: bool,
+    params: Mapping[str, Any],
+    parse: Callable[[bytes], Any],
+) -> RequestSpec:
+    """Validate chat arguments and build the request (raises InvalidRequestError before any I/O)."""
+    if not isinstance(stream, bool):
+        from ._exceptions import InvalidRequestError
+
+        raise InvalidRequestError(f"stream must be True or False, got {stream!r}.", field="stream")
+    validate_sampling(model, params)
+    body: dict[str, Any] = {"model": model, "messages": normalize_messages(messages)}
+    for key, value in params.items():
+        if key in _TRANSPORT_KEYS or value is None:
+            continue
+        body[key] = _response_format(value) if key == "response_format" else value
+    if stream:
+        body["stream"] = True
+    extra_body = params.get("extra_body")
+    if extra_body:
+        body.update(extra_body)
+    options = RequestOptions(
+        extra_headers=params.get("extra_headers"),
+        timeout=params.get("timeout", _NOT_GIVEN),
+        max_retries=params.get("max_retries"),
+        stream_idle_timeout=params.get("stream_idle_timeout", _NOT_GIVEN),
+    )
+    return RequestSpec("POST", "chat/completions", body, parse, stream=stream, options=options)

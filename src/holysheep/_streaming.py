@@ -1,0 +1,186 @@
+"""Sync and async chat streams: thin shells that pull bytes and hand them to :class:`StreamState`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import httpx
+
+from ._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
+from ._keys import redact
+from ._stream_state import StreamMetrics, StreamState
+from .types.chat import ChatCompletion, ChatCompletionChunk
+
+if TYPE_CHECKING:
+    from ._call import Call
+
+__all__ = ["AsyncStream", "Stream"]
+
+_T = TypeVar("_T", bound=ChatCompletionChunk)
+
+
+def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: float | None) -> APIConnectionError:
+    state.mark_end()
+    text = state.partial_text
+    seen = f"after {state.chunks} chunks ({len(text)} characters)"
+    if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+        return StreamIdleTimeoutError(
+            f"The stream stalled: no data for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
+            "in .partial_text; raise stream_idle_timeout if the model is slow to start.",
+            partial_text=text)
+    cause = redact(str(exc), call.api_key) if exc is not None else "the server closed it before [DONE]"
+    return StreamInterruptedError(
+        f"The stream was interrupted {seen}: {cause or type(exc).__name__}. The text so far is in "
+        ".partial_text; it was not retried because part of the output had already arrived.",
+        partial_text=text)
+
+
+class _StreamBase(Generic[_T]):
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        self.response = response
+        self._call = call
+        self._idle = call.idle_timeout
+        self._state = StreamState(call.started_at)
+        self._state.started_at = call.started_at
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's ``x-request-id``."""
+        value: str | None = self.response.headers.get("x-request-id")
+        return value
+
+    @property
+    def retries_taken(self) -> int:
+        """Retries needed before the stream started."""
+        return self._call.retries_taken
+
+    @property
+    def metrics(self) -> StreamMetrics:
+        """TTFT, inter-token latency and throughput (final once the stream has ended)."""
+        return self._state.metrics()
+
+    @property
+    def text(self) -> str:
+        """The content received so far (choice 0)."""
+        return self._state.partial_text
+
+    def _final(self) -> ChatCompletion:
+        completion = self._state.final_completion()
+        completion._request_id = self.request_id
+        completion._retries_taken = self._call.retries_taken
+        completion._served_by = self._call.served_by
+        return completion
+
+    def _eof_complete(self) -> bool:
+        return self._state.done or bool(self._state.finish)
+
+
+class Stream(_StreamBase[_T]):
+    """A streamed chat completion: iterate for chunks; use ``with`` so the connection is released."""
+
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        super().__init__(response, call)
+        self._iterator = self._iterate()
+
+    def _iterate(self) -> Generator[_T, None, None]:
+        state = self._state
+        try:
+            for data in self.response.iter_bytes():
+                chunks = state.feed(data)
+                yield from chunks  # type: ignore[misc]
+                if state.done:
+                    return
+            yield from state.finish_stream()  # type: ignore[misc]
+            if not self._eof_complete():
+                raise _interrupted(state, None, self._call, self._idle)
+        except httpx.RequestError as exc:
+            raise _interrupted(state, exc, self._call, self._idle) from exc
+        finally:
+            state.mark_end()
+            self.response.close()
+
+    def __iter__(self) -> Iterator[_T]:
+        return self
+
+    def __next__(self) -> _T:
+        return next(self._iterator)
+
+    def __enter__(self) -> Stream[_T]:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop reading and release the connection (idempotent)."""
+        self._iterator.close()
+        self.response.close()
+
+    def until_done(self) -> Stream[_T]:
+        """Read the rest of the stream."""
+        for _ in self:
+            pass
+        return self
+
+    def get_final_completion(self) -> ChatCompletion:
+        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        self.until_done()
+        return self._final()
+
+
+class AsyncStream(_StreamBase[_T]):
+    """An async streamed chat completion: ``async for`` the chunks inside ``async with``."""
+
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        super().__init__(response, call)
+        self._iterator = self._iterate()
+
+    async def _iterate(self) -> AsyncGenerator[_T, None]:
+        state = self._state
+        try:
+            async for data in self.response.aiter_bytes():
+                for chunk in state.feed(data):
+                    yield chunk  # type: ignore[misc]
+                if state.done:
+                    return
+            for chunk in state.finish_stream():
+                yield chunk  # type: ignore[misc]
+            if not self._eof_complete():
+                raise _interrupted(state, None, self._call, self._idle)
+        except httpx.RequestError as exc:
+            raise _interrupted(state, exc, self._call, self._idle) from exc
+        finally:
+            state.mark_end()
+            await self.response.aclose()
+
+    def __aiter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def __anext__(self) -> _T:
+        return await self._iterator.__anext__()
+
+    async def __aenter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop reading and release the connection (idempotent)."""
+        await self._iterator.aclose()
+        await self.response.aclose()
+
+    async def until_done(self) -> AsyncStream[_T]:
+        """Read the rest of the stream."""
+        async for _ in self:
+            pass
+        return self
+
+    async def get_final_completion(self) -> ChatCompletion:
+        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        await self.until_done()
+        return self._final()

@@ -1,0 +1,97 @@
+"""Argument checks for chat requests. Each failure raises InvalidRequestError naming the field."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._exceptions import InvalidRequestError
+
+__all__ = ["VALID_ROLES", "normalize_messages", "validate_sampling"]
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _fail(field: str, reason: str, hint: str) -> InvalidRequestError:
+    return InvalidRequestError(f"{field}: {reason}. {hint}", field=field, reason=reason)
+
+
+def normalize_messages(messages: object) -> list[dict[str, Any]]:
+    """Check ``messages`` and return them as plain dicts (typed ``Message`` objects are dumped)."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise _fail(
+            "messages",
+            f"must be a list of messages, got {type(messages).__name__}",
+            'Pass messages=[{"role": "user", "content": "Hi"}].',
+        )
+    if not messages:
+        raise _fail("messages", "is empty", 'Pass at least one message, e.g. [{"role": "user", "content": "Hi"}].')
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if isinstance(msg, BaseModel):
+            msg = msg.model_dump(exclude_none=True)
+        if not isinstance(msg, Mapping):
+            raise _fail(where, f"must be a dict or Message, got {type(msg).__name__}",
+                        'Each message looks like {"role": "user", "content": "..."}.')
+        role = msg.get("role")
+        if role not in VALID_ROLES:
+            raise _fail(f"{where}.role", f"unknown role {role!r}",
+                        f"Use one of {', '.join(sorted(VALID_ROLES))}.")
+        content = msg.get("content")
+        if content is None:
+            if role != "assistant" and "content" not in msg:
+                raise _fail(f"{where}.content", "is missing", "Give the message text as content='...'.")
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                if not isinstance(part, Mapping) or "type" not in part:
+                    raise _fail(f"{where}.content[{j}]", "content parts must be dicts with a 'type'",
+                                'Use {"type": "text", "text": "..."} or {"type": "image_url", ...}.')
+        elif not isinstance(content, str):
+            raise _fail(f"{where}.content", f"must be a string or a list of parts, got {type(content).__name__}",
+                        "Convert it to text first, e.g. content=str(value).")
+        out.append(msg if isinstance(msg, dict) else dict(msg))
+    return out
+
+
+def _number(field: str, value: object, lo: float, hi: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise _fail(field, f"must be a number, got {value!r}", f"Use a value between {lo} and {hi}.")
+    if not lo <= value <= hi:
+        raise _fail(field, f"{value} is outside [{lo}, {hi}]", f"Use a value between {lo} and {hi}.")
+
+
+def _positive_int(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _fail(field, f"must be an integer >= 1, got {value!r}", f"Pass {field}=1 or more.")
+
+
+def validate_sampling(model: object, params: Mapping[str, Any]) -> None:
+    """Check the model name and the sampling parameters that have a valid range."""
+    if not isinstance(model, str) or not model.strip():
+        raise _fail("model", f"must be a non-empty string, got {model!r}", "For example model='deepseek-v3.2'.")
+    if (v := params.get("temperature")) is not None:
+        _number("temperature", v, 0.0, 2.0)
+    if (v := params.get("top_p")) is not None:
+        _number("top_p", v, 0.0, 1.0)
+    for name in ("presence_penalty", "frequency_penalty"):
+        if (v := params.get(name)) is not None:
+            _number(name, v, -2.0, 2.0)
+    for name in ("max_tokens", "max_completion_tokens", "n"):
+        if (v := params.get(name)) is not None:
+            _positive_int(name, v)
+    if (v := params.get("stop")) is not None and not (
+        isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v))
+    ):
+        raise _fail("stop", f"must be a string or a list of strings, got {v!r}", "For example stop=['\\n\\n'].")
+    if (v := params.get("seed")) is not None and (isinstance(v, bool) or not isinstance(v, int)):
+        raise _fail("seed", f"must be an integer, got {v!r}", "For example seed=42.")
+    if (v := params.get("tools")) is not None and not isinstance(v, list):
+        raise _fail("tools", f"must be a list of tool definitions, got {type(v).__name__}",
+                    'Use tools=[{"type": "function", "function": {...}}].')
+    if (v := params.get("stream_options")) is not None and not isinstance(v, Mapping):
+        raise _fail("stream_options", f"must be a dict, got {type(v).__name__}",
+                    'Use stream_options={"include_usage": True}.')

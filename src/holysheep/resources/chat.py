@@ -1,0 +1,98 @@
+"""``client.chat.completions``: one resource class typed for both the sync and async clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from .._request import ChatParams, build_chat_spec
+from ..types.chat import ChatCompletion, ChatCompletionMessageParam, Message, ModelName
+
+if TYPE_CHECKING:
+    from .._request import RequestSpec
+
+__all__ = ["BaseChat", "BaseCompletions", "Executor"]
+
+_RC = TypeVar("_RC")
+_RS = TypeVar("_RS")
+
+
+class Executor(Protocol):
+    """What a resource needs from its client: run a request spec (sync: a value; async: a coroutine)."""
+
+    def _execute(self, spec: RequestSpec) -> Any: ...
+
+
+def parse_chat_completion(content: bytes) -> ChatCompletion:
+    return ChatCompletion.model_validate_json(content)
+
+
+class BaseCompletions(Generic[_RC, _RS]):
+    """Chat completions. ``_RC``/``_RS`` are what ``create`` returns without/with ``stream=True``."""
+
+    def __init__(self, client: Executor) -> None:
+        self._client = client
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: Literal[False] = False,
+        **params: Unpack[ChatParams],
+    ) -> _RC: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: Literal[True],
+        **params: Unpack[ChatParams],
+    ) -> _RS: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: bool,
+        **params: Unpack[ChatParams],
+    ) -> _RC | _RS: ...
+
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: bool = False,
+        **params: Unpack[ChatParams],
+    ) -> _RC | _RS:
+        """Create a chat completion.
+
+        Takes OpenAI's chat parameters (``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``n``,
+        ``seed``, ``tools``, ``tool_choice``, ``response_format``, ``user``, ...), plus ``extra_body``,
+        ``extra_headers``, and per-call ``timeout``/``max_retries``/``stream_idle_timeout``.
+        Arguments are checked before any I/O (``InvalidRequestError``). With ``stream=True`` returns a
+        stream of :class:`~holysheep.types.ChatCompletionChunk`; otherwise a
+        :class:`~holysheep.types.ChatCompletion`.
+        """
+        spec = build_chat_spec(model=model, messages=messages, stream=stream, params=params,
+                               parse=parse_chat_completion)
+        result: _RC | _RS = self._client._execute(spec)
+        return result
+
+
+_C = TypeVar("_C", bound=BaseCompletions[Any, Any])
+
+
+class BaseChat(Generic[_C]):
+    """``client.chat``: holds ``completions``."""
+
+    def __init__(self, completions: _C) -> None:
+        self.completions = completions

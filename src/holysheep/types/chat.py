@@ -1,0 +1,188 @@
+"""Chat completion response models (OpenAI wire format) and the typed message parameters."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import PrivateAttr
+from typing_extensions import NotRequired, Required, TypedDict
+
+from ._base import HolySheepModel
+
+__all__ = [
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "ChatCompletionMessage",
+    "ChatCompletionMessageParam",
+    "Choice",
+    "ChoiceDelta",
+    "ChoiceDeltaToolCall",
+    "ChunkChoice",
+    "CompletionUsage",
+    "FunctionCall",
+    "Message",
+    "ModelName",
+    "ToolCall",
+]
+
+ModelName = Union[
+    Literal["deepseek-v3.2", "gpt-4.1", "claude-sonnet-4.5", "gemini-2.5-flash"],
+    str,
+]
+"""A model id. The literals are autocompletion hints; any string the API serves is accepted."""
+
+
+class ChatCompletionMessageParam(TypedDict, total=False):
+    """A chat message as a plain dict: ``{"role": "user", "content": "Hi"}``."""
+
+    role: Required[Literal["system", "developer", "user", "assistant", "tool", "function"]]
+    content: Required[str | list[dict[str, Any]] | None]
+    name: NotRequired[str]
+    tool_calls: NotRequired[list[dict[str, Any]]]
+    tool_call_id: NotRequired[str]
+
+
+class Message(HolySheepModel):
+    """A chat message as a typed object; interchangeable with :class:`ChatCompletionMessageParam`."""
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class FunctionCall(HolySheepModel):
+    """The function a tool call invokes, with its JSON-encoded arguments."""
+
+    name: str | None = None
+    arguments: str = ""
+
+
+class ToolCall(HolySheepModel):
+    """A tool call made by the assistant."""
+
+    id: str | None = None
+    type: str = "function"
+    function: FunctionCall
+
+
+class ChatCompletionMessage(HolySheepModel):
+    """The assistant's message in a completion."""
+
+    role: str = "assistant"
+    content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[ToolCall] | None = None
+
+
+class Choice(HolySheepModel):
+    """One of the ``n`` alternatives in a completion."""
+
+    index: int = 0
+    message: ChatCompletionMessage
+    finish_reason: str | None = None
+    logprobs: Any = None
+
+
+class CompletionUsage(HolySheepModel):
+    """Token counts billed for a request."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class _ResponseMeta(HolySheepModel):
+    """Adds transport facts (request id, retries, timing, which endpoint served it) to a response."""
+
+    _request_id: str | None = PrivateAttr(default=None)
+    _retries_taken: int = PrivateAttr(default=0)
+    _elapsed_s: float = PrivateAttr(default=0.0)
+    _served_by: str = PrivateAttr(default="primary")
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's ``x-request-id`` for this response (quote it to support)."""
+        return self._request_id
+
+    @property
+    def retries_taken(self) -> int:
+        """How many retries the call needed before this response (0 when the first attempt worked)."""
+        return self._retries_taken
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds from sending the request (final attempt) to the full response body."""
+        return self._elapsed_s
+
+    @property
+    def served_by(self) -> str:
+        """``"primary"``, or the name of the fallback endpoint that served the request."""
+        return self._served_by
+
+
+class ChatCompletion(_ResponseMeta):
+    """A chat completion (``object == "chat.completion"``)."""
+
+    id: str = ""
+    object: str = "chat.completion"
+    created: int = 0
+    model: str = ""
+    choices: list[Choice] = []
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+
+    @property
+    def cost(self) -> float | None:
+        """Price of this call in USD from the price catalog, or None when the model has no known price."""
+        import importlib  # lazy: the price catalog loads only when asked
+
+        cost: float | None = importlib.import_module("holysheep.pricing").cost_of(self)
+        return cost
+
+
+class ChoiceDeltaFunction(HolySheepModel):
+    """A fragment of a streamed tool call's function."""
+
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ChoiceDeltaToolCall(HolySheepModel):
+    """A fragment of a streamed tool call; fragments with the same ``index`` concatenate."""
+
+    index: int = 0
+    id: str | None = None
+    type: str | None = None
+    function: ChoiceDeltaFunction | None = None
+
+
+class ChoiceDelta(HolySheepModel):
+    """What one streamed chunk adds to a choice."""
+
+    role: str | None = None
+    content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[ChoiceDeltaToolCall] | None = None
+
+
+class ChunkChoice(HolySheepModel):
+    """One choice's delta in a streamed chunk."""
+
+    index: int = 0
+    delta: ChoiceDelta = ChoiceDelta()
+    finish_reason: str | None = None
+    logprobs: Any = None
+
+
+class ChatCompletionChunk(HolySheepModel):
+    """One streamed event (``object == "chat.completion.chunk"``); ``choices`` may be empty."""
+
+    id: str = ""
+    object: str = "chat.completion.chunk"
+    created: int = 0
+    model: str = ""
+    choices: list[ChunkChoice] = []
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
