@@ -78,7 +78,6 @@ class StreamState:
     def finish_stream(self) -> list[ChatCompletionChunk]:
         """The transport reached EOF: dispatch what is pending and stop the clock."""
         chunks = self._events(self._decoder.flush())
-        self.done = True
         self.mark_end()
         return chunks
 

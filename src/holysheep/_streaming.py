@@ -37,13 +37,45 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
         partial_text=text)
 
 
+def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
+    try:
+        for data in response.iter_bytes():
+            yield from state.feed(data)  # type: ignore[misc]
+            if state.done:
+                return
+        yield from state.finish_stream()  # type: ignore[misc]
+        if not (state.done or state.finish):
+            raise _interrupted(state, None, call, call.idle_timeout)
+    except httpx.RequestError as exc:
+        raise _interrupted(state, exc, call, call.idle_timeout) from exc
+    finally:
+        state.mark_end()
+        response.close()
+
+
+async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
+    try:
+        async for data in response.aiter_bytes():
+            for chunk in state.feed(data):
+                yield chunk  # type: ignore[misc]
+            if state.done:
+                return
+        for chunk in state.finish_stream():
+            yield chunk  # type: ignore[misc]
+        if not (state.done or state.finish):
+            raise _interrupted(state, None, call, call.idle_timeout)
+    except httpx.RequestError as exc:
+        raise _interrupted(state, exc, call, call.idle_timeout) from exc
+    finally:
+        state.mark_end()
+        await response.aclose()
+
+
 class _StreamBase(Generic[_T]):
     def __init__(self, response: httpx.Response, call: Call) -> None:
         self.response = response
         self._call = call
-        self._idle = call.idle_timeout
         self._state = StreamState(call.started_at)
-        self._state.started_at = call.started_at
 
     @property
     def request_id(self) -> str | None:
@@ -73,33 +105,15 @@ class _StreamBase(Generic[_T]):
         completion._served_by = self._call.served_by
         return completion
 
-    def _eof_complete(self) -> bool:
-        return self._state.done or bool(self._state.finish)
-
 
 class Stream(_StreamBase[_T]):
     """A streamed chat completion: iterate for chunks; use ``with`` so the connection is released."""
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
         super().__init__(response, call)
-        self._iterator = self._iterate()
-
-    def _iterate(self) -> Generator[_T, None, None]:
-        state = self._state
-        try:
-            for data in self.response.iter_bytes():
-                chunks = state.feed(data)
-                yield from chunks  # type: ignore[misc]
-                if state.done:
-                    return
-            yield from state.finish_stream()  # type: ignore[misc]
-            if not self._eof_complete():
-                raise _interrupted(state, None, self._call, self._idle)
-        except httpx.RequestError as exc:
-            raise _interrupted(state, exc, self._call, self._idle) from exc
-        finally:
-            state.mark_end()
-            self.response.close()
+        # The generator must not reference ``self``: then dropping an unfinished stream frees it at once
+        # (no reference cycle), and the generator's ``finally`` releases the connection.
+        self._iterator: Generator[_T, None, None] = _iter_sync(response, self._state, call)
 
     def __iter__(self) -> Iterator[_T]:
         return self
@@ -136,25 +150,7 @@ class AsyncStream(_StreamBase[_T]):
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
         super().__init__(response, call)
-        self._iterator = self._iterate()
-
-    async def _iterate(self) -> AsyncGenerator[_T, None]:
-        state = self._state
-        try:
-            async for data in self.response.aiter_bytes():
-                for chunk in state.feed(data):
-                    yield chunk  # type: ignore[misc]
-                if state.done:
-                    return
-            for chunk in state.finish_stream():
-                yield chunk  # type: ignore[misc]
-            if not self._eof_complete():
-                raise _interrupted(state, None, self._call, self._idle)
-        except httpx.RequestError as exc:
-            raise _interrupted(state, exc, self._call, self._idle) from exc
-        finally:
-            state.mark_end()
-            await self.response.aclose()
+        self._iterator: AsyncGenerator[_T, None] = _iter_async(response, self._state, call)
 
     def __aiter__(self) -> AsyncStream[_T]:
         return self

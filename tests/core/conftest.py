@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from holysheep import AsyncClient, Client
 
 KEY = "hs_TestKey0123456789abcdefWXYZ"
@@ -39,8 +37,3 @@ def run(kind: str, fn: Callable[[Any], Any], **client_kwargs: Any) -> Any:
             return await result if asyncio.iscoroutine(result) else result
 
     return asyncio.run(main())
-
-
-@pytest.fixture(params=["sync", "async"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
