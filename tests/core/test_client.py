@@ -253,3 +253,15 @@ def test_sync_client_works_inside_running_event_loop(respx_mock: respx.MockRoute
             return create(client).choices[0].message.content
 
     assert asyncio.run(cell()) == "Hello!"
+
+
+def test_cost_from_price_catalog(respx_mock: respx.MockRouter) -> None:
+    body = {**COMPLETION, "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000}}
+    respx_mock.post(f"{BASE}/chat/completions").respond(200, json=body)
+    with holysheep.Client(api_key=KEY) as client:
+        resp = create(client)
+    from holysheep.pricing import price_for
+
+    price = price_for("deepseek-v3.2")
+    expected = price.input_per_m if price.input_per_m is not None else price.blended_per_m
+    assert resp.cost == pytest.approx(expected)

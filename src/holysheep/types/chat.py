@@ -136,10 +136,9 @@ class ChatCompletion(_ResponseMeta):
     @property
     def cost(self) -> float | None:
         """Price of this call in USD from the price catalog, or None when the model has no known price."""
-        import importlib  # lazy: the price catalog loads only when asked
+        from ..pricing import cost_of  # lazy: the price catalog loads only when asked
 
-        cost: float | None = importlib.import_module("holysheep.pricing").cost_of(self)
-        return cost
+        return cost_of(self)
 
 
 class ChoiceDeltaFunction(HolySheepModel):

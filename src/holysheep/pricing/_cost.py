@@ -1,0 +1,61 @@
+"""``cost_of``: the USD cost of one completion from its usage block."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._catalog import _lookup
+
+__all__ = ["cost_of"]
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        return None
+    return int(v)
+
+
+def _tokens(usage: Any) -> tuple[int, int, int] | None:
+    """(prompt, completion, cached) tokens from an OpenAI- or Anthropic-style usage block."""
+    prompt = _int(_get(usage, "prompt_tokens"))
+    completion = _int(_get(usage, "completion_tokens"))
+    if prompt is not None or completion is not None:
+        details = _get(usage, "prompt_tokens_details")
+        cached = _int(_get(details, "cached_tokens")) if details is not None else None
+        return prompt or 0, completion or 0, cached or 0
+    inp = _int(_get(usage, "input_tokens"))
+    out = _int(_get(usage, "output_tokens"))
+    if inp is None and out is None:
+        return None
+    # Anthropic: input_tokens excludes cache reads/writes; cache reads bill at the cached rate.
+    read = _int(_get(usage, "cache_read_input_tokens")) or 0
+    write = _int(_get(usage, "cache_creation_input_tokens")) or 0
+    return (inp or 0) + read + write, out or 0, read
+
+
+def cost_of(usage_or_response: Any, model: str | None = None) -> float | None:
+    """USD cost of one completion, or ``None`` when the model has no price or no usage is present.
+
+    Accepts a response object or dict with ``.usage`` and ``.model``, or a bare usage object/dict
+    (then pass ``model``). Usage may be OpenAI style (``prompt_tokens``, ``completion_tokens``,
+    ``prompt_tokens_details.cached_tokens``) or Anthropic style (``input_tokens``, ``output_tokens``,
+    ``cache_read_input_tokens``). An explicit ``model`` wins over the response's own.
+    """
+    usage = _get(usage_or_response, "usage")
+    if usage is None:
+        usage = usage_or_response
+    name = model if model is not None else _get(usage_or_response, "model")
+    if not isinstance(name, str) or not name:
+        return None
+    counts = _tokens(usage)
+    if counts is None:
+        return None
+    entry = _lookup(name)
+    return None if entry is None else entry.cost(*counts)
