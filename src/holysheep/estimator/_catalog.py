@@ -1,0 +1,173 @@
+"""The packaged model catalog, name resolution, and architectures assumed from a bare size."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import InvalidRequestError, UnknownModelError
+from ._architecture import Architecture
+
+__all__ = ["CatalogEntry", "ModelLike", "catalog_entry", "get_architecture", "list_models", "resolve_model"]
+
+ModelLike = str | Path | Architecture | Mapping[str, Any] | int | float
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One catalog row: the architecture, its source config URL and the published parameter count."""
+
+    name: str
+    family: str
+    architecture: Architecture
+    source: str
+    as_of: str
+    params: int | None
+    reported: float | None
+    params_source: str
+    config: Mapping[str, Any]
+    aliases: tuple[str, ...]
+
+
+def _norm(name: str) -> str:
+    s = name.strip().lower().split("/")[-1]
+    s = re.sub(r"[\s_]+", "-", s)
+    s = re.sub(r"-(instruct|chat|hf|it|base)$", "", s)
+    return s
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> tuple[dict[str, CatalogEntry], dict[str, tuple[str, str]], tuple[str, ...]]:
+    raw = json.loads(resources.files("holysheep.estimator").joinpath("data/models.json").read_text("utf-8"))
+    entries: dict[str, CatalogEntry] = {}
+    for row in raw["models"]:
+        arch = Architecture.from_hf_config(row["config"], row["name"])
+        entries[row["name"]] = CatalogEntry(
+            name=row["name"],
+            family=row["family"],
+            architecture=arch,
+            source=row["source"],
+            as_of=row["as_of"],
+            params=row.get("params"),
+            reported=row.get("reported"),
+            params_source=row.get("params_source", ""),
+            config=row["config"],
+            aliases=tuple(row["aliases"]),
+        )
+    served = {k: (v["model"], v.get("note", "")) for k, v in raw.get("served_aliases", {}).items()}
+    return entries, served, tuple(raw.get("closed_models", ()))
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    entries, served, _ = _load()
+    idx: dict[str, str] = {}
+    for e in entries.values():
+        for n in (e.name, *e.aliases):
+            idx[_norm(n)] = e.name
+    for alias, (target, _note) in served.items():
+        idx[_norm(alias)] = target
+    return idx
+
+
+def list_models() -> list[str]:
+    """Names of the catalog models, in catalog order."""
+    return list(_load()[0])
+
+
+def catalog_entry(name: str) -> CatalogEntry:
+    """The catalog row for a model name or alias (case-insensitive; ``org/`` prefix and ``-instruct`` ignored)."""
+    entries, _served, closed = _load()
+    key = _norm(name)
+    target = _index().get(key)
+    if target is not None:
+        return entries[target]
+    if key in closed:
+        raise UnknownModelError(
+            f"{name!r} is a closed model with no published architecture, so its memory cannot be estimated; "
+            f"pick an open model from list_models()",
+            field="model",
+            reason="closed model",
+        )
+    near = difflib.get_close_matches(key, list(_index()), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(_index()[n]) for n in near)}?" if near else ""
+    raise UnknownModelError(
+        f"unknown model {name!r}{hint} Use list_models(), an Architecture, a config.json path or dict, "
+        f"or a parameter count in billions",
+        field="model",
+        reason="unknown model",
+    )
+
+
+def get_architecture(name: str) -> Architecture:
+    """The :class:`Architecture` of a catalog model; raises UnknownModelError with the nearest names."""
+    return catalog_entry(name).architecture
+
+
+def served_alias_note(name: str) -> str | None:
+    """The note recorded for a HolySheep served name mapped onto an open architecture, if any."""
+    return {_norm(k): v[1] for k, v in _load()[1].items()}.get(_norm(name))
+
+
+def _assumed(billions: float) -> tuple[Architecture, str]:
+    """A Llama-family shape for a bare size: the nearest catalog Llama, resized by layer count if > 10% off."""
+    if not math.isfinite(billions) or billions <= 0:
+        raise InvalidRequestError(
+            f"a parameter count must be a positive number of billions, got {billions!r}",
+            field="model",
+        )
+    target = billions * 1e9
+    llamas = [e.architecture for e in _load()[0].values() if e.family == "llama"]
+    base = min(llamas, key=lambda a: abs(math.log(a.num_params / target)))
+    if abs(base.num_params / target - 1) <= 0.10:
+        return base, f"{billions:g}B read as {base.name} ({base.num_params / 1e9:.2f}B params, same shape)"
+    one = replace(base, num_hidden_layers=1)
+    per_layer = replace(base, num_hidden_layers=2).num_params - one.num_params
+    fixed = one.num_params - per_layer
+    layers = max(1, round((target - fixed) / per_layer))
+    arch = replace(base, num_hidden_layers=layers, name=f"assumed-{billions:g}B (llama-like)")
+    return arch, (
+        f"{billions:g}B read as a Llama-like model shaped like {base.name} with {layers} layers "
+        f"({arch.num_params / 1e9:.2f}B params)"
+    )
+
+
+def resolve_model(model: ModelLike) -> tuple[Architecture, str, list[str], bool]:
+    """Turn any accepted model form into ``(architecture, display name, assumptions, approximate)``."""
+    if isinstance(model, Architecture):
+        return model, model.name, [], False
+    if isinstance(model, bool):
+        raise InvalidRequestError("model must be a name, Architecture, config or size, not a bool", field="model")
+    if isinstance(model, (int, float)):
+        arch, note = _assumed(float(model))
+        notes = [note, "architecture assumed from a bare parameter count: figures are approximate"]
+        return arch, arch.name, notes, True
+    if isinstance(model, Mapping):
+        arch = Architecture.from_hf_config(model)
+        return (
+            arch,
+            arch.name,
+            [f"architecture read from a config dict (model_type={arch.model_type})"],
+            False,
+        )
+    if isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or Path(model).is_dir())):
+        arch = Architecture.from_hf_config(model)
+        return arch, arch.name, [f"architecture read from {str(model)!r}"], False
+    if isinstance(model, str):
+        entry = catalog_entry(model)
+        served = served_alias_note(model)
+        mapped = [] if served is None else [f"{model!r} mapped to {entry.name}: {served}"]
+        return entry.architecture, entry.name, mapped, False
+    raise InvalidRequestError(
+        f"model must be a name, Architecture, config path/dict or size in billions, got {type(model).__name__}",
+        field="model",
+        reason="bad model type",
+    )

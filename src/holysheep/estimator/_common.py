@@ -1,0 +1,67 @@
+"""Shared units, runtime constants, argument checks and GPU lookup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._exceptions import InvalidRequestError
+
+GB = 1_000_000_000
+GIB = 1 << 30
+MIB = 1 << 20
+
+#: CUDA context of a PyTorch process (lazy module loading, CUDA 12): typically 300-600 MiB on
+#: A100/H100; plus the cuBLAS workspace (PyTorch default, 32 MiB on Hopper). Counted as "overhead".
+CUDA_CONTEXT_BYTES = 512 * MIB
+CUBLAS_WORKSPACE_BYTES = 32 * MIB
+RUNTIME_OVERHEAD_BYTES = CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
+
+
+def check_int(value: Any, field: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an int if it is an integer within range, else raise InvalidRequestError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequestError(f"{field} must be an integer, got {value!r}", field=field, reason="not an int")
+    if value < minimum or (maximum is not None and value > maximum):
+        rng = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise InvalidRequestError(f"{field} must be {rng}, got {value}", field=field, reason="out of range")
+    return value
+
+
+def check_choice(value: Any, field: str, choices: dict[str, str]) -> str:
+    """Map ``value`` (case-insensitive, aliases allowed) to a canonical choice or raise."""
+    key = str(value).strip().lower()
+    if key not in choices:
+        opts = sorted(set(choices.values()))
+        raise InvalidRequestError(
+            f"unknown {field} {value!r}; use one of {', '.join(opts)}", field=field, reason=f"unknown {field}"
+        )
+    return choices[key]
+
+
+def gpu_memory_gb(gpu: Any) -> tuple[float, str]:
+    """Usable memory in GB (10^9 bytes) and a label for a GPU given as a name, an object or a number.
+
+    Names are looked up in ``holysheep.hardware`` when that module is installed; objects need a
+    ``memory_gb`` attribute; numbers are taken as GB.
+    """
+    if isinstance(gpu, bool):
+        raise InvalidRequestError("gpu must be a name, a GPU object or a memory size in GB", field="gpu")
+    if isinstance(gpu, (int, float)):
+        if gpu <= 0:
+            raise InvalidRequestError(f"gpu memory must be > 0 GB, got {gpu}", field="gpu")
+        return float(gpu), f"{gpu:g} GB GPU"
+    if isinstance(gpu, str):
+        try:
+            from holysheep.hardware import gpu as lookup  # type: ignore[attr-defined,import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise InvalidRequestError(
+                f"cannot look up GPU {gpu!r}: holysheep.hardware is not available; pass a GPU object "
+                f"with .memory_gb or the memory in GB",
+                field="gpu",
+                reason="no hardware table",
+            ) from exc
+        gpu = lookup(gpu)
+    mem = getattr(gpu, "memory_gb", None)
+    if not isinstance(mem, (int, float)) or isinstance(mem, bool) or mem <= 0:
+        raise InvalidRequestError("gpu object has no positive .memory_gb", field="gpu", reason="no memory_gb")
+    return float(mem), str(getattr(gpu, "name", None) or getattr(gpu, "id", None) or "GPU")

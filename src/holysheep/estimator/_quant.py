@@ -1,0 +1,208 @@
+"""Weight formats and their effective storage cost per parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._exceptions import InvalidRequestError
+from ._architecture import Architecture
+
+__all__ = ["QuantSpec", "list_quants", "quant_spec", "weight_bytes"]
+
+
+@dataclass(frozen=True)
+class QuantSpec:
+    """How one weight format stores parameters.
+
+    ``bits_per_weight`` is the effective cost of a quantized projection weight, scales and zero points
+    included. ``embedding_bits`` applies to the token/position embeddings and the lm_head (GPTQ/AWQ and
+    bitsandbytes keep them at 16 bit; GGUF quantizes them too). ``other_bits`` covers norms, biases and
+    MoE routers. ``requires_native`` names a tensor-core precision the GPU must support (``"fp8"``).
+    """
+
+    name: str
+    bits_per_weight: float
+    weight_dtype: str
+    compute_dtype: str
+    requires_native: str | None
+    description: str
+    source: str
+    embedding_bits: float = 16.0
+    other_bits: float = 16.0
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.bits_per_weight / 8
+
+
+_G = 128  # GPTQ/AWQ group size
+_SPECS: tuple[QuantSpec, ...] = (
+    QuantSpec(
+        "fp32",
+        32.0,
+        "fp32",
+        "fp32",
+        None,
+        "IEEE float32 everywhere.",
+        "IEEE 754",
+        embedding_bits=32.0,
+        other_bits=32.0,
+        aliases=("float32", "32", "32-true"),
+    ),
+    QuantSpec(
+        "bf16",
+        16.0,
+        "bf16",
+        "bf16",
+        None,
+        "bfloat16 weights and compute.",
+        "Kalamkar et al. 2019, arXiv:1905.12322",
+        aliases=("bfloat16",),
+    ),
+    QuantSpec(
+        "fp16",
+        16.0,
+        "fp16",
+        "fp16",
+        None,
+        "IEEE float16 weights and compute.",
+        "IEEE 754",
+        aliases=("float16", "half", "16"),
+    ),
+    QuantSpec(
+        "fp8",
+        8.0,
+        "fp8_e4m3",
+        "fp8",
+        "fp8",
+        "FP8 E4M3 projection weights with per-channel/per-block scales (< 0.01 bit/weight); "
+        "embeddings and lm_head stay 16-bit. Needs native FP8 tensor cores (Ada, Hopper, Blackwell).",
+        "Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3 report arXiv:2412.19437 (128x128 blocks)",
+        aliases=("fp8-e4m3", "float8", "w8a8-fp8"),
+    ),
+    QuantSpec(
+        "int8",
+        8.0,
+        "int8",
+        "fp16",
+        None,
+        "bitsandbytes LLM.int8(): int8 weights plus one fp32 scale per row; lm_head and embeddings skipped (16-bit).",
+        "Dettmers et al. 2022, arXiv:2208.07339",
+        aliases=("bnb-int8", "llm.int8", "w8a16", "8bit"),
+    ),
+    QuantSpec(
+        "int4-gptq",
+        4 + 16 / _G + 4 / _G + 32 / 4096,
+        "int4",
+        "fp16",
+        None,
+        "GPTQ 4-bit, group 128: int4 weights + fp16 scale and 4-bit zero per group + int32 g_idx "
+        "per input row (32/out bits, shown for out=4096). Embeddings and lm_head stay 16-bit.",
+        "Frantar et al. 2022, arXiv:2210.17323; AutoGPTQ checkpoint layout",
+        aliases=("gptq", "gptq-int4", "w4a16-gptq"),
+    ),
+    QuantSpec(
+        "int4-awq",
+        4 + 16 / _G + 4 / _G,
+        "int4",
+        "fp16",
+        None,
+        "AWQ 4-bit GEMM, group 128: int4 weights + fp16 scale and 4-bit zero per group. "
+        "Embeddings and lm_head stay 16-bit.",
+        "Lin et al. 2023, arXiv:2306.00978; AutoAWQ layout",
+        aliases=("awq", "int4", "awq-int4", "w4a16", "4bit"),
+    ),
+    QuantSpec(
+        "nf4",
+        4 + 8 / 64 + 32 / (64 * 256),
+        "nf4",
+        "bf16",
+        None,
+        "bitsandbytes NF4 with double quantization: 4-bit codes, 8-bit absmax per 64 weights, "
+        "fp32 constant per 256 blocks. lm_head and embeddings stay 16-bit.",
+        "Dettmers et al. 2023 (QLoRA), arXiv:2305.14314 §3",
+        aliases=("bnb-nf4", "qlora", "nf4-dq"),
+    ),
+    QuantSpec(
+        "q8_0",
+        34 * 8 / 32,
+        "int8",
+        "fp16",
+        None,
+        "GGUF Q8_0: blocks of 32 int8 + one fp16 scale (34 bytes / 32 weights), embeddings included.",
+        "ggml-org/llama.cpp ggml-common.h (block_q8_0)",
+        embedding_bits=8.5,
+        aliases=("gguf-q8_0", "q8-0"),
+    ),
+    QuantSpec(
+        "q6_k",
+        210 * 8 / 256,
+        "int6",
+        "fp16",
+        None,
+        "GGUF Q6_K: 210 bytes per 256-weight super-block, embeddings included.",
+        "ggml-org/llama.cpp ggml-common.h (block_q6_K)",
+        embedding_bits=6.5625,
+        aliases=("gguf-q6_k", "q6-k"),
+    ),
+    QuantSpec(
+        "q4_k_m",
+        4.8944,
+        "int4",
+        "fp16",
+        None,
+        "GGUF Q4_K_M as shipped: Q4_K (144 B / 256) with Q6_K on half of attn_v/ffn_down; "
+        "4.8944 effective bits measured over whole files, embeddings included.",
+        "ggml-org/llama.cpp tools/quantize/README.md; ggml-common.h (block_q4_K)",
+        embedding_bits=4.8944,
+        aliases=("gguf-q4_k_m", "q4-k-m"),
+    ),
+    QuantSpec(
+        "q4_0",
+        18 * 8 / 32,
+        "int4",
+        "fp16",
+        None,
+        "GGUF Q4_0: blocks of 32 4-bit weights + fp16 scale (18 bytes / 32), embeddings included.",
+        "ggml-org/llama.cpp ggml-common.h (block_q4_0)",
+        embedding_bits=4.5,
+        aliases=("gguf-q4_0", "q4-0"),
+    ),
+)
+_BY_NAME: dict[str, QuantSpec] = {}
+for _s in _SPECS:
+    for _n in (_s.name, *_s.aliases):
+        _BY_NAME[_n.lower()] = _s
+
+
+def list_quants() -> list[str]:
+    """Canonical names of the supported weight formats."""
+    return [s.name for s in _SPECS]
+
+
+def quant_spec(name: str | QuantSpec) -> QuantSpec:
+    """Look up a weight format by name or alias (``"awq"`` -> ``int4-awq``); raises InvalidRequestError."""
+    if isinstance(name, QuantSpec):
+        return name
+    if not isinstance(name, str):
+        raise InvalidRequestError(f"quant must be a string, got {type(name).__name__}", field="quant")
+    spec = _BY_NAME.get(name.strip().lower().replace("_", "_"))
+    if spec is None:
+        raise InvalidRequestError(
+            f"unknown quant {name!r}; use one of {', '.join(list_quants())}",
+            field="quant",
+            reason="unknown quant",
+        )
+    return spec
+
+
+def weight_bytes(arch: Architecture, spec: QuantSpec) -> int:
+    """Bytes needed to store every weight of ``arch`` in format ``spec`` (whole model, all GPUs)."""
+    g = arch.param_groups()
+    bits = (
+        g["linear"] * spec.bits_per_weight
+        + (g["embedding"] + g["lm_head"]) * spec.embedding_bits
+        + g["other"] * spec.other_bits
+    )
+    return round(bits / 8)

@@ -1,0 +1,142 @@
+"""vLLM mode: how many KV-cache blocks (and tokens) fit after weights, profiling peak and runtime buffers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._exceptions import InvalidRequestError
+from ._architecture import Architecture
+from ._common import GB, GIB
+
+__all__ = ["VLLM_PROFILES", "VLLMCapacity", "VLLMProfile", "vllm_capacity", "vllm_profile"]
+
+
+@dataclass(frozen=True)
+class VLLMProfile:
+    """Version-pinned defaults and runtime buffers of one vLLM memory profiler."""
+
+    name: str
+    gpu_memory_utilization: float
+    block_size: int
+    max_num_batched_tokens: int  # tokens in the profiling forward pass
+    max_num_seqs: int  # sequences whose logits the profiling sampler materializes
+    non_torch_bytes: int  # memory outside the PyTorch allocator counted by the profiler, TP = 1
+    non_torch_bytes_tp: int  # the same per GPU when TP > 1 (NCCL / all-reduce buffers)
+    cuda_graph_bytes: int  # CUDA-graph pool the profiler subtracts
+    description: str
+    source: str
+
+
+VLLM_PROFILES: dict[str, VLLMProfile] = {
+    "v1": VLLMProfile(
+        "v1",
+        0.9,
+        16,
+        8192,
+        256,
+        int(0.15 * GIB),
+        int(0.6 * GIB),
+        int(0.5 * GIB),
+        "vLLM V1 engine (0.8+): KV = total x util - (weights + torch activation peak of profile_run + "
+        "non-torch increase + CUDA-graph estimate); the CUDA context sits in the (1 - util) headroom.",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory; non-torch 0.09-0.65 GiB and CUDA graphs "
+        "0.4-1.0 GiB as printed by vLLM DEBUG memory-profiling logs",
+    ),
+    "0.2.5": VLLMProfile(
+        "0.2.5",
+        0.9,
+        16,
+        4096,
+        256,
+        int(0.88 * GIB),
+        int(13.3 * GIB),
+        0,
+        "vLLM 0.2.5 after PR #2031: peak = total - free after profile_run, so allocator reserve and all "
+        "non-PyTorch memory count. The two buffer sizes are back-solved from PR #2031's block counts "
+        "(Llama-2-7B TP1, Llama-2-70B TP4 on A100-80GB); they are calibrated, not derived.",
+        "vllm-project/vllm PR #2031 (2023-12-12): 7,351 and 20,865 GPU blocks",
+    ),
+}
+
+
+def vllm_profile(name: str) -> VLLMProfile:
+    """Look up a vLLM profiler profile by name (``"v1"`` or ``"0.2.5"``)."""
+    try:
+        return VLLM_PROFILES[name]
+    except KeyError:
+        raise InvalidRequestError(
+            f"unknown vllm_version {name!r}; use one of {', '.join(VLLM_PROFILES)}",
+            field="vllm_version",
+        ) from None
+
+
+@dataclass(frozen=True)
+class VLLMCapacity:
+    """What vLLM would allocate on one GPU: the KV pool in blocks and tokens, and how it was derived."""
+
+    profile: str
+    gpu_memory_gb: float
+    gpu_memory_utilization: float
+    budget_gb: float  # total x utilization
+    weights_gb: float
+    activation_peak_gb: float
+    non_torch_gb: float
+    cuda_graph_gb: float
+    kv_cache_gb: float  # pool size: num_gpu_blocks x block bytes
+    block_size: int
+    block_bytes: int  # one block on one GPU, all layers
+    num_gpu_blocks: int
+    kv_cache_tokens: int
+    requested_blocks: int  # blocks the requested batch x context needs
+    max_concurrency: float  # requests of the requested context the pool holds at once
+
+    @property
+    def fits(self) -> bool:
+        """True when the pool holds the requested batch at the requested context."""
+        return self.num_gpu_blocks > 0 and self.requested_blocks <= self.num_gpu_blocks
+
+
+def vllm_capacity(
+    arch: Architecture,
+    *,
+    weights_per_gpu: int,
+    activation_peak: int,
+    kv_dtype: str,
+    tensor_parallel: int,
+    context: int,
+    batch: int,
+    gpu_memory_gb: float,
+    gpu_memory_utilization: float,
+    profile: VLLMProfile,
+) -> VLLMCapacity:
+    """Compute vLLM's block count: ``(total x util - weights - peak - buffers) // block_bytes``."""
+    total = gpu_memory_gb * GB
+    budget = math.ceil(total * gpu_memory_utilization)
+    non_torch = profile.non_torch_bytes_tp if tensor_parallel > 1 else profile.non_torch_bytes
+    free = budget - weights_per_gpu - activation_peak - non_torch - profile.cuda_graph_bytes
+    per_token = arch.kv_cache_bytes_per_token_per_layer(kv_dtype, tensor_parallel) * arch.num_hidden_layers
+    block_bytes = int(per_token * profile.block_size)
+    blocks = max(0, free // block_bytes)
+    per_seq_tokens = context
+    win = arch.windowed_layers()
+    if win and len(win) == arch.num_hidden_layers and arch.sliding_window:
+        per_seq_tokens = min(context, arch.sliding_window - 1)
+    per_seq_blocks = math.ceil(per_seq_tokens / profile.block_size)
+    return VLLMCapacity(
+        profile=profile.name,
+        gpu_memory_gb=gpu_memory_gb,
+        gpu_memory_utilization=gpu_memory_utilization,
+        budget_gb=budget / GB,
+        weights_gb=weights_per_gpu / GB,
+        activation_peak_gb=activation_peak / GB,
+        non_torch_gb=non_torch / GB,
+        cuda_graph_gb=profile.cuda_graph_bytes / GB,
+        kv_cache_gb=blocks * block_bytes / GB,
+        block_size=profile.block_size,
+        block_bytes=block_bytes,
+        num_gpu_blocks=blocks,
+        kv_cache_tokens=blocks * profile.block_size,
+        requested_blocks=per_seq_blocks * batch,
+        max_concurrency=blocks / per_seq_blocks,
+    )

@@ -1,0 +1,127 @@
+"""What ``holysheep gpus`` and ``holysheep plan`` print. Pure functions: plain keyword args in, text out.
+
+The argparse wiring lives in ``holysheep.cli``; these functions need no key and no network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._exceptions import InvalidRequestError
+from ._picker import pick_hardware
+from ._render import format_table, pick_text
+from ._table import gpus
+
+__all__ = ["DEFAULT_TOKENS_PER_DAY", "render_gpus_table", "run_plan"]
+
+DEFAULT_TOKENS_PER_DAY = 10_000_000
+"""Daily volume used for the API comparison when ``api_model`` is given without ``tokens_per_day``."""
+
+_SORTS = ("bf16", "bw", "mem", "price")
+
+
+def render_gpus_table(sort: str = "bf16", as_json: bool = False) -> str:
+    """``holysheep gpus [--sort bf16|bw|mem|price] [--json]``: the table as text or as a JSON array."""
+    if sort not in _SORTS:
+        raise InvalidRequestError(f"--sort must be one of {', '.join(_SORTS)}, got {sort!r}", field="sort")
+    rows = gpus(sort=sort)
+    if as_json:
+        return json.dumps([g.to_dict() for g in rows], indent=2)
+    return str(rows)
+
+
+def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]]:
+    breakdown = {str(k): float(v) for k, v in dict(getattr(est, "breakdown", {}) or {}).items()}
+    per_gpu = float(est.per_gpu_gb)
+    where = (f"{getattr(est, 'num_gpus', 1)} GPU(s), ZeRO-{getattr(est, 'zero_stage', 0)}" if training
+             else f"tensor parallel {getattr(est, 'tensor_parallel', 1)}")
+    lines = [f"Memory per GPU ({where}): {per_gpu:.2f} GB (total {float(est.total_gb):.2f} GB)"]
+    if breakdown:
+        lines.append(format_table(("component", "GB/GPU"), [[k, f"{v:.2f}"] for k, v in breakdown.items()]))
+    data = {"per_gpu_gb": per_gpu, "total_gb": float(est.total_gb), "breakdown_gb": breakdown}
+    return lines, data
+
+
+def run_plan(
+    model: str,
+    *,
+    quant: str = "bf16",
+    context: int = 2048,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    train: bool = False,
+    method: str = "full",
+    zero_stage: int = 0,
+    train_options: Mapping[str, Any] | None = None,
+    max_gpus: int = 8,
+    objective: str = "cost",
+    budget_per_hour: float | None = None,
+    gpus: Sequence[str] | None = None,
+    api_model: str | None = None,
+    tokens_per_day: float | None = None,
+    utilization: float = 0.5,
+    input_fraction: float | None = None,
+    top: int = 5,
+) -> tuple[str, dict[str, Any]]:
+    """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
+
+    Inference by default; ``train=True`` plans a fine-tune (``method`` "full", "lora" or "qlora",
+    ``zero_stage``; ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other
+    ``estimate_training_memory`` keywords such as ``optimizer`` or ``precision`` go in ``train_options``;
+    ``quant`` is ignored, QLoRA is ``method="qlora"``).
+    ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
+    Returns ``(text, json_dict)``.
+    """
+    from ..estimator import estimate_inference_memory, estimate_training_memory
+
+    if top < 1:
+        raise InvalidRequestError(f"top must be >= 1, got {top}", field="top")
+    est: Any
+    if train:
+        est = estimate_training_memory(model, method=method, seq_len=context, micro_batch=batch,
+                                       zero_stage=zero_stage, num_gpus=1, **dict(train_options or {}))
+    else:
+        est = estimate_inference_memory(model, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
+                                        tensor_parallel=1)
+    result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
+                           gpus=gpus)
+    head = (f"Plan: {model} (training, {method}, ZeRO-{zero_stage}), seq_len {context}, micro-batch {batch}"
+            if train else f"Plan: {model} (inference), quant {quant}, context {context}, batch {batch}")
+    mem_lines, mem = _memory_section(est, train)
+    lines = [head, "", *mem_lines, "", pick_text(result, top=top)]
+    data: dict[str, Any] = {
+        "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
+        "batch": batch, "objective": objective, "memory": mem,
+        "options": [o.to_dict() for o in list(result)[:top]],
+        "rejected": [o.to_dict() for o in result.rejected],
+        "api_comparison": None,
+    }
+    if api_model is not None:
+        section, comparison = _api_section(result, api_model, tokens_per_day, utilization, input_fraction)
+        lines += ["", *section]
+        data["api_comparison"] = comparison
+    return "\n".join(lines), data
+
+
+def _api_section(result: Sequence[Any], api_model: str, tokens_per_day: float | None, utilization: float,
+                 input_fraction: float | None) -> tuple[list[str], dict[str, Any]]:
+    from ..pricing import break_even, price_for
+
+    volume = DEFAULT_TOKENS_PER_DAY if tokens_per_day is None else tokens_per_day
+    entry = price_for(api_model)
+    lines = [f"API comparison: {entry.model} ({entry.source}, as of {entry.as_of}), "
+             f"{volume:,.0f} tokens/day, utilization {utilization:g}"]
+    usable = [o for o in result if o.price_per_hour is not None and o.decode_tokens_per_s]
+    if not usable:
+        lines.append("  no priced inference option to compare with")
+        return lines, {"api_model": entry.model, "tokens_per_day": volume, "break_even": None}
+    be = break_even(api_model=api_model, option=usable[0], tokens_per_day=volume, utilization=utilization,
+                    input_fraction=input_fraction)
+    lines += ["  " + ln for ln in be.arithmetic.splitlines()]
+    saving = abs(be.annual_savings_self_host)
+    verdict = {"api": f"the API is cheaper by ${saving:,.0f}/year",
+               "self-host": f"self-hosting is cheaper by ${saving:,.0f}/year", "equal": "they cost the same"}
+    lines.append(f"  At {volume:,.0f} tokens/day {verdict[be.cheaper]}")
+    return lines, {"api_model": entry.model, "tokens_per_day": volume, "break_even": be.to_dict()}

@@ -1,0 +1,283 @@
+"""``pick_hardware``: which GPUs, how many, how fast and at what cost, with reasons for the rest.
+
+Policy (also in docs/hardware.md):
+
+* Counts are powers of two up to ``max_gpus``. For inference the number of devices is the tensor-
+  parallel degree and must divide both the attention and the KV head counts. For training it is the
+  data-parallel degree (ZeRO shards over it); heads do not constrain it.
+* A count fits when the estimator's per-GPU figure at that degree is at most
+  ``memory_fraction`` (default 0.9, vLLM's ``gpu_memory_utilization``) of one device's memory.
+* A quant whose spec needs a native path (``requires_native`` = "fp8", "fp4" or "int4") is *rejected*
+  on parts without it: fp8 checkpoints are not served on A100/A10/V100/T4/MI250X through a slow
+  emulation path. Weight-only INT4 (AWQ/GPTQ) needs no native path (it dequantises to FP16), except
+  that AWQ kernels need NVIDIA compute capability 7.5+, so AWQ is rejected on V100.
+* For each GPU the picker keeps the best count under the objective; GPUs with no workable count are
+  in ``.rejected`` with their reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._exceptions import InvalidRequestError
+from ._roofline import (
+    DEFAULT_EFFICIENCIES,
+    Efficiencies,
+    decode_tokens_per_s,
+    prefill_tokens_per_s,
+    train_tokens_per_s,
+)
+from ._table import GPU, gpu, gpus
+
+__all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
+
+OBJECTIVES = ("cost", "latency", "throughput")
+
+
+@dataclass(frozen=True)
+class HardwareOption:
+    """One GPU type at one count. ``reason`` is ``None`` for a workable option, else why it was rejected."""
+
+    gpu: GPU
+    count: int
+    fits: bool
+    per_gpu_gb: float | None
+    usable_gb_per_gpu: float
+    headroom_gb: float | None
+    tensor_parallel: int
+    decode_tokens_per_s: float | None = None
+    decode_tokens_per_s_batch1: float | None = None
+    prefill_tokens_per_s: float | None = None
+    train_tokens_per_s: float | None = None
+    price_per_hour: float | None = None
+    cost_per_million_tokens: float | None = None
+    notes: tuple[str, ...] = ()
+    reason: str | None = None
+    reason_code: str | None = None
+    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``over_budget`` or ``no_price``."""
+
+    @property
+    def label(self) -> str:
+        """``"2x H100 SXM5 80GB"``."""
+        return f"{self.count}x {self.gpu.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (the GPU as its id and name)."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "gpu"}
+        d["notes"] = list(self.notes)
+        d.update(gpu=self.gpu.id, gpu_name=self.gpu.name, label=self.label)
+        return d
+
+
+class PickResult(list[HardwareOption]):
+    """Workable options, best first; ``.rejected`` holds one rejected option per unusable GPU."""
+
+    def __init__(self, options: Iterable[HardwareOption], rejected: Iterable[HardwareOption], objective: str,
+                 estimate: Any = None) -> None:
+        super().__init__(options)
+        self.rejected: list[HardwareOption] = list(rejected)
+        self.objective = objective
+        self.estimate = estimate
+
+    def __str__(self) -> str:
+        from ._render import pick_text
+
+        return pick_text(self)
+
+    def _repr_html_(self) -> str:
+        from ._render import pick_html
+
+        return pick_html(self)
+
+
+def _is_training(est: Any) -> bool:
+    return hasattr(est, "with_num_gpus") and not hasattr(est, "with_tensor_parallel")
+
+
+def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
+    """(rejection reason or None, notes) for the quant format on this GPU."""
+    need = getattr(spec, "requires_native", None)
+    if need and not g.supports(str(need)):
+        return f"no native {need} path on {g.name} (quant needs {need} tensor cores)", []
+    cc = g.compute_capability
+    cc_num = float(cc) if g.vendor == "nvidia" and cc and cc.replace(".", "").isdigit() else None
+    if getattr(spec, "name", None) == "int4-awq" and cc_num is not None and cc_num < 7.5:
+        return f"no int4 AWQ kernel for compute capability {cc} (vLLM's AWQ needs 7.5+; try int4-gptq)", []
+    notes = []
+    compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
+    if compute == "bf16" and not g.supports("bf16"):
+        notes.append("no BF16 on this part: served in FP16")
+    if cc_num is not None and cc_num < 8.0:
+        notes.append(f"compute capability {cc}: no FlashAttention-2 (needs 8.0+)")
+    if g.vendor == "amd" and need == "fp8":
+        notes.append("AMD FP8 is the FNUZ flavour: OCP FP8 checkpoints need conversion")
+    return None, notes
+
+
+def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
+    notes = []
+    if devices > 1 and not g.has_fast_interconnect:
+        kind = "data parallel" if training else "tensor parallel"
+        notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
+    if g.devices_per_package > 1:
+        notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
+    if g.form_factor == "SoM":
+        notes.append("edge module: memory shared with the CPU")
+    if g.price_per_hour is None:
+        notes.append("no price in the table: register_gpus() a price to rank by cost")
+    elif not any(p.kind == "list" for p in g.prices):
+        notes.append("price is a marketplace figure")
+    return notes
+
+
+def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float,
+              budget: float | None, eff: Efficiencies, notes0: list[str]) -> HardwareOption:
+    devices = count * g.devices_per_package
+    usable = g.memory_per_device_gb * memory_fraction
+    base: dict[str, Any] = {"gpu": g, "count": count, "usable_gb_per_gpu": usable, "tensor_parallel": devices}
+    arch = est.architecture
+    params = float(arch.num_params)
+    active = float(getattr(arch, "num_active_params", None) or params)
+    if not training:
+        heads, kv = int(arch.num_attention_heads), int(arch.num_key_value_heads)
+        if heads % devices or kv % devices:
+            return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
+                                  reason=f"heads not divisible by TP: {devices} does not divide {heads} "
+                                  f"attention / {kv} KV heads", reason_code="heads_not_divisible")
+        sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
+    else:
+        sized = est.with_num_gpus(devices)
+    per_gpu = float(sized.per_gpu_gb)
+    fits = per_gpu <= usable
+    base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits)
+    if not fits:
+        return HardwareOption(**base, reason=f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
+                              f"{usable:.1f} GB usable ({memory_fraction:g} of {g.memory_per_device_gb:g} GB)",
+                              reason_code="does_not_fit")
+    perf: dict[str, float | None] = {}
+    if training:
+        k = 6.0 if str(getattr(est, "method", "full")) == "full" else 4.0
+        perf["train_tokens_per_s"] = tok_s = train_tokens_per_s(g, count, active_params=active,
+                                                                flops_per_param=k, eff=eff)
+    else:
+        spec = est.quant_spec
+        compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
+        kw: dict[str, Any] = {
+            "weight_bytes": float(est.weights_bytes_total),
+            "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
+            "context": int(est.context),
+            "params": params,
+            "active_params": active,
+            "precision": compute,
+            "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
+            "eff": eff,
+        }
+        perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
+        perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
+        perf["prefill_tokens_per_s"] = prefill_tokens_per_s(g, count, active_params=active, precision=compute,
+                                                             eff=eff)
+    price = None if g.price_per_hour is None else g.price_per_hour * count
+    cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
+    base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
+                notes=tuple(notes0 + _gpu_notes(g, devices, training)))
+    if budget is not None and price is None:
+        return HardwareOption(**base, reason="no price known, so the budget cannot be checked",
+                              reason_code="no_price")
+    if budget is not None and price is not None and price > budget:
+        return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
+                              reason_code="over_budget")
+    return HardwareOption(**base)
+
+
+def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
+    inf = float("inf")
+    speed = o.train_tokens_per_s if o.decode_tokens_per_s is None else (
+        o.decode_tokens_per_s_batch1 if objective == "latency" else o.decode_tokens_per_s)
+    if objective == "cost":
+        return (o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf, o.count)
+    return (-(speed or 0.0), o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf)
+
+
+def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
+    for code in ("over_budget", "no_price"):
+        hit = [o for o in tried if o.reason_code == code]
+        if hit:
+            return hit[0]
+    sized = [o for o in tried if o.reason_code == "does_not_fit"]
+    if sized:
+        last = sized[-1]
+        heads = [o for o in tried if o.reason_code == "heads_not_divisible" and o.count > last.count]
+        if heads:
+            return HardwareOption(**{**{k: getattr(last, k) for k in last.__dataclass_fields__},
+                                     "reason": f"{last.reason}; larger counts: {heads[0].reason}"})
+        return last
+    return tried[-1]
+
+
+def pick_hardware(
+    model_or_estimate: Any,
+    *,
+    quant: str = "bf16",
+    context: int = 2048,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    max_gpus: int = 8,
+    objective: str = "cost",
+    budget_per_hour: float | None = None,
+    gpus: Sequence[str | GPU] | None = None,
+    memory_fraction: float = 0.9,
+    efficiencies: Efficiencies | None = None,
+) -> PickResult:
+    """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
+
+    ``model_or_estimate`` is a model name (an inference estimate is built with ``quant``, ``context``,
+    ``batch`` and ``kv_dtype``), an ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
+    ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
+    tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
+    Returns a ``PickResult`` (best first) whose ``.rejected`` lists unusable GPUs with reasons.
+    """
+    if objective not in OBJECTIVES:
+        raise InvalidRequestError(f"objective={objective!r} must be one of {', '.join(OBJECTIVES)}",
+                                  field="objective", reason="unknown objective")
+    if isinstance(max_gpus, bool) or not isinstance(max_gpus, int) or max_gpus < 1:
+        raise InvalidRequestError(f"max_gpus must be a positive integer, got {max_gpus!r}", field="max_gpus")
+    if not 0 < memory_fraction <= 1:
+        raise InvalidRequestError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}",
+                                  field="memory_fraction")
+    if budget_per_hour is not None and budget_per_hour <= 0:
+        raise InvalidRequestError(f"budget_per_hour must be positive, got {budget_per_hour!r}",
+                                  field="budget_per_hour")
+    if isinstance(model_or_estimate, str):
+        from ..estimator import estimate_inference_memory
+
+        est: Any = estimate_inference_memory(model_or_estimate, quant=quant, context=context, batch=batch,
+                                             kv_dtype=kv_dtype, tensor_parallel=1)
+    else:
+        est = model_or_estimate
+    training = _is_training(est)
+    eff = efficiencies or DEFAULT_EFFICIENCIES
+    table = [gpu(x) for x in gpus] if gpus is not None else list(_all_gpus())
+    counts = [1 << i for i in range(max_gpus.bit_length()) if 1 << i <= max_gpus]
+    options, rejected = [], []
+    for g in table:
+        reason, notes0 = (None, []) if training else _precision_notes(g, est.quant_spec)
+        if reason is not None:
+            usable = g.memory_per_device_gb * memory_fraction
+            rejected.append(HardwareOption(g, 1, False, None, usable, None, g.devices_per_package,
+                                           reason=reason, reason_code="no_native_precision"))
+            continue
+        tried = [_evaluate(g, c, est, training=training, memory_fraction=memory_fraction,
+                           budget=budget_per_hour, eff=eff, notes0=notes0) for c in counts]
+        ok = [o for o in tried if o.reason is None]
+        if ok:
+            options.append(min(ok, key=lambda o: _score(o, objective)))
+        else:
+            rejected.append(_pick_rejection(tried))
+    options.sort(key=lambda o: (_score(o, objective), o.gpu.name))
+    return PickResult(options, rejected, objective, est)
+
+
+def _all_gpus() -> list[GPU]:
+    return list(gpus())

@@ -1,0 +1,76 @@
+"""The picker against known facts (issue 6), using the real estimator."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from holysheep.estimator import estimate_inference_memory, estimate_training_memory
+from holysheep.hardware import pick_hardware
+from holysheep.hardware._cli import run_plan
+
+
+def test_llama_3_1_70b_int4_8k_batch4_fits_one_80gb_gpu() -> None:
+    est = estimate_inference_memory("llama-3.1-70b", quant="int4-awq", context=8192, batch=4)
+    res = pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4,
+                        gpus=["h100", "a100 80gb", "h100 pcie"])
+    assert [o.count for o in res] == [1, 1, 1]
+    assert res.rejected == []
+    for o in res:
+        assert o.fits and o.per_gpu_gb == pytest.approx(est.per_gpu_gb)
+        assert o.per_gpu_gb is not None and o.per_gpu_gb < 0.9 * 80
+    # estimator.md section 9: ~47-51 GB plus 1-5 GB of prefill/workspace
+    assert 47 < est.per_gpu_gb < 56
+
+
+def test_llama_2_7b_full_finetune_adamw_does_not_fit_one_a100_but_fits_with_zero3() -> None:
+    single = estimate_training_memory("llama-2-7b", precision="bf16-mixed", optimizer="adamw", method="full")
+    (rej,) = pick_hardware(single, gpus=["a100 80gb"], max_gpus=1).rejected
+    assert rej.reason_code == "does_not_fit" and rej.per_gpu_gb is not None and rej.per_gpu_gb > 80
+    # ZeRO-0 replicates the states: more GPUs do not help
+    assert list(pick_hardware(single, gpus=["a100 80gb"], max_gpus=8)) == []
+    zero3 = estimate_training_memory("llama-2-7b", precision="bf16-mixed", optimizer="adamw", method="full",
+                                     zero_stage=3)
+    (opt,) = pick_hardware(zero3, gpus=["a100 80gb"], max_gpus=8)
+    assert opt.fits and opt.count == 4
+    assert opt.per_gpu_gb == pytest.approx(zero3.with_num_gpus(4).per_gpu_gb)
+    assert zero3.with_num_gpus(2).per_gpu_gb > 0.9 * 80
+
+
+def test_llama_3_1_405b_bf16_does_not_fit_8x_h100_but_fits_8x_h200() -> None:
+    res = pick_hardware("llama-3.1-405b", quant="bf16", gpus=["h100", "h200"], max_gpus=8)
+    assert [(o.gpu.id, o.count) for o in res] == [("h200-sxm", 8)]
+    (h100,) = res.rejected
+    assert (h100.gpu.id, h100.count, h100.reason_code) == ("h100-sxm", 8, "does_not_fit")
+    assert h100.per_gpu_gb is not None and h100.per_gpu_gb > 80  # even before the 0.9 usable fraction
+
+
+def test_fp8_is_rejected_on_a100() -> None:
+    res = pick_hardware("llama-3.1-8b", quant="fp8", gpus=["a100 80gb", "h100", "l40s"])
+    assert [(o.gpu.id, o.count) for o in res] == [("h100-sxm", 1), ("l40s", 1)]
+    (a100,) = res.rejected
+    assert a100.reason_code == "no_native_precision"
+    assert a100.reason == "no native fp8 path on A100 80GB SXM4 (quant needs fp8 tensor cores)"
+
+
+def test_heads_limit_tensor_parallel_degree() -> None:
+    res = pick_hardware("llama-3.1-405b", quant="bf16", gpus=["h100"], max_gpus=16)
+    (rej,) = res.rejected
+    assert rej.count == 8 and "heads not divisible by TP: 16 does not divide 128 attention / 8 KV heads" in (
+        rej.reason or "")
+
+
+def test_plan_text_and_json() -> None:
+    text, data = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, api_model="deepseek-v3.2",
+                          tokens_per_day=1e7, top=3)
+    assert text.startswith("Plan: llama-3.1-70b (inference), quant int4-awq, context 8192, batch 4")
+    for section in ("Memory per GPU (tensor parallel 1)", "Options (objective: cost)", "Rejected",
+                    "API comparison: deepseek-v3.2"):
+        assert section in text
+    assert len(data["options"]) == 3 and data["options"][0]["count"] == 1
+    be = data["api_comparison"]["break_even"]
+    assert be["api_price_per_m"] == 0.42 and be["api_cost_per_day"] == pytest.approx(4.2)
+    json.dumps(data)  # machine output must serialise
+    ttext, tdata = run_plan("llama-2-7b", train=True, method="full", zero_stage=3, gpus=["a100 80gb"])
+    assert "train tok/s" in ttext and tdata["mode"] == "training" and tdata["options"][0]["count"] == 4

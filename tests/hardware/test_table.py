@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from holysheep._exceptions import InvalidRequestError, UnknownGPUError
+from holysheep.hardware import PRECISIONS, PRICE_KINDS, gpu, gpus, load_gpus, register_gpus
+from holysheep.hardware._cli import render_gpus_table
+
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "gpus.md"
+
+
+def _reference_rows() -> list[dict[str, str]]:
+    if not REFERENCE.exists():
+        pytest.skip(f"{REFERENCE} not present")
+    block = re.search(r"```csv\n(.*?)```", REFERENCE.read_text(encoding="utf-8"), re.S)
+    assert block is not None
+    return list(csv.DictReader(io.StringIO(block.group(1))))
+
+
+def _f(s: str) -> float | None:
+    return None if s == "" else float(s)
+
+
+def test_table_has_at_least_25_accelerators_across_vendors_and_classes() -> None:
+    rows = gpus()
+    assert len(rows) == 30
+    ids = {g.id for g in rows}
+    # datacenter, workstation, consumer, Jetson, AMD Instinct, Intel Gaudi
+    assert {"h100-sxm", "rtx6000ada", "rtx4090", "agx-orin-64", "mi300x", "gaudi3"} <= ids
+    assert {g.vendor for g in rows} == {"nvidia", "amd", "intel"}
+    assert len(gpus(vendor="amd")) == 3
+    assert len(gpus(vendor="intel")) == 2
+
+
+def test_aliases_resolve() -> None:
+    assert gpu("H100").id == "h100-sxm"
+    assert gpu("h100-sxm").id == "h100-sxm"
+    a100 = gpu("a100 80gb")
+    assert a100.id == "a100-80-sxm"
+    assert (a100.memory_gb, a100.bandwidth_gb_s, a100.tdp_w) == (80, 2039, 400)
+    assert gpu("A100-80G") is a100
+    assert gpu("NVIDIA GeForce RTX 4090").id == "rtx4090"
+    assert gpu("A100 80GB PCIe").bandwidth_gb_s == 1935
+    assert gpu(a100) is a100
+
+
+def test_unknown_gpu_suggests_nearest_names() -> None:
+    with pytest.raises(UnknownGPUError) as info:
+        gpu("H1000")
+    assert "h100-sxm" in str(info.value)
+    assert info.value.field == "gpu"
+    with pytest.raises(UnknownGPUError, match="Did you mean: mi300x"):
+        gpu("MI300")
+
+
+def test_every_row_is_typed_sourced_and_dated() -> None:
+    for g in gpus():
+        assert set(g.dense_tflops) == set(PRECISIONS), g.id
+        assert g.source.startswith("https://"), g.id
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", g.as_of), g.id
+        assert g.memory_gb > 0 and g.bandwidth_gb_s > 0
+        assert isinstance(g.supports_sparsity, bool)
+        for p in g.prices:
+            assert p.kind in PRICE_KINDS, (g.id, p)
+            assert p.as_of and p.source and p.usd_per_hour > 0
+
+
+def test_dense_figures_match_the_datasheet_csv() -> None:
+    """Every numeric column of the reference CSV (dense only) equals our row, field by field."""
+    rows = _reference_rows()
+    assert len(rows) == 30
+    for ref in rows:
+        g = gpu(ref["id"])
+        for p in PRECISIONS:
+            assert g.tflops(p) == _f(ref[p]), (g.id, p)
+        assert g.memory_gb == float(ref["mem_gb"]), g.id
+        assert g.bandwidth_gb_s == float(ref["bw_gbs"]), g.id
+        assert g.tdp_w == float(ref["tdp_w"]), g.id
+        assert g.supports_sparsity is (ref["sparse2x"] == "1"), g.id
+        assert g.supports("fp8") is (ref["fp8_native"] == "1"), g.id
+        assert g.supports("fp4") is (ref["fp4_native"] == "1"), g.id
+
+
+# Vendor headline figures that are 2:4 sparse (gpus.md section 0 and Table B).
+SPARSE_HEADLINES = [
+    ("h100-sxm", "int8", 3958), ("h100-sxm", "fp8", 3958), ("h100-sxm", "bf16", 1979),
+    ("l40s", "bf16", 733), ("l40s", "int8", 1466), ("l4", "bf16", 242), ("l4", "int8", 485),
+    ("rtx5090", "fp4", 3352), ("agx-orin-64", "int8", 275), ("rtx6000ada", "fp8", 1457),
+    ("rtxa6000", "bf16", 309.7), ("b200", "fp4", 18000), ("a100-80-sxm", "bf16", 624),
+]
+
+
+@pytest.mark.parametrize(("gid", "prec", "sparse"), SPARSE_HEADLINES)
+def test_no_sparse_headline_is_stored_as_dense(gid: str, prec: str, sparse: float) -> None:
+    assert gpu(gid).tflops(prec) != sparse
+
+
+def test_sparse_is_derived_as_twice_dense() -> None:
+    assert gpu("L40S").tflops("bf16") == 362
+    assert gpu("L40S").sparse_tflops("bf16") == 724
+    assert gpu("H100").sparse_tflops("int8") == 3958
+    assert gpu("T4").sparse_tflops("fp16") is None  # no 2:4 support on Turing
+    assert gpu("H100").sparse_tflops("fp4") is None
+    # the blog's 2.35x L40S-vs-A100 at FP16 is 1.16x dense
+    assert round(gpu("L40S").tflops("fp16") / gpu("A100").tflops("fp16"), 2) == 1.16  # type: ignore[operator]
+
+
+def test_native_flags() -> None:
+    assert not gpu("A100").supports("fp8")
+    assert gpu("H100").supports("fp8") and not gpu("H100").supports("int4")
+    assert gpu("B200").supports("fp4")
+    assert not gpu("V100").supports("bf16")
+    assert gpu("MI300X").supports("fp8") and not gpu("MI250X").supports("fp8")
+
+
+def test_price_per_hour_is_lowest_list_then_any() -> None:
+    assert gpu("H100").price_per_hour == 3.49
+    assert gpu("H200").price_per_hour == 4.50
+    assert gpu("a100 80gb").price_per_hour == 1.59
+    assert gpu("RTX 5090").price_per_hour == 0.69  # marketplace only
+    assert gpu("Gaudi 2").price_per_hour is None
+    kinds = {p.kind for p in gpu("H100").prices}
+    assert kinds == {"list", "marketplace", "reserved"}
+
+
+def test_mi250x_is_two_devices() -> None:
+    g = gpu("MI250X")
+    assert g.devices_per_package == 2
+    assert g.memory_per_device_gb == 64
+
+
+def test_sorting() -> None:
+    assert gpus(sort="bw")[0].id == "gb200"
+    assert gpus(sort="mem")[0].id == "mi325x"
+    assert gpus(sort="bf16")[0].id == "gb200"
+    by_price = gpus(sort="price")
+    assert by_price[0].id == "t4"
+    assert by_price[-1].price_per_hour is None
+    with pytest.raises(InvalidRequestError):
+        gpus(sort="speed")
+
+
+def test_register_csv_price_override_merges(tmp_path: Path) -> None:
+    f = tmp_path / "mine.csv"
+    f.write_text("id,price_per_hour,price_kind,price_as_of\nH100,2.10,reserved,2026-11-01\n")
+    (row,) = register_gpus(f)
+    h = gpu("h100-sxm")
+    assert row.id == "h100-sxm" and h.price_per_hour == 2.10
+    assert len(h.prices) == 1 and h.prices[0].kind == "reserved" and h.prices[0].provider == "user"
+    assert h.tflops("bf16") == 989.4 and h.memory_gb == 80
+
+
+def test_register_json_new_card(tmp_path: Path) -> None:
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps({"gpus": [{
+        "id": "my-card", "name": "My Card 32GB", "vendor": "NVIDIA", "memory_gb": 32, "bandwidth_gb_s": 1000,
+        "dense_tflops": {"bf16": 100, "fp8": 200}, "native": {"fp8": True, "bf16": True}, "aliases": ["mc"],
+        "prices": [{"provider": "me", "usd_per_hour": 0.5, "kind": "list", "as_of": "2026-11", "source": "x"}],
+    }]}))
+    register_gpus(f)
+    g = gpu("mc")
+    assert (g.id, g.vendor, g.memory_gb, g.tflops("fp8"), g.price_per_hour) == ("my-card", "nvidia", 32, 200, 0.5)
+    assert g.supports("fp8") and g.tflops("int8") is None
+    assert len(gpus()) == 31
+
+
+def test_register_reference_style_csv_row(tmp_path: Path) -> None:
+    f = tmp_path / "new.csv"
+    f.write_text("id,vendor,name,mem_gb,bw_gbs,bf16,fp8,fp8_native,sparse2x\nx1,amd,X1,64,2000,500,1000,1,0\n")
+    (g,) = load_gpus(f)
+    assert (g.memory_gb, g.bandwidth_gb_s, g.tflops("bf16"), g.supports("fp8"), g.supports_sparsity) == (
+        64, 2000, 500, True, False)
+    with pytest.raises(UnknownGPUError):
+        gpu("x1")  # load_gpus does not register
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "match"),
+    [
+        ("a.csv", "id,memory_gb\nnew,\n", "needs a positive memory_gb"),
+        ("b.csv", "id,bf16\nh100,fast\n", "expected a number"),
+        ("c.csv", "id,sparse2x\nh100,maybe\n", "expected 1/0"),
+        ("d.csv", "name\nfoo\n", "needs an id"),
+        ("e.json", "{not json", "invalid JSON"),
+        ("f.json", '{"gpus": 3}', "expected a list"),
+        ("g.txt", "", "must end in .csv or .json"),
+        ("h.csv", "id,price_per_hour,price_kind\nh100,2,spot\n", "kind must be one of"),
+    ],
+)
+def test_bad_user_files_say_what_is_wrong(tmp_path: Path, name: str, text: str, match: str) -> None:
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(InvalidRequestError, match=match):
+        load_gpus(f)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(InvalidRequestError, match="cannot read"):
+        load_gpus("/nonexistent/gpus.csv")
+
+
+def test_text_html_and_json_rendering() -> None:
+    text = str(gpus())
+    assert text.splitlines()[0].split()[:4] == ["id", "name", "mem", "GB"]
+    assert "989.4" in text and "3,958" not in text
+    assert gpus()._repr_html_().startswith("<table>")
+    data = json.loads(render_gpus_table(sort="price", as_json=True))
+    assert len(data) == 30 and data[0]["id"] == "t4"
+    assert data[0]["dense_tflops"]["fp16"] == 65
+    assert render_gpus_table(sort="mem").splitlines()[2].startswith("mi325x")
+    with pytest.raises(InvalidRequestError):
+        render_gpus_table(sort="name")
