@@ -106,6 +106,14 @@ class BaseClient:
     def _bind_resources(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def stats(self) -> dict[str, Any]:
+        """Fallback use and the primary's circuit state (empty counters when no fallbacks are set)."""
+        router = getattr(self, "_router", None)
+        if router is None:
+            return {"circuit": None, "circuit_opened": 0, "endpoints": {}, "fallback_served": 0}
+        stats: dict[str, Any] = router.stats()
+        return stats
+
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(base_url={str(self._config.base_url)!r}, "
                 f"api_key={mask_key(self._config.api_key.reveal())!r}, max_retries={self._config.max_retries})")

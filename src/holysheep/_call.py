@@ -87,12 +87,18 @@ class Call:
     def api_key(self) -> str | None:
         return self.config.api_key.reveal()
 
-    def next_request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
-        """The httpx request for the next attempt (same idempotency key, incremented retry count)."""
+    def next_request(self, http: httpx.Client | httpx.AsyncClient | None) -> httpx.Request:
+        """The httpx request for the next attempt (same idempotency key, incremented retry count).
+
+        With ``http`` the request is built by that client (its default headers, cookies); with None it
+        is built directly (the aiohttp backend).
+        """
         headers = self._headers
-        if RETRY_COUNT_HEADER not in headers or self.retries_taken:
-            headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
+        headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
         self.started_at = time.perf_counter()
+        if http is None:
+            return httpx.Request(self.spec.method, self._url, content=self._content, headers=headers,
+                                 extensions={"timeout": self.timeout.as_dict()})
         return http.build_request(self.spec.method, self._url, content=self._content, headers=headers,
                                   timeout=self.timeout)
 
@@ -153,4 +159,5 @@ class Call:
             result._request_id = response.headers.get("x-request-id")
             result._retries_taken = self.retries_taken
             result._elapsed_s = self.elapsed
+            result._served_by = self.served_by
         return result

@@ -1,0 +1,106 @@
+"""Optional aiohttp backend for :class:`~holysheep.AsyncClient` (``http_backend="aiohttp"``).
+
+httpx's async pool scans every connection on each request, which costs more CPU per request as the
+number in flight grows; aiohttp's connector does not. This backend sends the ``httpx.Request`` the
+core built through an ``aiohttp.ClientSession`` and hands back an ``httpx.Response``, mapping aiohttp's
+errors onto httpx's so the shared retry and streaming code sees one error vocabulary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+__all__ = ["AiohttpBackend"]
+
+_DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+
+
+def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return httpx.ConnectTimeout(str(exc) or "connect timed out", request=request)
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return httpx.ReadTimeout(str(exc) or "read timed out", request=request)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return httpx.ConnectError(str(exc), request=request)
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+        return httpx.RemoteProtocolError(str(exc) or type(exc).__name__, request=request)
+    return httpx.ReadError(str(exc) or type(exc).__name__, request=request)
+
+
+class _AioStream(httpx.AsyncByteStream):
+    def __init__(self, response: Any, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import aiohttp
+
+        try:
+            async for data in self._response.content.iter_any():
+                yield data
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _map_error(exc, self._request) from exc
+
+    async def aclose(self) -> None:
+        self._response.close()
+
+
+class AiohttpBackend:
+    """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
+
+    def __init__(self, *, max_connections: int = 1000) -> None:
+        import aiohttp  # fail at construction if the extra is missing
+
+        self._aiohttp = aiohttp
+        self._max_connections = max_connections
+        self._session: Any = None
+        self._timeouts: dict[tuple[Any, ...], Any] = {}
+
+    def _open(self) -> Any:
+        aiohttp = self._aiohttp
+        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True, skip_auto_headers=(
+            "User-Agent", "Content-Type"))
+        return self._session
+
+    def _timeout(self, request: httpx.Request) -> Any:
+        t = request.extensions.get("timeout") or {}
+        key = (t.get("connect"), t.get("read"), t.get("pool"))
+        timeout = self._timeouts.get(key)
+        if timeout is None:
+            timeout = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1],
+                                                  connect=key[2])
+            self._timeouts[key] = timeout
+        return timeout
+
+    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """Send ``request``; read the whole body unless ``stream``."""
+        session = self._session or self._open()
+        aiohttp = self._aiohttp
+        try:
+            resp = await session.request(request.method, str(request.url), data=request.content or None,
+                                         headers=request.headers, timeout=self._timeout(request),
+                                         allow_redirects=True)
+            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
+            if stream:
+                return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
+                                      request=request)
+            try:
+                content = await resp.read()
+            finally:
+                resp.release()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _map_error(exc, request) from exc
+        return httpx.Response(resp.status, headers=headers, content=content, request=request)
+
+    async def aclose(self) -> None:
+        """Close the aiohttp session and its connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,61 @@
+"""Test helpers: ``FakeServer``, a local OpenAI-compatible HTTP server with scripted replies and faults.
+
+    from holysheep.testing import FakeServer, Fault
+
+    with FakeServer(faults=[Fault.status(429, retry_after=0.01), None]) as server:
+        ...  # point a client at server.url with server.api_key; inspect server.requests
+
+Names load lazily, so importing this package (and its pytest plugin) costs almost nothing. The server
+uses only the standard library. See ``docs/testing.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._faults import DEFAULT_FAULT_MIX, Fault, FaultPlan
+    from ._replies import Handler, RecordedRequest, ReplySpec, Response, ScriptedReply, StreamReply
+    from ._server import FakeServer, serve
+
+__all__ = [
+    "DEFAULT_FAULT_MIX",
+    "FakeServer",
+    "Fault",
+    "FaultPlan",
+    "Handler",
+    "RecordedRequest",
+    "ReplySpec",
+    "Response",
+    "ScriptedReply",
+    "StreamReply",
+    "serve",
+]
+
+_WHERE = {
+    "DEFAULT_FAULT_MIX": "_faults",
+    "Fault": "_faults",
+    "FaultPlan": "_faults",
+    "Handler": "_replies",
+    "RecordedRequest": "_replies",
+    "ReplySpec": "_replies",
+    "Response": "_replies",
+    "ScriptedReply": "_replies",
+    "StreamReply": "_replies",
+    "FakeServer": "_server",
+    "serve": "_server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

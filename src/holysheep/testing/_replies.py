@@ -1,0 +1,366 @@
+"""OpenAI-format payloads: chat completions, stream chunks, model lists, quota and error bodies.
+
+Pure functions over plain dicts (stdlib only), shared by the fake server and the respx mock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import string
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from ._faults import Fault
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "Handler",
+    "RecordedRequest",
+    "ReplySpec",
+    "Response",
+    "ScriptedReply",
+    "StreamReply",
+    "chat_completion",
+    "chat_endpoint",
+    "dumps",
+    "error_body",
+    "error_response",
+    "model_endpoint",
+    "model_object",
+    "models_list",
+    "new_api_key",
+    "new_id",
+    "quota_object",
+    "resolve_reply",
+    "split_pieces",
+    "stream_events",
+    "usage",
+]
+
+MODEL_CREATED = 1_735_689_600  # 2025-01-01T00:00:00Z, a stable "created" for listed models
+DEFAULT_MODELS: dict[str, str] = {
+    "deepseek-v3.2": "deepseek",
+    "gpt-4.1": "openai",
+    "gpt-4.1-mini": "openai",
+    "claude-sonnet-4.5": "anthropic",
+    "gemini-2.5-flash": "google",
+    "qwen3-235b-a22b": "qwen",
+}
+_KEY_ALPHABET = string.ascii_letters + string.digits
+_PIECE = re.compile(r"\s*\S+\s*")
+_LOREM = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+]
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A reply with an explicit finish reason (a plain ``str`` reply finishes with ``"stop"``)."""
+
+    content: str
+    finish_reason: str = "stop"
+
+
+ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
+"""``"echo"`` (the last user message), ``"lorem"`` (``max_tokens`` words, 16 by default), any other
+string (returned as is), a :class:`ScriptedReply`, or a callable taking the request body."""
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON, as the OpenAI API sends it."""
+    return _ENCODER.encode(obj).encode()
+
+
+def new_id(prefix: str) -> str:
+    """``prefix`` + 32 hex characters, e.g. ``req_…`` or ``chatcmpl-…``."""
+    return prefix + os.urandom(16).hex()
+
+
+def new_api_key() -> str:
+    """A valid-looking test key: ``hs_test_`` + 24 characters from ``[A-Za-z0-9]``."""
+    return "hs_test_" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(24))
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def resolve_reply(spec: ReplySpec, body: dict[str, Any]) -> ScriptedReply:
+    """Turn a reply spec into the reply for this request; ``max_tokens`` truncates it (``"length"``)."""
+    if isinstance(spec, ScriptedReply):
+        reply = spec
+    elif spec == "echo":
+        users = [m for m in body.get("messages", ()) if isinstance(m, dict) and m.get("role") == "user"]
+        reply = ScriptedReply(_text(users[-1].get("content")) if users else "")
+    elif spec == "lorem":
+        limit = _max_tokens(body)
+        n = 16 if limit is None else limit
+        text = " ".join(_LOREM[i % len(_LOREM)] for i in range(n))
+        return ScriptedReply(text, "stop" if limit is None else "length")
+    elif isinstance(spec, str):
+        reply = ScriptedReply(spec)
+    else:
+        result = spec(body)
+        reply = result if isinstance(result, ScriptedReply) else ScriptedReply(str(result))
+    limit = _max_tokens(body)
+    if limit is not None:
+        pieces = split_pieces(reply.content)
+        if len(pieces) > limit:
+            return ScriptedReply("".join(pieces[:limit]).rstrip(), "length")
+    return reply
+
+
+def split_pieces(text: str, words_per_piece: int = 1) -> list[str]:
+    """Split ``text`` into pieces of N words, each with the whitespace that follows it.
+
+    Joining the pieces gives back ``text`` exactly; ``len(split_pieces(t))`` is ``len(t.split())``.
+    """
+    pieces = _PIECE.findall(text)
+    if words_per_piece > 1:
+        pieces = ["".join(pieces[i : i + words_per_piece]) for i in range(0, len(pieces), words_per_piece)]
+    return pieces
+
+
+def usage(body: dict[str, Any], reply: str) -> dict[str, int]:
+    """``prompt_tokens`` = ceil(characters of all message text / 4); ``completion_tokens`` = words."""
+    chars = sum(len(_text(m.get("content"))) for m in body.get("messages", ()) if isinstance(m, dict))
+    prompt = (chars + 3) // 4
+    completion = len(reply.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` object."""
+    return {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                "logprobs": None,
+                "finish_reason": reply.finish_reason,
+            }
+        ],
+        "usage": usage(body, reply.content),
+        "system_fingerprint": "fp_holysheep_fake",
+    }
+
+
+def stream_events(
+    body: dict[str, Any], reply: ScriptedReply, model: str, words_per_chunk: int = 1
+) -> list[bytes]:
+    """The SSE events of a streamed reply, ``data: {chunk}\\n\\n`` each, ending with ``data: [DONE]``.
+
+    The first chunk carries the role, then one chunk per ``words_per_chunk`` words, then a chunk with
+    an empty delta and the finish reason; with ``stream_options.include_usage`` every chunk has
+    ``"usage": null`` and a last chunk with ``"choices": []`` carries the usage.
+    """
+    cid, created = new_id("chatcmpl-"), int(time.time())
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+
+    def chunk(choices: list[dict[str, Any]], usage_value: dict[str, int] | None = None) -> bytes:
+        obj: dict[str, Any] = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_holysheep_fake",
+            "choices": choices,
+        }
+        if include_usage:
+            obj["usage"] = usage_value
+        return b"data: " + dumps(obj) + b"\n\n"
+
+    def choice(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
+        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+
+    events = [chunk(choice({"role": "assistant", "content": "", "refusal": None}))]
+    events.extend(chunk(choice({"content": p})) for p in split_pieces(reply.content, words_per_chunk))
+    events.append(chunk(choice({}, reply.finish_reason)))
+    if include_usage:
+        events.append(chunk([], usage(body, reply.content)))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    """An OpenAI error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def model_object(model_id: str, owned_by: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": MODEL_CREATED, "owned_by": owned_by}
+
+
+def models_list(models: dict[str, str] | Sequence[str]) -> dict[str, Any]:
+    """``{"object": "list", "data": [model, ...]}``; ``models`` maps id to owner (or is a list of ids)."""
+    owners = models if isinstance(models, dict) else dict.fromkeys(models, "holysheep")
+    return {"object": "list", "data": [model_object(mid, owner) for mid, owner in owners.items()]}
+
+
+def quota_object(limit: int, used: int, reset_at: str | int | None = None) -> dict[str, Any]:
+    """HolySheep's quota object."""
+    return {
+        "object": "quota",
+        "remaining": max(0, limit - used),
+        "limit": limit,
+        "used": used,
+        "unit": "tokens",
+        "reset_at": reset_at,
+    }
+
+
+# ---------------------------------------------------------------------- responses and endpoints
+@dataclass
+class Response:
+    """An HTTP response, as a custom handler may return it. ``body`` is sent as JSON unless it is
+    ``bytes`` or ``str``; ``cut=True`` sends the head and half the body, then closes the connection."""
+
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    cut: bool = False
+
+    def encode(self) -> tuple[bytes, str]:
+        """The body bytes and the content type."""
+        if isinstance(self.body, bytes):
+            return self.body, self.content_type or "application/octet-stream"
+        if isinstance(self.body, str):
+            return self.body.encode(), self.content_type or "text/plain; charset=utf-8"
+        return dumps(self.body), self.content_type or "application/json"
+
+
+@dataclass
+class StreamReply:
+    """An SSE response: complete ``data: ...\\n\\n`` events. ``events[2 : content_events + 1]`` are each
+    preceded by the stream delay; ``cut=True`` closes the connection without ending the body."""
+
+    events: list[bytes]
+    content_events: int = 0
+    cut: bool = False
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it. Times are ``time.monotonic()``; ``status`` is ``None`` when no
+    response head was sent (reset, stall); ``fault`` is the fault injected into it, if any."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    started_at: float
+    finished_at: float | None = None
+    fault: Fault | None = None
+    status: int | None = None
+    request_id: str = ""
+    query: str = ""
+
+
+Handler = Callable[[RecordedRequest], Union[Response, StreamReply, Mapping[str, Any], None]]
+"""A custom route: gets the recorded request; returns a Response or StreamReply, a dict (200 JSON), or None
+(the built-in answer)."""
+
+
+def error_response(
+    status: int, message: str, type_: str, code: str | None = None, param: str | None = None
+) -> Response:
+    """A JSON error response with an OpenAI error body."""
+    return Response(status, error_body(message, type_, code, param))
+
+
+def chat_endpoint(
+    body: Any,
+    reply_spec: ReplySpec,
+    *,
+    models: Mapping[str, str],
+    strict_models: bool = False,
+    words_per_chunk: int = 1,
+    quota_exhausted: bool = False,
+) -> tuple[Response | StreamReply, int]:
+    """Answer ``POST /chat/completions``: the response and the tokens it used (0 on error)."""
+    if not isinstance(body, dict):
+        return error_response(
+            400, "We could not parse the JSON body of your request.", "invalid_request_error"
+        ), 0
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return error_response(
+            400, "You must provide a model parameter.", "invalid_request_error", None, "model"
+        ), 0
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        msg = "'messages' must be a non-empty array."
+        return error_response(400, msg, "invalid_request_error", None, "messages"), 0
+    if strict_models and model not in models:
+        return _unknown_model(model), 0
+    if quota_exhausted:
+        msg = "You exceeded your current quota, please check your plan and billing details."
+        return error_response(429, msg, "insufficient_quota", "insufficient_quota"), 0
+    reply = resolve_reply(reply_spec, body)
+    tokens = usage(body, reply.content)["total_tokens"]
+    if body.get("stream") is True:
+        events = stream_events(body, reply, model, words_per_chunk)
+        return StreamReply(events, len(split_pieces(reply.content, words_per_chunk))), tokens
+    return Response(200, chat_completion(body, reply, model)), tokens
+
+
+def _unknown_model(model_id: str) -> Response:
+    msg = f"The model `{model_id}` does not exist or you do not have access to it."
+    return error_response(404, msg, "invalid_request_error", "model_not_found", "model")
+
+
+def model_endpoint(model_id: str, models: Mapping[str, str]) -> Response:
+    """Answer ``GET /models/{id}``."""
+    return (
+        Response(200, model_object(model_id, models[model_id]))
+        if model_id in models
+        else _unknown_model(model_id)
+    )

@@ -1,0 +1,98 @@
+"""Streams against a real local server (FakeServer): timing, cuts, stalls and connection hygiene."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from holysheep import APITimeoutError, AsyncClient, Client, StreamInterruptedError
+from holysheep.testing import FakeServer, Fault
+
+MSG = [{"role": "user", "content": "one two three four five six"}]
+
+
+def _busy(client: Client | AsyncClient) -> int:
+    pool = client._http._transport._pool  # type: ignore[union-attr]
+    return sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
+
+
+def test_metrics_match_known_delays() -> None:
+    with FakeServer(latency=0.20, stream_chunk_delay=0.05) as server, \
+            Client(api_key=server.api_key, base_url=server.url) as client:
+        with client.chat.completions.create(model="m", messages=MSG, stream=True) as stream:
+            text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        m = stream.metrics
+    assert text.split() == MSG[0]["content"].split()
+    assert m.ttft_s is not None and 0.19 <= m.ttft_s <= 0.35
+    assert m.itl_mean_s is not None and 0.045 <= m.itl_mean_s <= 0.09
+    assert m.itl_p50_s is not None and 0.045 <= m.itl_p50_s <= 0.09
+    assert m.total_s is not None and m.total_s >= m.ttft_s + 4 * 0.045
+    assert m.completion_tokens == 6
+
+
+def test_async_stream_and_metrics() -> None:
+    async def main() -> None:
+        with FakeServer(stream_chunk_delay=0.02) as server:
+            async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+                stream = await client.chat.completions.create(model="m", messages=MSG, stream=True,
+                                                              stream_options={"include_usage": True})
+                async with stream:
+                    final = await stream.get_final_completion()
+                assert final.choices[0].message.content is not None
+                assert final.choices[0].message.content.split() == MSG[0]["content"].split()
+                assert final.usage is not None and final.usage.completion_tokens == 6
+                assert stream.metrics.itl_mean_s is not None and stream.metrics.itl_mean_s >= 0.015
+                assert _busy(client) == 0
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_stream_cut_midway_gives_partial_text(kind: str) -> None:
+    with FakeServer(faults=[Fault.stream_cut(after_events=3)]) as server:
+        if kind == "sync":
+            with Client(api_key=server.api_key, base_url=server.url) as client, \
+                    pytest.raises(StreamInterruptedError) as info:
+                for _ in client.chat.completions.create(model="m", messages=MSG, stream=True):
+                    pass
+        else:
+            async def main() -> None:
+                async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:  # noqa: SIM117
+                    async with await client.chat.completions.create(model="m", messages=MSG, stream=True) as s:
+                        async for _ in s:
+                            pass
+
+            with pytest.raises(StreamInterruptedError) as info:
+                asyncio.run(main())
+    assert info.value.partial_text.strip() != ""
+    assert MSG[0]["content"].startswith(info.value.partial_text.strip())
+    assert len(server.requests) == 1  # never silently retried after output was seen
+
+
+def test_stall_hits_idle_timeout() -> None:
+    with FakeServer(stream_chunk_delay=0.0) as server:
+        server.set_faults([Fault.stall(seconds=5)])
+        with Client(api_key=server.api_key, base_url=server.url, max_retries=0, stream_idle_timeout=0.3) as c:
+            start = time.perf_counter()
+            with pytest.raises(APITimeoutError):
+                c.chat.completions.create(model="m", messages=MSG, stream=True)
+            assert time.perf_counter() - start < 2.0
+
+
+def test_break_leaves_no_open_connection() -> None:
+    with FakeServer(stream_chunk_delay=0.01) as server, \
+            Client(api_key=server.api_key, base_url=server.url) as client:
+        for _ in range(3):
+            with client.chat.completions.create(model="m", messages=MSG, stream=True) as stream:
+                for _chunk in stream:
+                    break
+            assert stream.response.is_closed
+        assert _busy(client) == 0
+        for _ in range(3):  # unmanaged: the loop variable is dropped, and the generator closes it
+            for _chunk in client.chat.completions.create(model="m", messages=MSG, stream=True):
+                break
+        assert _busy(client) == 0
+        resp = client.chat.completions.create(model="m", messages=MSG)  # pool still healthy
+        assert resp.choices[0].message.content is not None
