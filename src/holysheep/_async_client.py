@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from ._aiohttp_backend import AiohttpBackend
 from ._base_client import BaseClient
 from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
+from ._exceptions import APIError, InvalidRequestError
+from ._fallback import CircuitBreaker, Fallback, Router
 from ._request import RequestSpec
 from ._streaming import AsyncStream
 from .resources.account import BaseModels, BaseQuota
@@ -19,12 +22,79 @@ from .resources.chat import BaseChat, BaseCompletions
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable, Callable, Iterable
+
+    from .batch import BatchIterator, BatchResult, BatchResults, BatchStats
+
 __all__ = ["AsyncClient"]
 
 
 class AsyncCompletions(BaseCompletions[Coroutine[Any, Any, ChatCompletion],
                                        Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
     """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
+
+    async def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        model: str | None = None,
+        concurrency: int = 16,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        progress: Any = False,
+        max_retries: int = 5,
+        retry_budget: float | None = 0.2,
+        adaptive: bool = True,
+        check_quota: bool = True,
+        require_quota: bool = False,
+        on_result: Callable[[BatchResult], None] | None = None,
+        on_progress: Callable[[BatchStats], None] | None = None,
+        **params: Any,
+    ) -> BatchResults:
+        """Run many chat completions concurrently; one result per input, in input order.
+
+        Same arguments and behaviour as the sync ``Client.chat.completions.batch``. Cancelling the
+        awaiting task cancels what is in flight and re-raises ``CancelledError``; use :meth:`batch_iter`
+        or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
+        """
+        from .batch._api import abatch  # lazy: `import holysheep` does not load the batch engine
+
+        return await abatch(
+            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
+            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
+            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
+        )
+
+    def batch_iter(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        model: str | None = None,
+        concurrency: int = 16,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        progress: Any = False,
+        max_retries: int = 5,
+        retry_budget: float | None = 0.2,
+        adaptive: bool = True,
+        check_quota: bool = True,
+        require_quota: bool = False,
+        on_result: Callable[[BatchResult], None] | None = None,
+        on_progress: Callable[[BatchStats], None] | None = None,
+        **params: Any,
+    ) -> BatchIterator:
+        """Like :meth:`batch`, but yields each :class:`~holysheep.batch.BatchResult` as it completes
+        (``result.index`` is its input position). Reads ``requests`` (any iterable or async iterable)
+        lazily with bounded read-ahead. Use ``async with`` or ``aclose()`` if you may stop early.
+        """
+        from .batch._api import abatch_iter  # lazy
+
+        return abatch_iter(
+            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
+            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
+            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
+        )
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -66,6 +136,9 @@ class AsyncClient(BaseClient):
         stream_idle_timeout: float | None = None,
         allow_insecure_http: bool = False,
         on_retry: OnRetry | None = None,
+        fallbacks: Sequence[Fallback] | None = None,
+        circuit_breaker: CircuitBreaker | None = None,
+        http_backend: Literal["httpx", "aiohttp"] = "httpx",
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -74,9 +147,24 @@ class AsyncClient(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, http_client=http_client, http_client_type=httpx.AsyncClient,
         )
+        self._aiohttp: AiohttpBackend | None = None
+        if http_backend == "aiohttp":
+            if http_client is not None:
+                raise InvalidRequestError("Pass either http_client= or http_backend='aiohttp', not both.",
+                                          field="http_backend")
+            try:
+                self._aiohttp = AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
+            except ImportError:
+                raise InvalidRequestError("http_backend='aiohttp' needs aiohttp: pip install 'holysheep[aiohttp]'.",
+                                          field="http_backend") from None
+        elif http_backend != "httpx":
+            raise InvalidRequestError(f"http_backend must be 'httpx' or 'aiohttp', got {http_backend!r}.",
+                                      field="http_backend")
         self._http = http_client or httpx.AsyncClient(timeout=self._config.timeout, limits=DEFAULT_LIMITS,
-                                                 follow_redirects=True)
+                                                      follow_redirects=True)
         self._owns_http = http_client is None
+        self._custom_http = http_client is not None  # then its build_request applies its defaults
+        self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
         self._bind_resources()
 
     def _bind_resources(self) -> None:
@@ -85,12 +173,37 @@ class AsyncClient(BaseClient):
         self.quota = AsyncQuotaResource(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
-        call = Call(self._config, spec)
-        http = self._http
-        while True:
-            request = call.next_request(http)
+        router = self._router
+        if router is None:
+            return await self._attempts(Call(self._config, spec))
+        endpoints = router.plan()
+        last = len(endpoints) - 1
+        for i, endpoint in enumerate(endpoints):
+            config = self._config if endpoint is router.primary else endpoint.config
+            call = Call(config, endpoint.prepare(spec))
+            call.served_by = endpoint.name
             try:
-                response = await http.send(request, stream=spec.stream)
+                result = await self._attempts(call)
+            except APIError as err:
+                if router.failed(endpoint, err, i == last):
+                    continue
+                raise
+            router.succeeded(endpoint)
+            return result
+        raise AssertionError("unreachable: the last endpoint either returns or raises")  # pragma: no cover
+
+    async def _attempts(self, call: Call) -> Any:
+        """One endpoint: attempts with retries until a result or a final error."""
+        spec = call.spec
+        http = self._http
+        aio = self._aiohttp
+        while True:
+            request = call.next_request(http if self._custom_http else None)
+            try:
+                if aio is not None:
+                    response = await aio.send(request, stream=spec.stream)
+                else:
+                    response = await http.send(request, stream=spec.stream)
                 if spec.stream and response.status_code >= 400:
                     try:
                         await response.aread()
@@ -113,6 +226,8 @@ class AsyncClient(BaseClient):
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
         if self._owns_http:
             await self._http.aclose()
+            if self._aiohttp is not None:
+                await self._aiohttp.aclose()
 
     close = aclose
 

@@ -67,7 +67,10 @@ class Call:
             self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
         self.served_by = "primary"
         self.retries_taken = 0
-        self._url = config.base_url.join(spec.path)
+        url = config.urls.get(spec.path)
+        if url is None:
+            url = config.urls[spec.path] = config.base_url.join(spec.path)
+        self._url = url
         self._content = to_json(spec.body) if spec.body is not None else None
         headers = config.base_headers.copy()
         if spec.method != "GET":

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ._base_client import BaseClient
 from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
+from ._exceptions import APIError
+from ._fallback import CircuitBreaker, Fallback, Router
 from ._request import RequestSpec
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
@@ -19,11 +21,54 @@ from .resources.chat import BaseChat, BaseCompletions
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from .batch import BatchResult, BatchResults, BatchStats
+
 __all__ = ["Client"]
 
 
 class Completions(BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
     """``client.chat.completions`` for the sync client."""
+
+    def batch(
+        self,
+        requests: Iterable[Any],
+        *,
+        model: str | None = None,
+        concurrency: int = 16,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        progress: Any = False,
+        max_retries: int = 5,
+        retry_budget: float | None = 0.2,
+        adaptive: bool = True,
+        check_quota: bool = True,
+        require_quota: bool = False,
+        on_result: Callable[[BatchResult], None] | None = None,
+        on_progress: Callable[[BatchStats], None] | None = None,
+        **params: Any,
+    ) -> BatchResults:
+        """Run many chat completions concurrently; one result per input, in input order.
+
+        ``requests``: prompt strings, message lists, or dicts of ``create()`` parameters (optionally with
+        ``"custom_id"``, or OpenAI Batch API lines). ``model`` and ``**params`` (``max_tokens``, ...) are
+        defaults for every item. At most ``concurrency`` requests are in flight; ``rpm``/``tpm`` pace
+        requests and estimated tokens. Failures are retried batch-wide (``max_retries`` per item, within a
+        ``retry_budget`` of 20 % extra requests); a 429 pauses the whole batch for its Retry-After and
+        halves concurrency (AIMD, ``adaptive``); a 401 or exhausted quota stops the batch. ``progress=True``
+        shows a bar. Runs on a private event loop in a worker thread, so it also works inside Jupyter;
+        Ctrl-C raises :class:`~holysheep.batch.BatchInterrupted` carrying the partial results.
+        See ``docs/batch.md``.
+        """
+        from .batch._api import batch_sync  # lazy: `import holysheep` does not load the batch engine
+
+        return batch_sync(
+            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
+            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
+            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
+        )
 
 
 class Chat(BaseChat[Completions]):
@@ -65,6 +110,8 @@ class Client(BaseClient):
         stream_idle_timeout: float | None = None,
         allow_insecure_http: bool = False,
         on_retry: OnRetry | None = None,
+        fallbacks: Sequence[Fallback] | None = None,
+        circuit_breaker: CircuitBreaker | None = None,
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -76,6 +123,8 @@ class Client(BaseClient):
         self._http = http_client or httpx.Client(timeout=self._config.timeout, limits=DEFAULT_LIMITS,
                                                  follow_redirects=True)
         self._owns_http = http_client is None
+        self._custom_http = http_client is not None  # then its build_request applies its defaults
+        self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
         self._bind_resources()
 
     def _bind_resources(self) -> None:
@@ -84,10 +133,31 @@ class Client(BaseClient):
         self.quota = QuotaResource(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
-        call = Call(self._config, spec)
+        router = self._router
+        if router is None:
+            return self._attempts(Call(self._config, spec))
+        endpoints = router.plan()
+        last = len(endpoints) - 1
+        for i, endpoint in enumerate(endpoints):
+            config = self._config if endpoint is router.primary else endpoint.config
+            call = Call(config, endpoint.prepare(spec))
+            call.served_by = endpoint.name
+            try:
+                result = self._attempts(call)
+            except APIError as err:
+                if router.failed(endpoint, err, i == last):
+                    continue
+                raise
+            router.succeeded(endpoint)
+            return result
+        raise AssertionError("unreachable: the last endpoint either returns or raises")  # pragma: no cover
+
+    def _attempts(self, call: Call) -> Any:
+        """One endpoint: attempts with retries until a result or a final error."""
+        spec = call.spec
         http = self._http
         while True:
-            request = call.next_request(http)
+            request = call.next_request(http if self._custom_http else None)
             try:
                 response = http.send(request, stream=spec.stream)
                 if spec.stream and response.status_code >= 400:

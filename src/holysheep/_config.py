@@ -125,6 +125,7 @@ class ClientConfig:
     allow_insecure_http: bool
     on_retry: OnRetry | None
     base_headers: dict[str, str] = field(repr=False, compare=False)
+    urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False, compare=False)
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
@@ -137,6 +138,7 @@ class ClientConfig:
             _check_max_retries(changes["max_retries"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
+        object.__setattr__(new, "urls", {})
         return new
 
     def __repr__(self) -> str:
@@ -157,6 +159,7 @@ def _check_max_retries(value: object) -> None:
 def _base_headers(api_key: SecretKey, default_headers: Mapping[str, str | None]) -> dict[str, str]:
     headers = {
         "accept": "application/json",
+        "accept-encoding": "gzip, deflate",
         "content-type": "application/json",
         "user-agent": USER_AGENT,
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -37,11 +37,32 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
         partial_text=text)
 
 
+_DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
+
+
+def _drain_sync(chunks: Iterator[bytes]) -> None:
+    seen = 0
+    for data in chunks:
+        seen += len(data)
+        if seen > _DRAIN_LIMIT:
+            return
+
+
+async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
+    seen = 0
+    async for data in chunks:
+        seen += len(data)
+        if seen > _DRAIN_LIMIT:
+            return
+
+
 def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
     try:
-        for data in response.iter_bytes():
+        chunks = response.iter_bytes()
+        for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
             if state.done:
+                _drain_sync(chunks)
                 return
         yield from state.finish_stream()  # type: ignore[misc]
         if not (state.done or state.finish):
@@ -55,10 +76,12 @@ def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Gene
 
 async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
     try:
-        async for data in response.aiter_bytes():
+        chunks = response.aiter_bytes()
+        async for data in chunks:
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
             if state.done:
+                await _drain_async(chunks)
                 return
         for chunk in state.finish_stream():
             yield chunk  # type: ignore[misc]

@@ -1,0 +1,65 @@
+"""Benchmark plumbing: start the canned server in a subprocess, pin the client, time CPU, report ratios."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KEY = "hs_bench0123456789abcdefABCDEF"
+
+
+@contextlib.contextmanager
+def canned_server(latency_ms: float = 0.0) -> Iterator[str]:
+    """Start benchmarks/_server.py; yield its base URL (``http://127.0.0.1:PORT/v1``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = os.path.join(tmp, "port")
+        proc = subprocess.Popen([sys.executable, str(HERE / "_server.py"), port_file, str(latency_ms)])
+        try:
+            deadline = time.time() + 10
+            while not os.path.exists(port_file):
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("benchmark server did not start")
+                time.sleep(0.02)
+            yield f"http://127.0.0.1:{Path(port_file).read_text()}/v1"
+        finally:
+            proc.terminate()
+            proc.wait(5)
+
+
+def pin_client() -> None:
+    """Keep the client on the first core (the server runs on the last)."""
+    with contextlib.suppress(AttributeError, OSError):
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) > 1:
+            os.sched_setaffinity(0, {cores[0]})
+
+
+def cpu_us_per_call(fn: Callable[[], object], n: int, rounds: int = 5, warmup: int = 50) -> float:
+    """Median over ``rounds`` of the process CPU time per call, in microseconds."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(n):
+            fn()
+        samples.append((time.process_time() - start) / n * 1e6)
+    return statistics.median(samples)
+
+
+def print_table(title: str, rows: list[tuple[str, float]], unit: str, baseline: dict[str, float]) -> None:
+    """Print rows with ratios to each named baseline row."""
+    print(f"\n{title}")
+    names = list(baseline)
+    print(f"  {'client':<44} {unit:>10}  " + "  ".join(f"{'x ' + n:>14}" for n in names))
+    for label, value in rows:
+        ratios = "  ".join(f"{value / baseline[n]:>14.2f}" if baseline[n] else f"{'-':>14}" for n in names)
+        print(f"  {label:<44} {value:>10.0f}  {ratios}")

@@ -1,0 +1,84 @@
+"""A minimal, fast HTTP/1.1 server for benchmarks: canned chat JSON or a 22-event SSE stream.
+
+Run as a subprocess (``python benchmarks/_server.py PORT_FILE [latency_ms]``) pinned to the last core
+so the client's CPU time is measured alone. Keep-alive; no parsing beyond what is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+
+WORDS = ("The quick brown fox jumps over the lazy dog while the sheep count the stars at night. " * 20).split()
+COMPLETION = json.dumps({
+    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "deepseek-v3.2",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(WORDS[:330])},
+                 "finish_reason": "stop", "logprobs": None}],
+    "usage": {"prompt_tokens": 20, "completion_tokens": 350, "total_tokens": 370},
+    "system_fingerprint": "fp_bench",
+}).encode()
+
+
+def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000,
+            "model": "deepseek-v3.2", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+EVENTS = [_chunk({"role": "assistant", "content": ""})]
+EVENTS += [_chunk({"content": w + " "}) for w in WORDS[:19]]
+EVENTS += [_chunk({}, "stop"), b"data: [DONE]\n\n"]
+assert len(EVENTS) == 22
+SSE_BODY = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in EVENTS) + b"0\r\n\r\n"
+
+JSON_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: req_bench\r\n"
+             b"content-length: %d\r\n\r\n" % len(COMPLETION))
+SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-request-id: req_bench\r\n"
+            b"transfer-encoding: chunked\r\n\r\n")
+MODELS = json.dumps({"object": "list", "data": [{"id": "deepseek-v3.2", "object": "model"}]}).encode()
+MODELS_RESP = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(MODELS)
+               + MODELS)
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            lower = head.lower()
+            idx = lower.find(b"content-length:")
+            if idx >= 0:
+                length = int(lower[idx + 15:lower.index(b"\r\n", idx)])
+            body = await reader.readexactly(length) if length else b""
+            if latency:
+                await asyncio.sleep(latency)
+            if head.startswith(b"GET"):
+                writer.write(MODELS_RESP)
+            elif b'"stream":true' in body or b'"stream": true' in body:
+                writer.write(SSE_HEAD + SSE_BODY)
+            else:
+                writer.write(JSON_HEAD + COMPLETION)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _main(port_file: str, latency: float) -> None:
+    server = await asyncio.start_server(lambda r, w: _handle(r, w, latency), "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(port))
+    os.replace(port_file + ".tmp", port_file)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    asyncio.run(_main(sys.argv[1], float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0))

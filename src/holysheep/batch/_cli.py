@@ -1,0 +1,93 @@
+"""``holysheep batch INPUT.jsonl -o OUTPUT.jsonl``: the command-line face of :func:`run_jsonl`.
+
+Exit status: 0 every line succeeded; 1 some lines failed or were not run; 2 bad arguments or input
+(duplicate custom_ids, missing file, output exists without --resume); 130 interrupted (resume later).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_batch_parser", "build_parser", "run_batch_command"]
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params)")
+    parser.add_argument("-o", "--output", required=True, help="JSONL file the results are appended to")
+    parser.add_argument("--model", help="model for lines that do not name one")
+    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight at most (default 16)")
+    parser.add_argument("--rpm", type=float, help="requests per minute limit")
+    parser.add_argument("--tpm", type=float, help="tokens per minute limit (estimated, corrected by usage)")
+    parser.add_argument("--max-tokens", type=int, help="max_tokens for lines that do not set it")
+    parser.add_argument("--max-retries", type=int, default=5, help="retries per line (default 5)")
+    parser.add_argument("--resume", action="store_true", help="skip custom_ids already in the output file")
+    parser.add_argument("--overwrite", action="store_true", help="empty the output file first")
+    parser.add_argument("--require-quota", action="store_true",
+                        help="fail before sending when the account quota cannot cover the estimate")
+    parser.add_argument("--base-url", help="API base URL (default: HOLYSHEEP_BASE_URL or the HolySheep API)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``batch`` sub-command to an ``argparse`` sub-parsers object; returns its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "batch", help="run a JSONL file of chat requests", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    parser.set_defaults(func=run_batch_command)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A stand-alone parser (``python -m holysheep.batch``)."""
+    parser = argparse.ArgumentParser(prog="python -m holysheep.batch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    return parser
+
+
+def run_batch_command(args: argparse.Namespace) -> int:
+    """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
+    from .. import Client
+    from .._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError
+    from ._jsonl import run_jsonl
+
+    try:
+        client = Client(base_url=args.base_url, max_retries=0)
+    except HolySheepError as exc:
+        print(f"holysheep batch: {exc}", file=sys.stderr)
+        return 2
+    params: dict[str, Any] = {}
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    try:
+        with client:
+            report = run_jsonl(
+                client, args.input, args.output, model=args.model, concurrency=args.concurrency, rpm=args.rpm,
+                tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
+                require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
+    except KeyboardInterrupt:
+        print(f"\nholysheep batch: interrupted; finished lines are in {args.output}. "
+              "Run again with --resume to continue.", file=sys.stderr)
+        return 130
+    except (InvalidRequestError, QuotaExceededError) as exc:
+        print(f"holysheep batch: {exc}", file=sys.stderr)
+        return 2
+    for lineno, message in report.bad_lines[:20]:
+        print(f"holysheep batch: bad input line {lineno}: {message}", file=sys.stderr)
+    if args.json:
+        data = report.to_dict()
+        print(json.dumps(data, default=str))
+    else:
+        print(f"{report.succeeded} succeeded, {report.failed} failed, {report.skipped} skipped (already done), "
+              f"{report.not_run} not run; results in {args.output}", file=sys.stderr)
+        if report.summary is not None:
+            print(str(report.summary), file=sys.stderr)
+        if report.not_run:
+            print(f"holysheep batch: stopped ({report.summary.stop_reason if report.summary else '?'}); "
+                  "fix the cause and run again with --resume.", file=sys.stderr)
+    return 0 if report.ok else 1

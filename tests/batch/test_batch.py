@@ -1,0 +1,283 @@
+"""The batch engine against a real local server: order, accounting, bounds, rate limits, stops, cancellation."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import io
+import itertools
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from holysheep import AuthenticationError, InternalServerError, InvalidRequestError, QuotaExceededError, RateLimitError
+from holysheep.batch import BatchCancelledError, BatchFailedError, BatchInterrupted, BatchStats, PlainProgress
+from holysheep.testing import FakeServer, Fault
+
+from .conftest import MODEL, async_client, chat_requests, sync_client
+
+
+def _content(result: Any) -> str:
+    return str(result.response.choices[0].message.content)
+
+
+async def test_order_and_exactly_one_result_under_faults() -> None:
+    mix = {Fault.status(429, retry_after=0.02): 2.0, Fault.status(500): 1.0, Fault.status(503): 1.0,
+           Fault.reset(): 1.0}
+    with FakeServer(latency=0.005, fault_rate=0.2, fault_mix=mix, seed=7) as server:
+        async with async_client(server) as client:
+            prompts = [f"prompt number {i}" for i in range(120)]
+            results = await client.chat.completions.batch(
+                prompts, model=MODEL, concurrency=12, retry_budget=None, max_retries=8,
+                initial_retry_delay=0.005, max_retry_delay=0.02)
+    assert len(results) == 120
+    assert [r.index for r in results] == list(range(120))
+    assert all(r.ok for r in results), results.summary()
+    assert [_content(r) for r in results] == prompts  # the echo server answers each prompt with itself
+    summary = results.summary()
+    faulted = sum(1 for r in server.requests if r.fault is not None)
+    assert faulted > 10 and summary.retries == faulted
+    assert summary.requests == 120 + faulted == len(chat_requests(server))
+    assert sum(r.attempts for r in results) == summary.requests
+    assert summary.rate_limited > 0 and summary.pauses > 0
+
+
+async def test_never_more_than_concurrency_in_flight_server_side() -> None:
+    with FakeServer(latency=0.02) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"p{i}" for i in range(200)], model=MODEL,
+                                                          concurrency=16)
+    assert len(results.responses) == 200
+    assert server.max_in_flight == 16
+    assert results.summary().peak_in_flight == 16
+
+
+def test_sync_batch_in_script_keeps_bound_and_order(server: FakeServer) -> None:
+    with sync_client(server) as client:
+        results = client.chat.completions.batch([f"s{i}" for i in range(60)], model=MODEL, concurrency=5)
+    assert [_content(r) for r in results] == [f"s{i}" for i in range(60)]
+    assert server.max_in_flight == 5
+
+
+async def test_sync_batch_inside_running_loop(server: FakeServer) -> None:
+    asyncio.get_running_loop()  # this test body runs inside a loop, as a Jupyter cell does
+    with sync_client(server) as client:
+        results = client.chat.completions.batch(["a", "b", "c"], model=MODEL, concurrency=2)
+    assert [_content(r) for r in results] == ["a", "b", "c"]
+
+
+def test_sync_batch_over_a_custom_http_client_uses_threads(server: FakeServer) -> None:
+    seen: list[str] = []
+    http = httpx.Client(event_hooks={"request": [lambda req: seen.append(req.url.path)]})
+    with http, sync_client(server, http_client=http) as client:
+        results = client.chat.completions.batch([f"t{i}" for i in range(20)], model=MODEL, concurrency=4)
+    assert len(results.responses) == 20
+    assert seen.count("/v1/chat/completions") == 20  # every request went through the given transport
+    assert server.max_in_flight <= 4
+
+
+async def test_batch_iter_is_lazy_over_an_endless_iterable(server: FakeServer) -> None:
+    produced = 0
+
+    def endless() -> Any:
+        nonlocal produced
+        for i in itertools.count():
+            produced += 1
+            yield f"n{i}"
+
+    got = []
+    async with async_client(server) as client, \
+            client.chat.completions.batch_iter(endless(), model=MODEL, concurrency=4) as it:
+        async for result in it:
+            got.append(result)
+            if len(got) == 50:
+                break
+    assert len(got) == 50 and len({r.index for r in got}) == 50
+    assert all(_content(r) == f"n{r.index}" for r in got)
+    assert produced <= 50 + 128  # bounded read-ahead (default max(2*concurrency+64, 128))
+
+
+async def test_batch_iter_takes_an_async_iterable_and_yields_each_index_once(server: FakeServer) -> None:
+    async def source() -> AsyncIterator[dict[str, Any]]:
+        for i in range(25):
+            await asyncio.sleep(0)
+            yield {"custom_id": f"id-{i}", "messages": [{"role": "user", "content": f"x{i}"}]}
+
+    async with async_client(server) as client:
+        results = [r async for r in client.chat.completions.batch_iter(source(), model=MODEL, concurrency=6)]
+    assert sorted(r.index for r in results) == list(range(25))
+    assert {r.custom_id for r in results} == {f"id-{i}" for i in range(25)}
+
+
+async def test_rpm_limit_holds_over_a_timed_window() -> None:
+    with FakeServer() as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"r{i}" for i in range(120)], model=MODEL,
+                                                          concurrency=32, rpm=2400, check_quota=False)
+    assert len(results.responses) == 120
+    starts = sorted(r.started_at for r in chat_requests(server))
+    rate, burst, jitter = 2400 / 60, 40, 0.15 # 40 per second, a burst of one second's worth
+    assert starts[-1] - starts[0] >= (120 - burst) / rate - jitter  # unlimited, 120 would take ~0.1 s
+    for window in (0.5, 1.0):
+        busiest = max(sum(1 for t in starts if s <= t < s + window) for s in starts)
+        assert busiest <= burst + rate * (window + jitter), (window, busiest)
+
+
+async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer) -> None:
+    # Each request is estimated at ~1,002 tokens but uses ~4: without reconciliation, 40 requests at
+    # 60,000 TPM (1,000 per second) would take ~40 s.
+    async with async_client(server) as client:
+        start = time.monotonic()
+        results = await client.chat.completions.batch([f"t{i}" for i in range(40)], model=MODEL, concurrency=8,
+                                                      tpm=60_000, max_tokens=1000)
+    assert len(results.responses) == 40
+    assert time.monotonic() - start < 5
+    assert results.summary().total_tokens == sum(r.response.usage.total_tokens for r in results)
+
+
+async def test_429_pauses_the_whole_batch_and_aimd_shows_in_summary() -> None:
+    with FakeServer(latency=0.02, faults=[Fault.status(429, retry_after=0.3)]) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"w{i}" for i in range(30)], model=MODEL,
+                                                          concurrency=8, check_quota=False)
+    assert all(r.ok for r in results)
+    reqs = chat_requests(server)
+    limited = next(r for r in reqs if r.status == 429)
+    assert limited.finished_at is not None
+    during = [r for r in reqs if limited.finished_at + 0.02 < r.started_at < limited.finished_at + 0.27]
+    assert during == []  # nobody was dispatched during the Retry-After
+    s = results.summary()
+    assert (s.rate_limited, s.retries, s.concurrency_decreases, s.concurrency_min) == (1, 1, 1, 4)
+    assert s.pauses == 1 and s.paused_s == pytest.approx(0.3, abs=0.05)
+    assert "AIMD" in str(s) and "decreases 1" in str(s)
+
+
+async def test_retry_budget_caps_amplification() -> None:
+    with FakeServer(fault_rate=1.0, fault_mix=[Fault.status(500)]) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"b{i}" for i in range(100)], model=MODEL,
+                                                          concurrency=10, max_retries=5, initial_retry_delay=0.001,
+                                                          max_retry_delay=0.002, check_quota=False)
+    assert len(results) == 100 and not any(r.ok for r in results)
+    assert all(isinstance(r.error, InternalServerError) for r in results)
+    s = results.summary()
+    assert s.retries == 20  # 20 % of 100 first attempts
+    assert len(chat_requests(server)) == 120 == s.requests
+    assert s.retry_budget_denied > 0
+    with pytest.raises(BatchFailedError, match="100 of 100 batch items failed"):
+        _ = results.responses
+    assert all(isinstance(e, InternalServerError) for e in results.get_responses(allow_failures=True))
+
+
+async def test_quota_precheck_warns_or_fails_fast() -> None:
+    with FakeServer(quota_limit=100) as server:
+        async with async_client(server) as client:
+            with pytest.raises(QuotaExceededError, match="require_quota"):
+                await client.chat.completions.batch(["x"] * 10, model=MODEL, max_tokens=50, require_quota=True)
+            assert chat_requests(server) == []
+            with pytest.warns(RuntimeWarning, match="account has 100 left"):
+                results = await client.chat.completions.batch(["x"] * 3, model=MODEL, max_tokens=50)
+            assert len(results.responses) == 3
+
+
+async def test_quota_exhausted_stops_without_retries() -> None:
+    faults: list[Any] = [None] * 5 + [Fault.quota_exhausted()]
+    with FakeServer(faults=faults) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"q{i}" for i in range(40)], model=MODEL, concurrency=1)
+    assert [r.ok for r in results[:5]] == [True] * 5
+    rest = results[5:]
+    assert all(isinstance(r.error, RateLimitError) and r.error.type == "insufficient_quota" for r in rest)
+    assert len({id(r.error) for r in rest}) == 1  # every unfinished item reports that same error
+    assert len(chat_requests(server)) == 6 and results.summary().retries == 0
+    assert results.summary().stop_reason is not None and "quota" in results.summary().stop_reason
+
+
+async def test_401_aborts_before_dispatch_via_quota_check() -> None:
+    with FakeServer() as server:
+        async with async_client(server, api_key="wrong-key") as client:
+            start = time.monotonic()
+            results = await client.chat.completions.batch([f"a{i}" for i in range(500)], model=MODEL)
+    assert time.monotonic() - start < 2
+    assert all(isinstance(r.error, AuthenticationError) for r in results) and len(results) == 500
+    assert chat_requests(server) == [] and results.summary().requests == 0
+    assert "401" in str(results.summary().stop_reason)
+
+
+async def test_401_mid_batch_stops_fast_with_no_retries() -> None:
+    with FakeServer(latency=0.01, faults=[None, None, Fault.unauthorized()]) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"a{i}" for i in range(300)], model=MODEL,
+                                                          concurrency=4, check_quota=False)
+    failed = results.failed
+    assert len(results) == 300 and len(failed) >= 290
+    assert all(isinstance(r.error, AuthenticationError) for r in failed)
+    assert len(chat_requests(server)) <= 2 + 4 and results.summary().retries == 0
+    assert all(r.attempts <= 1 for r in results)
+
+
+async def test_bad_items_fail_alone(server: FakeServer) -> None:
+    async with async_client(server) as client:
+        results = await client.chat.completions.batch(
+            ["fine", 42, {"messages": []}, {"custom_id": "c", "prompt": "ok"}], model=MODEL)
+    assert [r.ok for r in results] == [True, False, False, True]
+    assert isinstance(results[1].error, InvalidRequestError) and results[1].attempts == 0
+    assert isinstance(results[2].error, InvalidRequestError)
+    assert results[3].custom_id == "c"
+    assert len(chat_requests(server)) == 2
+
+
+async def test_progress_callback_and_plain_bar(server: FakeServer) -> None:
+    seen: list[tuple[int, int | None]] = []
+    out = io.StringIO()
+
+    def on_progress(stats: BatchStats) -> None:
+        seen.append((stats.done, stats.total))
+
+    async with async_client(server) as client:
+        await client.chat.completions.batch([f"p{i}" for i in range(15)], model=MODEL, on_progress=on_progress,
+                                            progress=PlainProgress(out, interval=0))
+    assert len(seen) == 15 and seen[-1] == (15, 15)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert last.startswith("batch: 15/15 done, 0 failed") and "tokens" in last and "$" in last
+
+
+async def test_async_cancellation_cancels_in_flight_and_keeps_delivered_results() -> None:
+    got: list[Any] = []
+    with FakeServer(latency=0.2) as server:
+        async with async_client(server) as client:
+            task = asyncio.create_task(client.chat.completions.batch(
+                [f"c{i}" for i in range(100)], model=MODEL, concurrency=4, on_result=got.append, check_quota=False))
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert server.wait_idle(2)
+    assert 4 <= len(got) <= 12 and all(r.ok for r in got)
+    assert len(chat_requests(server)) <= len(got) + 4
+
+
+def test_sync_ctrl_c_raises_with_partial_results() -> None:
+    with FakeServer(latency=0.1) as server, sync_client(server) as client:
+        timer = threading.Timer(0.6, _thread.interrupt_main)
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(BatchInterrupted) as info:
+            client.chat.completions.batch([f"k{i}" for i in range(200)], model=MODEL, concurrency=4,
+                                          check_quota=False)
+        timer.join()
+        assert time.monotonic() - start < 3
+        results = info.value.results
+        assert len(results) == 200 and all(r is not None for r in results)
+        done = [r for r in results if r.ok]
+        assert 4 <= len(done) < 200
+        assert all(_content(r) == f"k{r.index}" for r in done)
+        assert all(isinstance(r.error, BatchCancelledError) for r in results if not r.ok)
+        assert results.summary().stop_reason == "interrupted (Ctrl-C)"
+        assert isinstance(info.value, KeyboardInterrupt)
+        assert server.wait_idle(3)

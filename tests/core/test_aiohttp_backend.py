@@ -1,0 +1,96 @@
+"""The optional aiohttp backend behaves like the httpx one: same results, same typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from holysheep import (
+    APIConnectionError,
+    AsyncClient,
+    AuthenticationError,
+    InternalServerError,
+    InvalidRequestError,
+    StreamIdleTimeoutError,
+    StreamInterruptedError,
+)
+from holysheep.testing import FakeServer, Fault
+
+pytest.importorskip("aiohttp")
+
+MSG = [{"role": "user", "content": "alpha beta gamma"}]
+
+
+def _client(server: FakeServer, **kw: object) -> AsyncClient:
+    return AsyncClient(api_key=server.api_key, base_url=server.url, http_backend="aiohttp",
+                       initial_retry_delay=0, **kw)  # type: ignore[arg-type]
+
+
+def test_json_retries_and_errors() -> None:
+    async def main(server: FakeServer) -> None:
+        async with _client(server) as client:
+            resp = await client.chat.completions.create(model="m", messages=MSG)
+            assert resp.choices[0].message.content == "alpha beta gamma"
+            assert resp.request_id and resp.request_id.startswith("req_")
+            server.set_faults([Fault.status(503), Fault.reset()])
+            resp = await client.chat.completions.create(model="m", messages=MSG)
+            assert resp.retries_taken == 2
+            server.set_faults([Fault.status(500)] * 3)
+            with pytest.raises(InternalServerError):
+                await client.chat.completions.create(model="m", messages=MSG)
+            models = await client.models.list()
+            assert models and models[0].id
+        async with AsyncClient(api_key="hs_wrongwrongwrongwrong", base_url=server.url,
+                               http_backend="aiohttp") as bad:
+            with pytest.raises(AuthenticationError):
+                await bad.chat.completions.create(model="m", messages=MSG)
+
+    with FakeServer() as server:
+        asyncio.run(main(server))
+        assert server.wait_idle(5)
+
+
+def test_stream_cut_and_stall() -> None:
+    async def main(server: FakeServer) -> None:
+        async with _client(server, stream_idle_timeout=0.3) as client:
+            async with await client.chat.completions.create(model="m", messages=MSG, stream=True) as s:
+                final = await s.get_final_completion()
+            assert final.choices[0].message.content == "alpha beta gamma"
+            server.set_faults([Fault.stream_cut(after_events=2)])
+            with pytest.raises(StreamInterruptedError) as info:
+                async with await client.chat.completions.create(model="m", messages=MSG, stream=True) as s:
+                    async for _ in s:
+                        pass
+            assert "alpha" in info.value.partial_text
+
+    with FakeServer() as server:
+        asyncio.run(main(server))
+
+
+def test_idle_timeout_mid_stream() -> None:
+    async def main(server: FakeServer) -> None:
+        async with _client(server, stream_idle_timeout=0.2, max_retries=0) as client:
+            stream = await client.chat.completions.create(model="m", messages=MSG, stream=True)
+            with pytest.raises((StreamIdleTimeoutError, APIConnectionError)):
+                async with stream:
+                    async for _ in stream:
+                        pass
+
+    with FakeServer(stream_chunk_delay=1.0) as server:
+        asyncio.run(main(server))
+
+
+def test_connection_refused_is_typed() -> None:
+    async def main() -> None:
+        async with AsyncClient(base_url="http://127.0.0.1:9/v1", http_backend="aiohttp", max_retries=1,
+                               initial_retry_delay=0) as client:
+            with pytest.raises(APIConnectionError):
+                await client.models.list()
+
+    asyncio.run(main())
+
+
+def test_backend_argument_errors() -> None:
+    with pytest.raises(InvalidRequestError, match="http_backend"):
+        AsyncClient(base_url="http://127.0.0.1:9/v1", http_backend="curl")  # type: ignore[arg-type]
