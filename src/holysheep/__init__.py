@@ -8,8 +8,8 @@ from ._async_client import AsyncClient
 from ._client import Client
 from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from ._exceptions import *  # noqa: F403
-from ._fallback import CircuitBreaker, Fallback
 from ._exceptions import __all__ as _exc_all
+from ._fallback import CircuitBreaker, Fallback
 from ._stream_state import StreamMetrics
 from ._streaming import AsyncStream, Stream
 from ._version import __version__
