@@ -8,7 +8,6 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +19,8 @@ _DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"}
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    import asyncio
+
     import aiohttp
 
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
@@ -39,6 +40,8 @@ class _AioStream(httpx.AsyncByteStream):
         self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        import asyncio
+
         import aiohttp
 
         try:
@@ -81,6 +84,8 @@ class AiohttpBackend:
 
     async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         """Send ``request``; read the whole body unless ``stream``."""
+        import asyncio
+
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from ._aiohttp_backend import AiohttpBackend
-from ._base_client import BaseClient
+from ._base_client import BaseClient, LazyPool
 from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._exceptions import APIError, InvalidRequestError
@@ -160,12 +159,18 @@ class AsyncClient(BaseClient):
         elif http_backend != "httpx":
             raise InvalidRequestError(f"http_backend must be 'httpx' or 'aiohttp', got {http_backend!r}.",
                                       field="http_backend")
-        self._http = http_client or httpx.AsyncClient(timeout=self._config.timeout, limits=DEFAULT_LIMITS,
-                                                      follow_redirects=True)
+        config = self._config
+        self._pool: LazyPool[httpx.AsyncClient] = LazyPool(
+            http_client,
+            lambda: httpx.AsyncClient(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
         self._owns_http = http_client is None
         self._custom_http = http_client is not None  # then its build_request applies its defaults
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
         self._bind_resources()
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        return self._pool.get()
 
     def _bind_resources(self) -> None:
         self.chat = AsyncChat(AsyncCompletions(self))
@@ -214,6 +219,8 @@ class AsyncClient(BaseClient):
             else:
                 outcome = call.on_response(response)
             if outcome.retry:
+                import asyncio  # lazy: keeps `import holysheep` light
+
                 await asyncio.sleep(outcome.delay)
                 continue
             if outcome.error is not None:
@@ -225,7 +232,8 @@ class AsyncClient(BaseClient):
     async def aclose(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
         if self._owns_http:
-            await self._http.aclose()
+            if self._pool.created:
+                await self._http.aclose()
             if self._aiohttp is not None:
                 await self._aiohttp.aclose()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -11,7 +11,30 @@ from ._config import ClientConfig, OnRetry, TimeoutTypes, make_config
 from ._keys import mask_key
 from ._logging import setup_logging
 
-__all__ = ["BaseClient"]
+__all__ = ["BaseClient", "LazyPool"]
+
+_P = TypeVar("_P")
+
+
+class LazyPool(Generic[_P]):
+    """The HTTP client, created on first use (building one loads TLS certificates: tens of ms) and shared
+    by every ``with_options`` copy."""
+
+    __slots__ = ("_factory", "_value")
+
+    def __init__(self, value: _P | None, factory: Callable[[], _P]) -> None:
+        self._value = value
+        self._factory = factory
+
+    @property
+    def created(self) -> bool:
+        return self._value is not None
+
+    def get(self) -> _P:
+        value = self._value
+        if value is None:
+            value = self._value = self._factory()
+        return value
 
 _Self = TypeVar("_Self", bound="BaseClient")
 

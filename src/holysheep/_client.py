@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._base_client import BaseClient
+from ._base_client import BaseClient, LazyPool
 from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._exceptions import APIError
@@ -120,12 +120,17 @@ class Client(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, http_client=http_client, http_client_type=httpx.Client,
         )
-        self._http = http_client or httpx.Client(timeout=self._config.timeout, limits=DEFAULT_LIMITS,
-                                                 follow_redirects=True)
+        config = self._config
+        self._pool: LazyPool[httpx.Client] = LazyPool(
+            http_client, lambda: httpx.Client(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
         self._owns_http = http_client is None
         self._custom_http = http_client is not None  # then its build_request applies its defaults
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
         self._bind_resources()
+
+    @property
+    def _http(self) -> httpx.Client:
+        return self._pool.get()
 
     def _bind_resources(self) -> None:
         self.chat = Chat(Completions(self))
@@ -180,7 +185,7 @@ class Client(BaseClient):
 
     def close(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
-        if self._owns_http:
+        if self._owns_http and self._pool.created:
             self._http.close()
 
     def __enter__(self) -> Client:

@@ -135,10 +135,12 @@ class APIStreamError(APIError):
 class APIResponseValidationError(APIError):
     """The server answered 2xx but the body is not the JSON this endpoint returns."""
 
-    def __init__(self, message: str, *, status_code: int, request_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, message: str, *, status_code: int, request_id: str | None = None, partial_text: str = "",
+                 **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.status_code = status_code
         self.request_id = request_id
+        self.partial_text = partial_text
 
 
 class APIStatusError(APIError):

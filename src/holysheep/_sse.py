@@ -4,7 +4,8 @@ Follows the WHATWG event-stream rules: CR, LF and CRLF line endings (a CRLF spli
 reads counts once), ``:`` comments, the ``event``/``data``/``id``/``retry`` fields, multi-line
 ``data`` joined by ``\\n``, and one optional space after the colon. Lines are decoded as UTF-8 only
 once complete, so a multi-byte character split across reads is never broken. A blank line
-dispatches the event; an event with no ``data`` line is not dispatched.
+dispatches the event; an event with no ``data`` line is not dispatched, and neither is an event still
+open when the stream ends.
 """
 
 from __future__ import annotations
@@ -69,15 +70,12 @@ class SSEDecoder:
         return events
 
     def flush(self) -> list[ServerSentEvent]:
-        """End of stream: a last unterminated line and a pending event (if it has data) are dispatched."""
-        events: list[ServerSentEvent] = []
-        if self._buf:
-            line, self._buf = self._buf, b""
-            self._line(line)
-        event = self._line(b"")
-        if event is not None:
-            events.append(event)
-        return events
+        """End of stream. As the standard says, an event not closed by a blank line is discarded (a
+        stream cut mid-event must not yield half a JSON document); the decoder is reset."""
+        self._buf = b""
+        self._data = []
+        self._event = None
+        return []
 
     def _line(self, raw: bytes) -> ServerSentEvent | None:
         if not raw:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ._exceptions import APIStreamError
+from ._exceptions import APIResponseValidationError, APIStreamError
 from ._sse import ServerSentEvent, SSEDecoder
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -97,7 +97,14 @@ class StreamState:
                 break
             if event.event == "error" or '"error"' in data:
                 self._raise_if_error(event)
-            chunk = ChatCompletionChunk.model_validate_json(data)
+            try:
+                chunk = ChatCompletionChunk.model_validate_json(data)
+            except ValueError:  # pydantic's ValidationError is a ValueError
+                self.mark_end()
+                raise APIResponseValidationError(
+                    f"A stream event is not a valid chat.completion.chunk: {data[:200]!r}. The text so far "
+                    "is in .partial_text; check that base_url points at an OpenAI-compatible server.",
+                    status_code=200, partial_text=self.partial_text) from None
             self._absorb(chunk)
             out.append(chunk)
         return out

@@ -27,7 +27,8 @@ CASES: list[tuple[str, bytes, list[ServerSentEvent]]] = [
     ("utf8 multibyte", "data: héllo 🐑 世界\n\n".encode(), [E("héllo 🐑 世界")]),
     ("escaped newline in json", b'data: {"c":"a\\n\\nb"}\n\n', [E('{"c":"a\\n\\nb"}')]),
     ("event type resets", b"event: error\ndata: a\n\ndata: b\n\n", [E("a", "error"), E("b")]),
-    ("no trailing blank line", b"data: a\n\ndata: tail", [E("a"), E("tail")]),
+    ("unterminated event discarded", b"data: a\n\ndata: tail", [E("a")]),
+    ("unterminated event with newline discarded", b"data: a\n\ndata: tail\n", [E("a")]),
     ("id with nul ignored", b"id: a\x00b\ndata: x\n\n", [E("x")]),
 ]
 

@@ -186,3 +186,12 @@ def test_metrics_and_elapsed(respx_mock: respx.MockRouter) -> None:
     assert m.chunks == 7 and m.completion_tokens == 5
     assert m.ttft_s is not None and m.total_s is not None and m.total_s >= m.ttft_s
     assert m.itl_mean_s is not None and m.tokens_per_s is not None and m.tokens_per_s > 0
+
+
+def test_malformed_event_is_typed(kind: str, respx_mock: respx.MockRouter) -> None:
+    from holysheep import APIResponseValidationError
+
+    respx_mock.post(URL).mock(return_value=sse_response(sse(chunk("ok ")), b'data: {"id": "x", "choi\n\n'))
+    with pytest.raises(APIResponseValidationError) as info:
+        consume(kind)
+    assert info.value.partial_text == "ok " and info.value.status_code == 200

@@ -1,0 +1,203 @@
+"""Batch benchmarks: wall time vs ideal, client CPU per request vs openai-python (aiohttp), JSONL peak RSS.
+
+    python benchmarks/batch.py [--repeat 3] [--requests 2000] [--rss-lines 100000]
+
+The FakeServer runs in a separate process (pinned to the last core when there are two or more), so
+the client's CPU time is its own. openai + httpx-aiohttp are imported only here; that row is skipped
+with a message when they are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+MODEL = "gpt-4.1"
+
+
+@contextmanager
+def server_process(latency_ms: float) -> Iterator[tuple[str, str]]:
+    code = ("from holysheep.testing import serve; import sys; "
+            f"serve(port=0, latency_ms={latency_ms})")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if len(cpus) >= 2:
+            os.sched_setaffinity(proc.pid, {cpus[-1]})
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"at (\S+) api key (\S+)", line)
+        if not match:
+            raise RuntimeError(f"mock server did not start: {line!r}")
+        yield match.group(1), match.group(2)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def pin_client() -> None:
+    if hasattr(os, "sched_getaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) >= 2:
+            os.sched_setaffinity(0, {cpus[0]})
+
+
+def messages(i: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"benchmark prompt {i}"}]
+
+
+async def holysheep_batch(url: str, key: str, n: int, conc: int, backend: str) -> float:
+    from holysheep import AsyncClient
+
+    async with AsyncClient(api_key=key, base_url=url, http_backend=backend) as client:  # type: ignore[arg-type]
+        start = time.perf_counter()
+        results = await client.chat.completions.batch([messages(i) for i in range(n)], model=MODEL,
+                                                      concurrency=conc, max_tokens=16)
+        wall = time.perf_counter() - start
+        assert len(results.responses) == n
+    return wall
+
+
+async def openai_aiohttp(url: str, key: str, n: int, conc: int, backend: str) -> float:
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
+    async with AsyncOpenAI(api_key=key, base_url=url, http_client=DefaultAioHttpClient(), max_retries=0) as client:
+        sem = asyncio.Semaphore(conc)
+
+        async def one(i: int) -> None:
+            async with sem:
+                await client.chat.completions.create(model=MODEL, messages=messages(i),  # type: ignore[arg-type]
+                                                     max_tokens=16)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - start
+
+
+async def raw_aiohttp(url: str, key: str, n: int, conc: int, backend: str) -> float:
+    """The floor: a bare aiohttp session posting the same JSON (no SDK, no parsing into models)."""
+    import aiohttp
+
+    headers = {"authorization": f"Bearer {key}"}
+    async with aiohttp.ClientSession() as session:
+        sem = asyncio.Semaphore(conc)
+
+        async def one(i: int) -> None:
+            async with sem, session.post(f"{url}/chat/completions", headers=headers,
+                                         json={"model": MODEL, "messages": messages(i), "max_tokens": 16}) as r:
+                await r.read()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - start
+
+
+Runner = Callable[[str, str, int, int, str], Awaitable[float]]
+
+
+def measure(runner: Runner, url: str, key: str, n: int, conc: int, backend: str, repeat: int) -> tuple[float, float]:
+    """Median (wall seconds, client CPU µs per request) over ``repeat`` runs after a warm-up."""
+    asyncio.run(runner(url, key, min(n, 200), conc, backend))
+    walls, cpus = [], []
+    for _ in range(repeat):
+        c0 = time.process_time()
+        walls.append(asyncio.run(runner(url, key, n, conc, backend)))
+        cpus.append((time.process_time() - c0) / n * 1e6)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def rss_run(lines: int, conc: int) -> tuple[int, float, str]:
+    with tempfile.TemporaryDirectory() as tmp, server_process(0.0) as (url, key):
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        with src.open("w") as f:
+            for i in range(lines):
+                f.write(json.dumps({"custom_id": f"r{i}", "messages": messages(i), "max_tokens": 16}) + "\n")
+        env = {**os.environ, "HOLYSHEEP_API_KEY": key}
+        cmd = [sys.executable, "-m", "holysheep.batch", str(src), "-o", str(dst), "--base-url", url,
+               "--model", MODEL, "--concurrency", str(conc), "--no-progress", "--json"]
+        timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
+        start = time.perf_counter()
+        proc = subprocess.run(timer + cmd, env=env, capture_output=True, text=True, timeout=1800)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+        kb = int(match.group(1)) if match else 0
+        how = "/usr/bin/time -v"
+        if not kb:
+            import resource
+            kb, how = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "getrusage(RUSAGE_CHILDREN)"
+        with dst.open() as f:
+            assert sum(1 for _ in f) == lines
+        return kb, wall, how
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rss-lines", type=int, default=100_000, help="0 skips the RSS run")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args()
+    out: dict[str, object] = {}
+    pin_client()
+    n, conc = args.requests, args.concurrency
+
+    ideal = n / conc * args.latency_ms / 1000
+    with server_process(args.latency_ms) as (url, key):
+        wall, _ = measure(holysheep_batch, url, key, n, conc, "aiohttp", args.repeat)
+        floor, _ = measure(raw_aiohttp, url, key, n, conc, "", args.repeat)
+        print(f"wall: {n} requests, {args.latency_ms:g} ms latency, concurrency {conc}: median {wall:.3f} s, "
+              f"ideal {ideal:.3f} s, ratio {wall / ideal:.3f} (target <= 1.15); bare aiohttp floor in the same "
+              f"run {floor:.3f} s (ratio {floor / ideal:.3f}; batch/floor {wall / floor:.3f})")
+        out.update(wall_s=wall, ideal_s=ideal, wall_vs_ideal=wall / ideal, floor_vs_ideal=floor / ideal)
+
+    rows: dict[str, float] = {}
+    with server_process(0.0) as (url, key):
+        for label, runner, backend in (("holysheep batch, aiohttp backend", holysheep_batch, "aiohttp"),
+                                       ("holysheep batch, httpx backend", holysheep_batch, "httpx")):
+            _, cpu = measure(runner, url, key, n, conc, backend, args.repeat)
+            rows[label] = cpu
+        try:
+            import httpx_aiohttp  # noqa: F401
+            import openai  # noqa: F401
+        except ImportError as exc:
+            print(f"skipping openai-python + aiohttp row ({exc}); pip install openai httpx-aiohttp")
+        else:
+            _, cpu = measure(openai_aiohttp, url, key, n, conc, "", args.repeat)
+            rows["openai.AsyncOpenAI + DefaultAioHttpClient"] = cpu
+    peer = rows.get("openai.AsyncOpenAI + DefaultAioHttpClient")
+    print(f"client CPU per request, {conc} in flight, {n} requests, median of {args.repeat}:")
+    for label, cpu in rows.items():
+        ratio = f" ({cpu / peer:.2f}x openai-aiohttp)" if peer else ""
+        print(f"  {label:45s} {cpu:8.0f} us{ratio}")
+    if peer:
+        print(f"  target: holysheep aiohttp <= 0.5x -> {rows['holysheep batch, aiohttp backend'] / peer:.2f}x")
+        out["cpu_vs_openai_aiohttp"] = rows["holysheep batch, aiohttp backend"] / peer
+    out["cpu_us"] = rows
+
+    if args.rss_lines:
+        kb, wall, how = rss_run(args.rss_lines, conc)
+        print(f"JSONL: {args.rss_lines:,} lines via python -m holysheep.batch in {wall:.1f} s, peak RSS "
+              f"{kb / 1024:.1f} MB ({how}; target < 150 MB)")
+        out["rss_mb"] = kb / 1024
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()

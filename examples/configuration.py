@@ -1,0 +1,88 @@
+"""Configuration: timeouts, retries, headers, with_options, a custom httpx client, and self-hosted servers.
+
+Offline (in-process FakeServers) unless ``HOLYSHEEP_BASE_URL`` is set.
+
+    python examples/configuration.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from holysheep.types import ChatCompletionMessageParam
+
+HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Hi"}]
+
+
+@contextlib.contextmanager
+def endpoint() -> Iterator[tuple[str | None, str | None]]:
+    if os.environ.get("HOLYSHEEP_BASE_URL"):
+        yield None, None
+        return
+    from holysheep.testing import FakeServer
+
+    with FakeServer() as server:
+        yield server.url, server.api_key
+
+
+def main() -> None:
+    with endpoint() as (base_url, api_key):
+        # --8<-- [start:client]
+        import httpx
+
+        from holysheep import Client
+
+        client = Client(
+            base_url=base_url,                   # default: $HOLYSHEEP_BASE_URL, else https://api.holysheep.ai/v1
+            api_key=api_key,                     # default: $HOLYSHEEP_API_KEY
+            timeout=httpx.Timeout(60.0, connect=5.0),   # per attempt; a number means seconds
+            max_retries=3,                       # retries after the first attempt (0 disables)
+            initial_retry_delay=0.5, max_retry_delay=8.0, max_retry_after=60.0,
+            stream_idle_timeout=30.0,            # end a stream that sends nothing for 30 s
+            default_headers={"x-team": "search"},
+        )
+        print(client)  # the key is masked: hs_…abcd
+        # --8<-- [end:client]
+
+        # --8<-- [start:options]
+        fast = client.with_options(timeout=5, max_retries=0)  # a copy that shares the connection pool
+        resp = fast.chat.completions.create(model="deepseek-v3.2", messages=HI)
+        resp = client.chat.completions.create(
+            model="deepseek-v3.2", messages=HI,
+            timeout=10, max_retries=1,                      # per call
+            extra_headers={"x-trace-id": "abc123"},         # merged into this request's headers
+            extra_body={"top_k": 40},                       # merged into the JSON body
+        )
+        print(resp.choices[0].message.content, resp.elapsed_s > 0)
+        # --8<-- [end:options]
+
+        # --8<-- [start:http_client]
+        transport = httpx.HTTPTransport(retries=0, local_address="0.0.0.0")
+        with httpx.Client(transport=transport, timeout=30) as http:   # proxies, certificates, event hooks, ...
+            own = Client(base_url=base_url, api_key=api_key, http_client=http)
+            own.models.list()
+            own.close()  # does not close a client you passed in; the `with` above does
+        # --8<-- [end:http_client]
+        client.close()
+
+    from holysheep.testing import FakeServer
+
+    with FakeServer(require_auth=False) as vllm:
+        # --8<-- [start:self_hosted]
+        from holysheep import Client, InsecureTransportError
+
+        local = Client(base_url=vllm.url, api_key=None)  # e.g. "http://127.0.0.1:8000/v1" (vLLM, llama.cpp)
+        print(local.chat.completions.create(model="Qwen/Qwen2.5-7B-Instruct", messages=HI).model)
+        try:  # a key over plain http to a host that is not loopback is refused before any I/O
+            Client(base_url="http://10.0.0.5:8000/v1", api_key="token-abc123")
+        except InsecureTransportError as e:
+            print("refused:", e)
+        Client(base_url="http://10.0.0.5:8000/v1", api_key="token-abc123", allow_insecure_http=True).close()
+        # --8<-- [end:self_hosted]
+        local.close()
+
+
+if __name__ == "__main__":
+    main()

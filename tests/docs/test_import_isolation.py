@@ -1,0 +1,58 @@
+"""``import holysheep`` (and building a Client) stays light: no rich, no estimator, hardware, CLI, batch or
+testing modules. Each check runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ._util import offline_env
+
+LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.cli", "holysheep.batch", "holysheep.testing")
+HEAVY = ("rich", "aiohttp", "openai", "click", "pygments")
+
+_PROBE = """
+import json, sys
+{pre}
+before = set(sys.modules)
+import holysheep
+holysheep.Client(api_key="hs_" + "x" * 24)
+print(json.dumps({{"before": sorted(before), "after": sorted(sys.modules)}}))
+"""
+
+
+def _probe(pre: str = "") -> tuple[set[str], set[str]]:
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(pre=pre)], capture_output=True, text=True,
+                         env=offline_env(), timeout=60, check=True)
+    data = json.loads(out.stdout)
+    return set(data["before"]), set(data["after"])
+
+
+def _matching(modules: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_lazy_subpackages_are_not_imported() -> None:
+    _, after = _probe()
+    assert _matching(after, LAZY) == []
+
+
+def test_holysheep_itself_imports_no_heavy_optional_package() -> None:
+    # httpx imports its own CLI (rich, click, pygments) when all three are installed; that is httpx's
+    # cost, paid by openai-python too. Import the core dependencies first and look at what holysheep adds.
+    before, after = _probe("import httpx, pydantic, typing_extensions")
+    added = after - before
+    assert _matching(added, HEAVY) == []
+    assert _matching(added, LAZY) == []
+
+
+def test_bare_import_has_no_rich_unless_httpx_brings_it() -> None:
+    _, after = _probe()
+    baseline = subprocess.run(
+        [sys.executable, "-c", "import sys, httpx; print('rich' in sys.modules)"],
+        capture_output=True, text=True, env=offline_env(), timeout=60, check=True).stdout.strip()
+    if baseline == "True":  # click + rich + pygments installed: httpx._main loads rich; checked above instead
+        assert "rich" in after
+        return
+    assert "rich" not in after
