@@ -39,6 +39,23 @@ class LazyPool(Generic[_P]):
 _Self = TypeVar("_Self", bound="BaseClient")
 
 
+def _warn_if_tls_unverified(http_client: object) -> None:
+    """TLS verification is on by default; a custom http_client that turns it off is never silent."""
+    import ssl
+
+    pool = getattr(getattr(http_client, "_transport", None), "_pool", None)
+    ctx = getattr(pool, "_ssl_context", None)
+    if isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_NONE:
+        import warnings
+
+        from ._logging import logger
+
+        message = ("The http_client passed to holysheep does not verify TLS certificates (verify=False): anyone on "
+                   "the network path can read your API key. Remove verify=False unless this is a test.")
+        logger.warning(message)
+        warnings.warn(message, stacklevel=4)
+
+
 class BaseClient:
     """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
 
@@ -69,6 +86,8 @@ class BaseClient:
             max_retry_after=max_retry_after, stream_idle_timeout=stream_idle_timeout,
             default_headers=default_headers, allow_insecure_http=allow_insecure_http, on_retry=on_retry,
         )
+        if http_client is not None and isinstance(http_client, http_client_type):
+            _warn_if_tls_unverified(http_client)
         if http_client is not None and not isinstance(http_client, http_client_type):
             from ._exceptions import InvalidRequestError
 

@@ -99,6 +99,8 @@ class Call:
         headers = self._headers
         headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
         self.started_at = time.perf_counter()
+        if logger.isEnabledFor(10):
+            logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
         if http is None:
             return httpx.Request(self.spec.method, self._url, content=self._content, headers=headers,
                                  extensions={"timeout": self.timeout.as_dict()})

@@ -138,3 +138,25 @@ def test_no_auth_header_without_key(respx_mock: respx.MockRouter, monkeypatch: p
     with Client(base_url="http://127.0.0.1:8000/v1") as client:
         assert client.models.list() == []
     assert "authorization" not in route.calls.last.request.headers
+
+
+def test_custom_http_client_without_tls_verification_warns(caplog: pytest.LogCaptureFixture) -> None:
+    http = httpx.Client(verify=False)
+    with pytest.warns(UserWarning, match="does not verify TLS"):
+        Client(api_key=KEY, http_client=http)
+    assert any("verify=False" in r.getMessage() for r in caplog.records)
+    http.close()
+    with httpx.Client() as verified, warnings_as_errors():
+        Client(api_key=KEY, http_client=verified)
+
+
+class warnings_as_errors:
+    def __enter__(self) -> None:
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("error")
+
+    def __exit__(self, *exc: object) -> None:
+        self._ctx.__exit__(*exc)
