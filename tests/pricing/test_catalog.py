@@ -140,3 +140,25 @@ def test_import_holysheep_does_not_import_hardware() -> None:
     code = "import sys, holysheep; print('holysheep.hardware' in sys.modules, 'holysheep.pricing' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "False"
+
+
+def test_first_lookups_from_many_threads_all_see_the_catalog() -> None:
+    import threading
+
+    from holysheep.pricing import _catalog, price_for
+
+    for _ in range(20):
+        _catalog._entries.clear()
+        _catalog._keys.clear()
+        _catalog._loaded = False
+        seen: list[float | None] = []
+
+        def look(out: list[float | None] = seen) -> None:
+            out.append(price_for("deepseek-v3.2").blended_per_m)
+
+        threads = [threading.Thread(target=look) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(seen) == 8 and len(set(seen)) == 1 and seen[0] is not None

@@ -6,6 +6,7 @@ import difflib
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -102,6 +103,8 @@ def _check_fraction(f: float) -> None:
 _entries: dict[str, ModelPrice] = {}
 _keys: dict[str, str] = {}
 _loaded = False
+_load_lock = threading.RLock()
+_loading = False
 
 
 def _norm(model: str) -> str:
@@ -151,7 +154,19 @@ def _ensure_loaded() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
+    global _loading
+    with _load_lock:  # threads (batch workers, bench) may price their first response at the same time
+        if _loaded or _loading:  # _loading: a re-entrant call from load_prices() in this same thread
+            return
+        _loading = True
+        try:
+            _load_packaged()
+            _loaded = True
+        finally:
+            _loading = False
+
+
+def _load_packaged() -> None:
     text = resources.files("holysheep.pricing").joinpath("data/api_prices.json").read_text(encoding="utf-8")
     for i, raw in enumerate(json.loads(text)["models"]):
         _put(_entry(raw, f"api_prices.json[{i}]"))

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from ._faults import DEFAULT_FAULT_MIX, Fault, FaultPlan
     from ._replies import Handler, RecordedRequest, ReplySpec, Response, ScriptedReply, StreamReply
-    from ._server import FakeServer, serve
+    from ._serve import serve
+    from ._server import FakeServer
 
 __all__ = [
     "DEFAULT_FAULT_MIX",
@@ -44,7 +45,7 @@ _WHERE = {
     "ScriptedReply": "_replies",
     "StreamReply": "_replies",
     "FakeServer": "_server",
-    "serve": "_server",
+    "serve": "_serve",
 }
 
 

@@ -1,0 +1,76 @@
+"""``holysheep models`` and ``holysheep quota``: what the account can use."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._common import add_connection_options, make_client
+from ._output import EXIT_OK, print_json, print_table
+
+__all__ = ["add_account_parsers", "run_models", "run_quota"]
+
+
+def add_account_parsers(sub: Any) -> None:
+    """Register ``models`` and ``quota`` on the sub-parsers object."""
+    p = sub.add_parser("models", help="list the models the API serves, with catalog prices",
+                       description="List the served models (GET /models) with the catalog's USD per million "
+                                   "input/output tokens where known.")
+    add_connection_options(p)
+    p.set_defaults(func=run_models)
+    q = sub.add_parser("quota", help="show the account's remaining quota",
+                       description="Show the account quota (GET /quota).")
+    add_connection_options(q)
+    q.set_defaults(func=run_quota)
+
+
+def _price(model: str) -> tuple[float | None, float | None]:
+    from ..pricing import price_for
+
+    try:
+        entry = price_for(model)
+    except Exception:
+        return None, None
+    return entry.input_per_m, entry.output_per_m
+
+
+def _money(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return f"{v:,}" if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    """``holysheep models [--json]``: a JSON array of ``{id, owned_by, created, input_per_m, output_per_m}``."""
+    with make_client(args) as client:
+        models = client.models.list()
+    rows: list[dict[str, Any]] = []
+    for m in models:
+        price_in, price_out = _price(m.id)
+        rows.append({"id": m.id, "owned_by": m.owned_by, "created": m.created,
+                     "input_per_m": price_in, "output_per_m": price_out})
+    if args.json:
+        print_json(rows)
+    else:
+        print_table(["Model", "Owner", "$/M in", "$/M out"],
+                    [[r["id"], r["owned_by"] or "-", _money(r["input_per_m"]), _money(r["output_per_m"])]
+                     for r in rows], right=[False, False, True, True])
+    return EXIT_OK
+
+
+def run_quota(args: argparse.Namespace) -> int:
+    """``holysheep quota [--json]``: the quota object (``remaining``, ``limit``, ``used``, ``unit``, ...)."""
+    with make_client(args) as client:
+        quota = client.quota.retrieve()
+    data: dict[str, Any] = quota.model_dump()
+    if args.json:
+        print_json(data)
+    else:
+        print_table(["Field", "Value"], [[k, _value(v)] for k, v in data.items()], right=[False, True])
+    return EXIT_OK

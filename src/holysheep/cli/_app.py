@@ -1,0 +1,123 @@
+"""The ``holysheep`` argument tree and the one place that turns exceptions into exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from ._output import EXIT_INTERRUPTED, EXIT_USAGE, api_key_in_use, error, exit_code_for, message_for
+
+__all__ = ["build_parser", "run"]
+
+_EPILOG = """exit status: 0 ok, 1 API error, 2 usage error, 130 interrupted.
+environment: HOLYSHEEP_API_KEY, HOLYSHEEP_BASE_URL. Docs: docs/cli.md"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line ``holysheep: error: ...`` (exit 2) instead of usage plus message."""
+
+    def error(self, message: str) -> NoReturn:
+        error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _missing_batch(args: argparse.Namespace) -> int:
+    error("the batch command is not available in this installation (holysheep.batch is missing); "
+          "reinstall holysheep")
+    return EXIT_USAGE
+
+
+def _add_batch(sub: Any) -> None:
+    try:
+        from ..batch._cli import add_batch_parser, run_batch_command
+    except ImportError:
+        p = sub.add_parser("batch", help="run a JSONL file of chat requests (not available)", add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=_missing_batch)
+        return
+    p = add_batch_parser(sub)
+    p.set_defaults(func=lambda args: _run_batch(run_batch_command, args))
+
+
+def _run_batch(command: Any, args: argparse.Namespace) -> int:
+    # The batch command builds its own Client from the environment; hand it a global --api-key that way.
+    if args.api_key is not None:
+        os.environ["HOLYSHEEP_API_KEY"] = args.api_key
+    code: int = command(args)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``holysheep`` parser. Global options may also be given after the sub-command."""
+    from .._version import __version__
+    from ._account import add_account_parsers
+    from ._bench import add_bench_parser
+    from ._chat import add_chat_parser
+    from ._local import add_local_parsers
+
+    parser = _Parser(prog="holysheep", description="HolySheep inference API from the shell.", epilog=_EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"holysheep {__version__}")
+    parser.add_argument("--api-key", dest="g_api_key", metavar="KEY",
+                        help="API key (default: HOLYSHEEP_API_KEY); never printed")
+    parser.add_argument("--base-url", dest="g_base_url", metavar="URL",
+                        help="API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)")
+    parser.add_argument("--json", dest="g_json", action="store_true", help="machine-readable output on stdout")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    add_chat_parser(sub)
+    add_account_parsers(sub)
+    _add_batch(sub)
+    add_local_parsers(sub)
+    add_bench_parser(sub)
+    return parser
+
+
+def _merge_globals(args: argparse.Namespace) -> None:
+    for name in ("api_key", "base_url"):
+        if getattr(args, name, None) is None:
+            setattr(args, name, getattr(args, f"g_{name}"))
+    args.json = bool(getattr(args, "json", None) or args.g_json)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the exit status and never shows a traceback."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        _merge_globals(args)
+        api_key_in_use(args.api_key)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        code: int = args.func(args)
+        return code
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `holysheep models | head`
+        _silence_stdout()
+        return 0
+    except Exception as exc:
+        from .._exceptions import HolySheepError
+
+        if isinstance(exc, HolySheepError | OSError):
+            error(message_for(exc))
+            return exit_code_for(exc)
+        if os.environ.get("HOLYSHEEP_DEBUG"):
+            raise
+        error(f"unexpected {type(exc).__name__}: {exc}. Set HOLYSHEEP_DEBUG=1 for the traceback and report it.")
+        return 1
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

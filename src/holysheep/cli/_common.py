@@ -1,0 +1,30 @@
+"""What every networked command shares: the client built from ``--api-key``/``--base-url``/environment."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from ._output import api_key_in_use
+
+if TYPE_CHECKING:
+    from .. import Client
+
+__all__ = ["add_connection_options", "make_client"]
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """``--api-key``, ``--base-url`` and ``--json`` on a sub-command too (they override the global ones)."""
+    parser.add_argument("--api-key", default=None, metavar="KEY",
+                        help="API key (default: HOLYSHEEP_API_KEY); never printed")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)")
+    parser.add_argument("--json", action="store_true", default=None, help="machine-readable output on stdout")
+
+
+def make_client(args: argparse.Namespace, **options: Any) -> Client:
+    """A :class:`holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
+    from .. import Client
+
+    api_key_in_use(args.api_key)
+    return Client(api_key=args.api_key, base_url=args.base_url, **options)

@@ -1,0 +1,146 @@
+"""Terminal output for the CLI: one-line errors, exit codes, JSON, and tables (rich when available)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+__all__ = [
+    "EXIT_API",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "api_key_in_use",
+    "error",
+    "exit_code_for",
+    "message_for",
+    "print_json",
+    "print_table",
+    "scrub",
+    "use_rich",
+]
+
+EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+ENV_API_KEY = "HOLYSHEEP_API_KEY"
+
+_secret: str | None = None
+
+
+def api_key_in_use(key: str | None) -> None:
+    """Remember the key this run uses, so that everything printed afterwards is scrubbed of it."""
+    global _secret
+    _secret = key if key is not None else (os.environ.get(ENV_API_KEY) or None)
+
+
+def scrub(text: str) -> str:
+    """``text`` with the key, any 8-character piece of it, and anything shaped like a key masked."""
+    from .._keys import redact
+
+    key = _secret
+    text = redact(text, key)
+    if key and len(key) >= 8:
+        for i in range(len(key) - 7):
+            piece = key[i : i + 8]
+            if piece in text:
+                text = text.replace(piece, "…")
+    return text
+
+
+def error(message: str, *, file: IO[str] | None = None) -> None:
+    """Print ``holysheep: error: <message>`` as one scrubbed line on stderr."""
+    line = " ".join(scrub(str(message)).split())
+    print(f"holysheep: error: {line}", file=file or sys.stderr, flush=True)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """2 for what the user must fix before any request (arguments, key format, files), else 1."""
+    from .._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
+
+    if isinstance(exc, (InvalidAPIKeyError, InvalidRequestError, InsecureTransportError, OSError)):
+        return EXIT_USAGE
+    return EXIT_API
+
+
+def message_for(exc: BaseException) -> str:
+    """The exception's message plus what to do about it on the command line."""
+    from .._exceptions import (
+        APIConnectionError,
+        AuthenticationError,
+        InsecureTransportError,
+        NotFoundError,
+        PermissionDeniedError,
+    )
+
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, AuthenticationError | PermissionDeniedError):
+        return f"{text} Pass --api-key or set {ENV_API_KEY}."
+    if isinstance(exc, NotFoundError):
+        return f"{text} Run 'holysheep models' to list the served models."
+    if isinstance(exc, APIConnectionError):
+        return f"{text} Pass --base-url or set HOLYSHEEP_BASE_URL."
+    if isinstance(exc, InsecureTransportError):
+        return f"{text} (Use an https:// --base-url.)"
+    if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
+        return f"{exc.strerror or text}: {exc.filename}" if exc.filename else text
+    return text
+
+
+def print_json(data: Any, *, file: IO[str] | None = None) -> None:
+    """Write ``data`` as JSON (one document) on stdout, scrubbed of the key."""
+    out = file or sys.stdout
+    out.write(scrub(json.dumps(data, indent=2, default=str)) + "\n")
+    out.flush()
+
+
+def use_rich(stream: IO[str]) -> bool:
+    """True when rich is installed and ``stream`` is a terminal (pipes get plain text)."""
+    if not stream.isatty() or os.environ.get("HOLYSHEEP_PLAIN"):
+        return False
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(headers)]
+
+    def fmt(cells: Sequence[str]) -> str:
+        parts = [str(c).rjust(w) if r else str(c).ljust(w) for c, w, r in zip(cells, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt(headers), rule, *(fmt(r) for r in rows)])
+
+
+def print_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | None = None,
+    right: Sequence[bool] | None = None,
+    file: IO[str] | None = None,
+) -> None:
+    """Print a table: a rich table on a terminal with rich installed, aligned plain text otherwise."""
+    out = file or sys.stdout
+    align = list(right) if right is not None else [i > 0 for i in range(len(headers))]
+    if use_rich(out):
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for h, r in zip(headers, align, strict=True):
+            table.add_column(h, justify="right" if r else "left")
+        for row in rows:
+            table.add_row(*(scrub(str(c)) for c in row))
+        Console(file=out).print(table)
+        return
+    if title:
+        out.write(scrub(title) + "\n")
+    out.write(scrub(_plain_table(headers, rows, align)) + "\n")
+    out.flush()

@@ -1,0 +1,48 @@
+"""``serve()``: run a FakeServer in the foreground, the ``holysheep mock-server`` command."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+__all__ = ["serve"]
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    latency_ms: float = 0.0,
+    fault_rate: float = 0.0,
+    api_key: str | None = None,
+    *,
+    stream_chunk_delay_ms: float = 0.0,
+    seed: int | None = None,
+) -> None:
+    """Run a FakeServer in the foreground (``holysheep mock-server``) until Ctrl-C or SIGTERM.
+
+    Prints one line with the base URL and the API key to use; keeps the last 1,000 requests in memory.
+    """
+    from ._server import FakeServer  # here, not at the top: _server re-exports serve()
+
+    server = FakeServer(
+        host=host, port=port, api_key=api_key, latency=latency_ms / 1000, fault_rate=fault_rate, seed=seed,
+        stream_chunk_delay=stream_chunk_delay_ms / 1000, max_recorded=1000,
+    )  # fmt: skip
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    try:
+        server.start()
+        print(f"holysheep mock server at {server.url} api key {server.api_key} (Ctrl-C to stop)", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
