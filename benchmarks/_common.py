@@ -17,11 +17,12 @@ KEY = "hs_bench0123456789abcdefABCDEF"
 
 
 @contextlib.contextmanager
-def canned_server(latency_ms: float = 0.0) -> Iterator[str]:
+def canned_server(latency_ms: float = 0.0, reply_words: int = 330) -> Iterator[str]:
     """Start benchmarks/_server.py; yield its base URL (``http://127.0.0.1:PORT/v1``)."""
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
-        proc = subprocess.Popen([sys.executable, str(HERE / "_server.py"), port_file, str(latency_ms)])
+        proc = subprocess.Popen([sys.executable, str(HERE / "_server.py"), port_file, str(latency_ms),
+                                 str(reply_words)])
         try:
             deadline = time.time() + 10
             while not os.path.exists(port_file):

@@ -13,11 +13,12 @@ import os
 import sys
 
 WORDS = ("The quick brown fox jumps over the lazy dog while the sheep count the stars at night. " * 20).split()
+REPLY_WORDS = int(sys.argv[3]) if len(sys.argv) > 3 else 330  # ~350 tokens by default
 COMPLETION = json.dumps({
     "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "deepseek-v3.2",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(WORDS[:330])},
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(WORDS[:REPLY_WORDS])},
                  "finish_reason": "stop", "logprobs": None}],
-    "usage": {"prompt_tokens": 20, "completion_tokens": 350, "total_tokens": 370},
+    "usage": {"prompt_tokens": 20, "completion_tokens": REPLY_WORDS + 20, "total_tokens": REPLY_WORDS + 40},
     "system_fingerprint": "fp_bench",
 }).encode()
 

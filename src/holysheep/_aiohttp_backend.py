@@ -9,9 +9,14 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from ._call import RawResponse
+
+if TYPE_CHECKING:
+    from ._call import Call
 
 __all__ = ["AiohttpBackend"]
 
@@ -72,26 +77,30 @@ class AiohttpBackend:
             "User-Agent", "Content-Type"))
         return self._session
 
-    def _timeout(self, request: httpx.Request) -> Any:
-        t = request.extensions.get("timeout") or {}
-        key = (t.get("connect"), t.get("read"), t.get("pool"))
-        timeout = self._timeouts.get(key)
-        if timeout is None:
-            timeout = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1],
-                                                  connect=key[2])
-            self._timeouts[key] = timeout
-        return timeout
+    def _timeout(self, timeout: httpx.Timeout) -> Any:
+        key = (timeout.connect, timeout.read, timeout.pool)
+        value = self._timeouts.get(key)
+        if value is None:
+            value = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1], connect=key[2])
+            self._timeouts[key] = value
+        return value
 
-    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """Send ``request``; read the whole body unless ``stream``."""
+    async def send(self, call: Call, *, stream: bool = False) -> httpx.Response | RawResponse:
+        """Send the call's current attempt. A 2xx non-stream reply comes back as a light
+        :class:`RawResponse`; streams and errors as ``httpx.Response`` (errors need one)."""
         import asyncio
 
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
-            resp = await session.request(request.method, str(request.url), data=request.content or None,
-                                         headers=request.headers, timeout=self._timeout(request),
-                                         allow_redirects=True)
+            resp = await session.request(call.method, call.url, data=call.content, headers=call.headers,
+                                         timeout=self._timeout(call.timeout), allow_redirects=True)
+            if not stream and resp.status < 400:
+                try:
+                    return RawResponse(resp.status, resp.headers, await resp.read())
+                finally:
+                    resp.release()
+            request = call.httpx_request()
             headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
             if stream:
                 return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
@@ -101,7 +110,7 @@ class AiohttpBackend:
             finally:
                 resp.release()
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise _map_error(exc, request) from exc
+            raise _map_error(exc, call.httpx_request()) from exc
         return httpx.Response(resp.status, headers=headers, content=content, request=request)
 
     async def aclose(self) -> None:

@@ -200,22 +200,26 @@ class AsyncClient(BaseClient):
     async def _attempts(self, call: Call) -> Any:
         """One endpoint: attempts with retries until a result or a final error."""
         spec = call.spec
-        http = self._http
         aio = self._aiohttp
+        http = self._http if aio is None else None  # with aiohttp, the httpx pool is never built
         while True:
-            request = call.next_request(http if self._custom_http else None)
+            request: httpx.Request | None = None
             try:
                 if aio is not None:
-                    response = await aio.send(request, stream=spec.stream)
+                    call.begin_attempt()
+                    response = await aio.send(call, stream=spec.stream)
                 else:
+                    assert http is not None
+                    request = call.next_request(http if self._custom_http else None)
                     response = await http.send(request, stream=spec.stream)
                 if spec.stream and response.status_code >= 400:
+                    assert isinstance(response, httpx.Response)
                     try:
                         await response.aread()
                     finally:
                         await response.aclose()
             except httpx.RequestError as exc:
-                outcome = call.on_transport_error(exc, request)
+                outcome = call.on_transport_error(exc, request or call.httpx_request())
             else:
                 outcome = call.on_response(response)
             if outcome.retry:

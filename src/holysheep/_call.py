@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +24,21 @@ from ._logging import logger
 from ._request import RequestSpec
 from ._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
 
-__all__ = ["Call", "Outcome"]
+__all__ = ["Call", "Outcome", "RawResponse"]
 
 RETRY_COUNT_HEADER = "x-holysheep-retry-count"
 IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+class RawResponse:
+    """A successful, fully read response from a backend that need not build an ``httpx.Response``."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
 
 
 @dataclass(slots=True)
@@ -43,7 +55,7 @@ class Outcome:
 class Call:
     """State of one logical call across its attempts (retry count, idempotency key, timing)."""
 
-    __slots__ = ("_content", "_headers", "_url", "config", "idle_timeout", "policy", "retries_taken",
+    __slots__ = ("_content", "_headers", "_url", "_url_str", "config", "idle_timeout", "policy", "retries_taken",
                  "served_by", "spec", "started_at", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec) -> None:
@@ -67,10 +79,11 @@ class Call:
             self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
         self.served_by = "primary"
         self.retries_taken = 0
-        url = config.urls.get(spec.path)
-        if url is None:
-            url = config.urls[spec.path] = config.base_url.join(spec.path)
-        self._url = url
+        cached = config.urls.get(spec.path)
+        if cached is None:
+            url = config.base_url.join(spec.path)
+            cached = config.urls[spec.path] = (url, str(url))
+        self._url, self._url_str = cached
         self._content = to_json(spec.body) if spec.body is not None else None
         headers = config.base_headers.copy()
         if spec.method != "GET":
@@ -90,22 +103,45 @@ class Call:
     def api_key(self) -> str | None:
         return self.config.api_key.reveal()
 
-    def next_request(self, http: httpx.Client | httpx.AsyncClient | None) -> httpx.Request:
-        """The httpx request for the next attempt (same idempotency key, incremented retry count).
-
-        With ``http`` the request is built by that client (its default headers, cookies); with None it
-        is built directly (the aiohttp backend).
-        """
-        headers = self._headers
-        headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
+    def begin_attempt(self) -> None:
+        """Stamp the next attempt: retry-count header (same idempotency key) and the start time."""
+        self._headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
         self.started_at = time.perf_counter()
         if logger.isEnabledFor(10):
             logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
+
+    def next_request(self, http: httpx.Client | httpx.AsyncClient | None) -> httpx.Request:
+        """Begin the next attempt and return its httpx request.
+
+        With ``http`` the request is built by that client (its default headers, cookies); with None it
+        is built directly.
+        """
+        self.begin_attempt()
         if http is None:
-            return httpx.Request(self.spec.method, self._url, content=self._content, headers=headers,
-                                 extensions={"timeout": self.timeout.as_dict()})
-        return http.build_request(self.spec.method, self._url, content=self._content, headers=headers,
+            return self.httpx_request()
+        return http.build_request(self.spec.method, self._url, content=self._content, headers=self._headers,
                                   timeout=self.timeout)
+
+    def httpx_request(self) -> httpx.Request:
+        """The current attempt as an ``httpx.Request`` (the aiohttp backend builds it only for errors)."""
+        return httpx.Request(self.spec.method, self._url, content=self._content, headers=self._headers,
+                             extensions={"timeout": self.timeout.as_dict()})
+
+    @property
+    def method(self) -> str:
+        return self.spec.method
+
+    @property
+    def url(self) -> str:
+        return self._url_str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self._headers
+
+    @property
+    def content(self) -> bytes | None:
+        return self._content
 
     @property
     def elapsed(self) -> float:
@@ -126,7 +162,7 @@ class Call:
             hook(self.retries_taken, error, delay)
         return Outcome(error=error, retry=True, delay=delay)
 
-    def on_response(self, response: httpx.Response) -> Outcome:
+    def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
         """Decide on a response. For non-stream calls the body must already be read."""
         status = response.status_code
         if status < 400:
@@ -134,6 +170,7 @@ class Call:
                 return Outcome(value=response)
             return Outcome(value=self._parse(response))
         retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
+        assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
                                 retry_after=retry_after)
         if logger.isEnabledFor(20):
@@ -150,7 +187,7 @@ class Call:
             outcome.cause = exc
         return outcome
 
-    def _parse(self, response: httpx.Response) -> Any:
+    def _parse(self, response: httpx.Response | RawResponse) -> Any:
         try:
             result = self.spec.parse(response.content)
         except (ValidationError, ValueError) as exc:

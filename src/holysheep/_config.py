@@ -125,7 +125,7 @@ class ClientConfig:
     allow_insecure_http: bool
     on_retry: OnRetry | None
     base_headers: dict[str, str] = field(repr=False, compare=False)
-    urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False, compare=False)
+    urls: dict[str, tuple[httpx.URL, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""

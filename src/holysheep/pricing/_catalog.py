@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -107,6 +108,7 @@ _load_lock = threading.RLock()
 _loading = False
 
 
+@functools.lru_cache(maxsize=1024)  # pure; called once per priced response
 def _norm(model: str) -> str:
     """Lower case, provider prefix and date suffix dropped, '.', '_' and ' ' read as '-'."""
     s = model.strip().lower().rsplit("/", 1)[-1]
