@@ -77,8 +77,10 @@ def test_fits_with_numbers_objects_and_names(monkeypatch: pytest.MonkeyPatch) ->
         est.fits("A100-80GB")
 
 
-def test_vllm_block_counts_reproduce_pr_2031() -> None:
-    # estimator.md §8 rows 1-2: 7,351 blocks (Llama-2-7B TP1) and 20,865 (Llama-2-70B TP4), util 0.9
+def test_vllm_block_geometry_matches_pr_2031() -> None:
+    # estimator.md §8 rows 1-2 (Llama-2-7B TP1, Llama-2-70B TP4). The "0.2.5" profile's two buffer sizes are
+    # back-solved from these very rows, so its block counts are not asserted here (that would be circular):
+    # only the block geometry, which is independent. Row 1's count is checked by the v1 profile below.
     r1 = estimate_inference_memory(
         "Llama-2-7B", "fp16", 4096, 1, runtime="vllm", gpu_memory_gb=A100_80GB, vllm_version="0.2.5"
     ).vllm
@@ -86,7 +88,6 @@ def test_vllm_block_counts_reproduce_pr_2031() -> None:
         "Llama-2-70B", "fp16", 4096, 1, tensor_parallel=4, runtime="vllm", gpu_memory_gb=A100_80GB, vllm_version="0.2.5"
     ).vllm
     assert r1 is not None and r2 is not None
-    assert abs(r1.num_gpu_blocks / 7351 - 1) < 0.02 and abs(r2.num_gpu_blocks / 20865 - 1) < 0.02
     assert r1.block_bytes == 16 * 524_288 and r2.block_bytes == 16 * 81_920
     assert r1.kv_cache_tokens == r1.num_gpu_blocks * 16
 
