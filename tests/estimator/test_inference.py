@@ -77,10 +77,30 @@ def test_fits_with_numbers_objects_and_names(monkeypatch: pytest.MonkeyPatch) ->
         est.fits("A100-80GB")
 
 
+def _blocks(version: str) -> tuple[int, int]:
+    r1 = estimate_inference_memory(
+        "Llama-2-7B", "fp16", 4096, 1, runtime="vllm", gpu_memory_gb=A100_80GB, vllm_version=version).vllm
+    r2 = estimate_inference_memory("Llama-2-70B", "fp16", 4096, 1, tensor_parallel=4, runtime="vllm",
+                                   gpu_memory_gb=A100_80GB, vllm_version=version).vllm
+    assert r1 is not None and r2 is not None
+    return r1.num_gpu_blocks, r2.num_gpu_blocks
+
+
+def test_vllm_pytorch_side_predicts_the_pre_fix_counts() -> None:
+    # PR #2031's "current main" counted PyTorch memory only: 7,449 (TP1) and 31,615 (TP4) blocks. Nothing in
+    # this profile comes from those numbers: weights, KV geometry and the profiling pass are the estimator's.
+    b1, b2 = _blocks("0.2.5-pre")
+    assert abs(b1 / 7449 - 1) < 0.01 and abs(b2 / 31615 - 1) < 0.01
+
+
+def test_vllm_block_counts_reproduce_pr_2031() -> None:
+    # estimator.md §8 rows 1-2: 7,351 and 20,865 blocks. The PyTorch side is predicted (previous test); the
+    # non-PyTorch memory is the size PR #2031 itself measured (the drop in blocks when it began to count).
+    b1, b2 = _blocks("0.2.5")
+    assert abs(b1 / 7351 - 1) < 0.02 and abs(b2 / 20865 - 1) < 0.02
+
+
 def test_vllm_block_geometry_matches_pr_2031() -> None:
-    # estimator.md §8 rows 1-2 (Llama-2-7B TP1, Llama-2-70B TP4). The "0.2.5" profile's two buffer sizes are
-    # back-solved from these very rows, so its block counts are not asserted here (that would be circular):
-    # only the block geometry, which is independent. Row 1's count is checked by the v1 profile below.
     r1 = estimate_inference_memory(
         "Llama-2-7B", "fp16", 4096, 1, runtime="vllm", gpu_memory_gb=A100_80GB, vllm_version="0.2.5"
     ).vllm

@@ -43,19 +43,35 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "vllm/v1/worker/gpu_worker.py determine_available_memory; non-torch 0.09-0.65 GiB and CUDA graphs "
         "0.4-1.0 GiB as printed by vLLM DEBUG memory-profiling logs",
     ),
+    # vLLM 0.2.5 before PR #2031: the profiler counted only PyTorch's peak (max_memory_allocated).
+    "0.2.5-pre": VLLMProfile(
+        "0.2.5-pre",
+        0.9,
+        16,
+        4096,
+        256,
+        0,
+        0,
+        0,
+        "vLLM up to 0.2.4: peak = torch.cuda.max_memory_allocated() after profile_run (PyTorch memory only).",
+        "vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
+    ),
+    # vLLM 0.2.5 after PR #2031: total - free, so memory outside PyTorch counts too. The non-PyTorch sizes are
+    # what that PR measured: the drop in blocks when the profiler began counting it (7,449 -> 7,351 blocks of
+    # 8 MiB at TP1; 31,615 -> 20,865 blocks of 1.25 MiB per GPU at TP4).
     "0.2.5": VLLMProfile(
         "0.2.5",
         0.9,
         16,
         4096,
         256,
-        int(0.88 * GIB),
-        int(13.3 * GIB),
+        (7449 - 7351) * 16 * 524_288,
+        (31615 - 20865) * 16 * 81_920,
         0,
-        "vLLM 0.2.5 after PR #2031: peak = total - free after profile_run, so allocator reserve and all "
-        "non-PyTorch memory count. The two buffer sizes are back-solved from PR #2031's block counts "
-        "(Llama-2-7B TP1, Llama-2-70B TP4 on A100-80GB); they are calibrated, not derived.",
-        "vllm-project/vllm PR #2031 (2023-12-12): 7,351 and 20,865 GPU blocks",
+        "vLLM 0.2.5 after PR #2031: peak = total - free after profile_run, so non-PyTorch memory (NCCL and the "
+        "like) counts. Its size per GPU is the one PR #2031 measured (0.77 GiB at TP1, 13.1 GiB at TP4); the "
+        "PyTorch side is this estimator's own (checked by the '0.2.5-pre' profile against the pre-fix counts).",
+        "vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
     ),
 }
 
