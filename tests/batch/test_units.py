@@ -121,3 +121,14 @@ async def test_pause_gate_blocks_until_resume() -> None:
     await gate.wait()
     assert time.monotonic() - start >= 0.14
     assert gate.pauses == 1 and gate.paused_s == pytest.approx(0.15, abs=0.02)
+
+
+def test_clone_of_keyless_client_does_not_pick_up_the_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from holysheep import Client
+    from holysheep.batch._sync import clone_async_client
+
+    monkeypatch.setenv("HOLYSHEEP_API_KEY", "hs_EnvKeyMustNotTravel0123456789")
+    client = Client(base_url="http://127.0.0.1:9/v1", api_key="")
+    clone = clone_async_client(client)
+    assert "authorization" not in clone._config.base_headers
+    assert clone._config.base_url == client._config.base_url

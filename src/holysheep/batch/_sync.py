@@ -47,7 +47,7 @@ def clone_async_client(client: Client) -> AsyncClient:
             continue
         value = getattr(config, f.name)
         if f.name == "api_key":
-            value = value.reveal()
+            value = value.reveal() or ""  # "" (not None): a keyless client must not pick up HOLYSHEEP_API_KEY
         elif f.name == "base_url":
             value = str(value)
         kwargs[f.name] = value
