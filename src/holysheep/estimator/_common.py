@@ -8,6 +8,34 @@ from .._exceptions import InvalidRequestError
 
 GB = 1_000_000_000
 GIB = 1 << 30
+
+
+class MemoryTotals:
+    """Per-GPU and all-GPU totals derived from ``breakdown`` (GB per GPU) and the number of GPUs."""
+
+    breakdown: dict[str, float]
+
+    @property
+    def gpu_count(self) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def per_gpu_gb(self) -> float:
+        """GB one GPU needs (the sum of ``breakdown``)."""
+        return sum(self.breakdown.values())
+
+    @property
+    def per_gpu_gib(self) -> float:
+        return self.per_gpu_gb * GB / GIB
+
+    @property
+    def total_gb(self) -> float:
+        """GB across all the GPUs (equals ``per_gpu_gb`` on one GPU)."""
+        return self.per_gpu_gb * self.gpu_count
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_gb * GB / GIB
 MIB = 1 << 20
 
 #: CUDA context of a PyTorch process (lazy module loading, CUDA 12): typically 300-600 MiB on

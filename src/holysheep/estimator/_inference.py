@@ -10,7 +10,7 @@ from typing import Any
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture, dtype_bytes
 from ._catalog import ModelLike, resolve_model
-from ._common import GB, GIB, RUNTIME_OVERHEAD_BYTES, check_choice, check_int, gpu_memory_gb
+from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryTotals, check_choice, check_int, gpu_memory_gb
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._vllm import VLLMCapacity, vllm_capacity, vllm_profile
@@ -60,7 +60,7 @@ def prefill_activation_bytes(
 
 
 @dataclass(frozen=True, eq=False)
-class InferenceEstimate:
+class InferenceEstimate(MemoryTotals):
     """Memory needed to serve a model; ``breakdown`` is GB per GPU. Build with estimate_inference_memory."""
 
     model_name: str
@@ -84,22 +84,8 @@ class InferenceEstimate:
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def per_gpu_gb(self) -> float:
-        """GB one GPU needs (the sum of ``breakdown``)."""
-        return sum(self.breakdown.values())
-
-    @property
-    def per_gpu_gib(self) -> float:
-        return self.per_gpu_gb * GB / GIB
-
-    @property
-    def total_gb(self) -> float:
-        """GB across all ``tensor_parallel`` GPUs (equals ``per_gpu_gb`` on one GPU)."""
-        return self.per_gpu_gb * self.tensor_parallel
-
-    @property
-    def total_gib(self) -> float:
-        return self.total_gb * GB / GIB
+    def gpu_count(self) -> int:
+        return self.tensor_parallel
 
     def with_tensor_parallel(self, n: int) -> InferenceEstimate:
         """The same request sharded over ``n`` GPUs."""

@@ -10,7 +10,7 @@ from .._exceptions import InvalidRequestError
 from ._activations import activation_bytes
 from ._architecture import Architecture
 from ._catalog import ModelLike, resolve_model
-from ._common import GB, GIB, RUNTIME_OVERHEAD_BYTES, check_choice, check_int, gpu_memory_gb
+from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryTotals, check_choice, check_int, gpu_memory_gb
 from ._quant import quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._states import adafactor_bytes, lora_params, model_state_bytes
@@ -52,7 +52,7 @@ _ACCOUNTING = {"deepspeed": "deepspeed", "zero-paper": "zero-paper", "paper": "z
 
 
 @dataclass(frozen=True, eq=False)
-class TrainingEstimate:
+class TrainingEstimate(MemoryTotals):
     """Memory to train a model; ``breakdown`` is GB per GPU. Build with estimate_training_memory."""
 
     model_name: str
@@ -79,22 +79,8 @@ class TrainingEstimate:
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def per_gpu_gb(self) -> float:
-        """GB each GPU needs (the sum of ``breakdown``)."""
-        return sum(self.breakdown.values())
-
-    @property
-    def per_gpu_gib(self) -> float:
-        return self.per_gpu_gb * GB / GIB
-
-    @property
-    def total_gb(self) -> float:
-        """GB across all ``num_gpus`` GPUs (equals ``per_gpu_gb`` on one GPU)."""
-        return self.per_gpu_gb * self.num_gpus
-
-    @property
-    def total_gib(self) -> float:
-        return self.total_gb * GB / GIB
+    def gpu_count(self) -> int:
+        return self.num_gpus
 
     def with_num_gpus(self, n: int) -> TrainingEstimate:
         """The same run over ``n`` data-parallel GPUs."""
