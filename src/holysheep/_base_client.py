@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import httpx
 
 from ._config import ClientConfig, OnRetry, TimeoutTypes, make_config
+from ._fallback import CircuitBreaker, Fallback, Router
 from ._keys import mask_key
 from ._logging import setup_logging
 
@@ -78,7 +79,10 @@ class BaseClient:
         on_retry: OnRetry | None,
         http_client: object,
         http_client_type: type,
+        fallbacks: Sequence[Fallback] | None = None,
+        circuit_breaker: CircuitBreaker | None = None,
     ) -> None:
+        """Validate and store the configuration, the pool ownership flags and the fallback router."""
         setup_logging()
         self._config = make_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -96,6 +100,9 @@ class BaseClient:
                 f"got {type(http_client).__name__}.",
                 field="http_client",
             )
+        self._owns_http = http_client is None
+        self._custom_http = http_client is not None  # then its build_request applies its defaults
+        self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
 
     @property
     def base_url(self) -> httpx.URL:

@@ -13,7 +13,7 @@ from ._base_client import BaseClient, LazyPool
 from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._exceptions import APIError
-from ._fallback import CircuitBreaker, Fallback, Router
+from ._fallback import CircuitBreaker, Fallback
 from ._request import RequestSpec
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
@@ -118,14 +118,12 @@ class Client(BaseClient):
             default_headers=default_headers, initial_retry_delay=initial_retry_delay,
             max_retry_delay=max_retry_delay, max_retry_after=max_retry_after,
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
-            on_retry=on_retry, http_client=http_client, http_client_type=httpx.Client,
+            on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
+            http_client=http_client, http_client_type=httpx.Client,
         )
         config = self._config
         self._pool: LazyPool[httpx.Client] = LazyPool(
             http_client, lambda: httpx.Client(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
-        self._owns_http = http_client is None
-        self._custom_http = http_client is not None  # then its build_request applies its defaults
-        self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
         self._bind_resources()
 
     @property
