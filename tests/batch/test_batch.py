@@ -124,9 +124,12 @@ async def test_rpm_limit_holds_over_a_timed_window() -> None:
     # Measured from the end of the burst: the burst's own arrival times include connection set-up, which a
     # loaded machine stretches. Unlimited, all 120 would arrive within ~0.1 s.
     assert starts[-1] - starts[burst] >= (120 - burst - 1) / rate - 2 * jitter
+    # The paced part (after the one-second burst) never exceeds the rate over any window. The burst itself is
+    # left out: its arrival times carry connection set-up delay, which can push it into the paced part.
+    paced = starts[burst:]
     for window in (0.5, 1.0):
-        busiest = max(sum(1 for t in starts if s <= t < s + window) for s in starts)
-        assert busiest <= burst + rate * (window + jitter), (window, busiest)
+        busiest = max(sum(1 for t in paced if s <= t < s + window) for s in paced)
+        assert busiest <= rate * (window + jitter) + 1, (window, busiest)
 
 
 async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer) -> None:
