@@ -126,10 +126,11 @@ async def test_rpm_limit_holds_over_a_timed_window() -> None:
     assert starts[-1] - starts[burst] >= (120 - burst - 1) / rate - 2 * jitter
     # The paced part (after the one-second burst) never exceeds the rate over any window. The burst itself is
     # left out: its arrival times carry connection set-up delay, which can push it into the paced part.
+    # Arrival times are taken in the in-process server, which shares the GIL: allow 2x the jitter there.
     paced = starts[burst:]
     for window in (0.5, 1.0):
         busiest = max(sum(1 for t in paced if s <= t < s + window) for s in paced)
-        assert busiest <= rate * (window + jitter) + 1, (window, busiest)
+        assert busiest <= rate * (window + 2 * jitter) + 1, (window, busiest)  # unlimited: all 80 in ~0.1 s
 
 
 async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer) -> None:
