@@ -12,8 +12,14 @@ from ._exceptions import __all__ as _exc_all
 from ._fallback import CircuitBreaker, Fallback
 from ._stream_state import StreamMetrics
 from ._streaming import AsyncStream, Stream
+from ._structured_errors import (
+    ContentFilterFinishReasonError,
+    LengthFinishReasonError,
+    RefusalError,
+    StructuredOutputError,
+)
 from ._version import __version__
-from .types import ChatCompletion, ChatCompletionChunk, Message, Model, Quota
+from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ParsedChatCompletion, Quota
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -24,12 +30,17 @@ __all__ = [
     "ChatCompletionChunk",
     "CircuitBreaker",
     "Client",
+    "ContentFilterFinishReasonError",
     "Fallback",
+    "LengthFinishReasonError",
     "Message",
     "Model",
+    "ParsedChatCompletion",
     "Quota",
+    "RefusalError",
     "Stream",
     "StreamMetrics",
+    "StructuredOutputError",
     "__version__",
     *_exc_all,
 ]
