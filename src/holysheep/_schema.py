@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar, Union
 from pydantic import BaseModel, TypeAdapter, create_model
 
 from ._exceptions import InvalidRequestError
+from ._json_check import SchemaMismatch, schema_errors
 
 __all__ = ["ResponseFormat", "response_format_for", "strict_json_schema"]
 
@@ -190,10 +191,15 @@ class ResponseFormat(Generic[T]):
         return str(envelope.get("name", "")) if isinstance(envelope, Mapping) else ""
 
     def validate(self, text: str) -> T:
-        """The reply ``text`` as a ``T``. Raises pydantic's `ValidationError` (or `ValueError` for text that
-        is not JSON when there is no type to validate with)."""
+        """The reply ``text`` as a ``T``. Raises pydantic's `ValidationError`; for a plain schema dict, a
+        `ValueError` (text that is not JSON, or `SchemaMismatch` listing where it breaks the schema)."""
         if self.adapter is None:
             value: Any = json.loads(text)
+            schema = self.param.get("json_schema", {}).get("schema") if self.param.get("type") == "json_schema" \
+                else None
+            errors = schema_errors(value, schema) if isinstance(schema, Mapping) else []
+            if errors:
+                raise SchemaMismatch(errors)
             if self.wrapped:
                 if not isinstance(value, dict) or WRAP_KEY not in value:
                     raise ValueError(f"expected an object with the key {WRAP_KEY!r}")

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from ._exceptions import InvalidRequestError
+from ._json_check import SchemaMismatch
 from ._schema import ResponseFormat, response_format_for
 from ._structured_errors import (
     ContentFilterFinishReasonError,
@@ -36,6 +37,8 @@ _ENVELOPE_TYPES = ("json_schema", "json_object", "text")
 
 
 def _error_lines(error: ValidationError | ValueError) -> list[str]:
+    if isinstance(error, SchemaMismatch):
+        return [f"- {loc or '(root)'}: {msg}" for loc, msg in error.errors[:MAX_ERRORS_SHOWN]]
     if not isinstance(error, ValidationError):
         return [f"- (root): {error}"]
     lines = []
@@ -181,14 +184,14 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
 
 
 def wants_parse(params: Mapping[str, Any]) -> bool:
-    """True when a batch item asks for parsed output: ``response_format`` is a type or a bare JSON schema
-    (not an already built ``{"type": "json_schema", ...}`` envelope), or ``max_repairs`` is set."""
-    if "max_repairs" in params:
-        return True
+    """True when a batch item asks for parsed output: ``response_format`` is a type or a bare JSON schema, or
+    an already built ``json_schema``/``json_object`` envelope together with ``max_repairs``."""
     value = params.get("response_format")
     if value is None:
         return False
-    return not (isinstance(value, Mapping) and value.get("type") in _ENVELOPE_TYPES)
+    if isinstance(value, Mapping) and value.get("type") in _ENVELOPE_TYPES:
+        return "max_repairs" in params and value.get("type") != "text"
+    return True
 
 
 def structured_sender(send: Callable[[dict[str, Any]], Awaitable[ChatCompletion]]
@@ -198,7 +201,8 @@ def structured_sender(send: Callable[[dict[str, Any]], Awaitable[ChatCompletion]
 
     async def send_parsed(params: dict[str, Any]) -> ChatCompletion:
         if not wants_parse(params):
-            return await send(params)
+            return await send({k: v for k, v in params.items() if k != "max_repairs"} if "max_repairs" in params
+                              else params)
         steps = plan_parse(params).steps()
         request = next(steps)
         while True:

@@ -187,3 +187,20 @@ def test_server_errors_keep_their_usual_type_and_retries(kind: str) -> None:
                                               reply('{"name": "Ann", "age": 31}')])
     result = parse(kind, response_format=Person)
     assert route.call_count == 2 and result.retries_taken == 1 and result.repairs == 0
+
+
+@respx.mock
+def test_plain_schema_dict_replies_are_checked_against_the_schema(kind: str) -> None:
+    schema = {"title": "Person", "type": "object",
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+    route = respx.post(URL).mock(side_effect=[reply('{"name": "Ann"}'), reply('{"name": "Ann", "age": 31}'),
+                                              reply('{"name": 5, "age": 31}')])
+    result = parse(kind, response_format=schema, max_repairs=1)
+    assert route.call_count == 2 and result.choices[0].message.parsed == {"name": "Ann", "age": 31}
+    assert body_of(route.calls[1].request)["messages"][-1]["content"] == (
+        "Your previous reply does not match the required JSON schema:\n- age: Field required\n"
+        "Reply again with only the corrected JSON.")
+    with pytest.raises(StructuredOutputError) as info:
+        parse(kind, response_format=schema)
+    assert info.value.validation_error is None and info.value.raw_text == '{"name": 5, "age": 31}'
+    assert "- name: Input should be of type string" in str(info.value)

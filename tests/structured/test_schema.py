@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from holysheep import InvalidRequestError
+from holysheep._json_check import SchemaMismatch, schema_errors
 from holysheep._request import build_chat_spec
 from holysheep._schema import response_format_for, strict_json_schema
 from holysheep.resources.chat import parse_chat_completion
@@ -122,6 +123,22 @@ def test_plain_json_schema_dict_is_made_strict_and_named_by_its_title() -> None:
     assert fmt.validate('{"name": "Ann", "age": null}') == {"name": "Ann", "age": None}
     with pytest.raises(ValueError):
         fmt.validate("{not json")
+    with pytest.raises(SchemaMismatch) as info:
+        fmt.validate('{"name": 1, "nick": "A", "age": 2.5}')
+    assert info.value.errors == [("name", "Input should be of type string"), ("nick", "Extra inputs are not permitted"),
+                                 ("age", "matches none of the allowed alternatives")]
+
+
+def test_schema_errors_cover_refs_enums_and_arrays() -> None:
+    schema = response_format_for(Invoice).param["json_schema"]["schema"]
+    reply = {"number": "7", "currency": "GBP", "status": "paid", "billing": {"street": "a"}, "shipping": None,
+             "note": None, "discount": None, "items": [{"sku": "s", "quantity": True, "unit_price": 1}],
+             "tags": None}
+    assert schema_errors(reply, schema) == [
+        ("currency", "Input should be one of 'USD', 'EUR'"), ("billing.city", "Field required"),
+        ("items.0.quantity", "Input should be of type integer")]
+    assert schema_errors({**reply, "currency": "USD", "billing": {"street": "a", "city": "b"},
+                          "items": []}, schema) == []
 
 
 def test_a_built_envelope_passes_through_unchanged() -> None:
