@@ -10,6 +10,7 @@ from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from ._exceptions import *  # noqa: F403
 from ._exceptions import __all__ as _exc_all
 from ._fallback import CircuitBreaker, Fallback
+from ._parsed_stream import AsyncParsedStream, ParsedStream
 from ._stream_state import StreamMetrics
 from ._streaming import AsyncStream, Stream
 from ._structured_errors import (
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
     "AsyncClient",
+    "AsyncParsedStream",
     "AsyncStream",
     "ChatCompletion",
     "ChatCompletionChunk",
@@ -36,6 +38,7 @@ __all__ = [
     "Message",
     "Model",
     "ParsedChatCompletion",
+    "ParsedStream",
     "Quota",
     "RefusalError",
     "Stream",

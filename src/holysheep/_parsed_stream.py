@@ -10,7 +10,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ._stream_state import StreamMetrics
-from ._structured import parse_completion
 from .types.chat import ChatCompletion, ChatCompletionChunk
 from .types.parsed import ParsedChatCompletion
 
@@ -65,6 +64,8 @@ class _ParsedStreamBase(Generic[T]):
 
     def _finish(self, completion: ChatCompletion) -> ParsedChatCompletion[T]:
         if self._parsed is None:
+            from ._structured import parse_completion  # lazy: `import holysheep` stays light
+
             self._refusals.apply(completion)
             self._parsed = parse_completion(self._format, completion)
         return self._parsed

@@ -10,8 +10,7 @@ import pytest
 import respx
 from pydantic import BaseModel
 
-from holysheep import AsyncClient, Client, RefusalError, StructuredOutputError
-from holysheep._parsed_stream import AsyncParsedStream, ParsedStream
+from holysheep import AsyncClient, AsyncParsedStream, Client, ParsedStream, RefusalError, StructuredOutputError
 
 from ..core.conftest import KEY
 from ..streaming.conftest import chunk, sse, sse_response
