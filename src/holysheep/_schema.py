@@ -7,6 +7,7 @@ with ``null``), nested models under ``$defs``, ``anyOf`` rather than ``oneOf``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import types
@@ -223,7 +224,8 @@ def _envelope(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 def response_format_for(value: Any) -> ResponseFormat[Any]:
     """The `ResponseFormat` for a pydantic model, another type (``list[Model]``, ``Literal[...]``, a
-    ``TypedDict``, ...), a JSON-schema dict, or an already built ``{"type": "json_schema"|"json_object"}``."""
+    ``TypedDict``, ...), a JSON-schema dict, or an already built ``{"type": "json_schema"|"json_object"}``.
+    Results for types are cached (a batch asks once per item): do not mutate ``param``."""
     if isinstance(value, Mapping):
         if value.get("type") in ("json_schema", "json_object") and "properties" not in value:
             return ResponseFormat(dict(value), None)
@@ -231,6 +233,21 @@ def response_format_for(value: Any) -> ResponseFormat[Any]:
         name = _schema_name(str(value.get("title") or "response"))
         wrapped = schema.get("type") != "object"
         return ResponseFormat(_envelope(name, _wrap_schema(schema) if wrapped else schema), None, None, wrapped)
+    try:
+        return _for_type(value)
+    except TypeError as exc:
+        if "unhashable" not in str(exc):
+            raise
+    return _build_for_type(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _for_type(value: Any) -> ResponseFormat[Any]:
+    """Cached: building a schema takes milliseconds, and a batch asks for the same one per item."""
+    return _build_for_type(value)
+
+
+def _build_for_type(value: Any) -> ResponseFormat[Any]:
     try:
         if isinstance(value, type) and issubclass(value, BaseModel):
             adapter: TypeAdapter[Any] = TypeAdapter(value)
