@@ -92,8 +92,8 @@ class RequestSpec:
 
 
 def _response_format(value: Any) -> Any:
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        from ._schema import response_format_for  # the strict schema; loads only when a model is passed
+    if not isinstance(value, Mapping):  # a pydantic model or another type: the strict json_schema envelope
+        from ._schema import response_format_for  # loads only when a type is passed
 
         return response_format_for(value).param
     return value

@@ -200,3 +200,13 @@ def test_create_with_a_model_sends_the_same_strict_envelope() -> None:
                            params={"response_format": Invoice}, parse=parse_chat_completion)
     assert spec.body is not None
     assert spec.body["response_format"] == envelope("Invoice", INVOICE_SCHEMA)
+
+
+def test_create_with_another_type_sends_the_wrapped_envelope_and_rejects_junk() -> None:
+    spec = build_chat_spec(model="m", messages=[{"role": "user", "content": "x"}], stream=False,
+                           params={"response_format": list[Address]}, parse=parse_chat_completion)
+    assert spec.body is not None
+    assert spec.body["response_format"] == response_format_for(list[Address]).param
+    with pytest.raises(InvalidRequestError, match="cannot build a JSON schema"):
+        build_chat_spec(model="m", messages=[{"role": "user", "content": "x"}], stream=False,
+                        params={"response_format": object()}, parse=parse_chat_completion)

@@ -30,19 +30,6 @@ def _spec(request: Mapping[str, Any], *, stream: bool = False) -> RequestSpec:
                            parse=parse_chat_completion)
 
 
-_PARSE_DOC = """Create a chat completion and validate its content as ``response_format``.
-
-``response_format``: a pydantic model, a type pydantic understands (``list[Model]``, ``Literal["a", "b"]``,
-wrapped as ``{"value": ...}`` on the wire and unwrapped for you) or a JSON-schema dict. It is sent as a
-strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed`` is the value.
-
-Failures are typed: `StructuredOutputError` (not JSON, or does not validate; keeps ``raw_text`` and
-``validation_error``), `RefusalError`, `LengthFinishReasonError`, `ContentFilterFinishReasonError`.
-``max_repairs=N`` re-asks up to N times with the model's own reply and the validation errors; ``usage``
-and ``cost`` of the result count every request. ``stream=True`` returns a stream of chunks whose
-``get_final_completion()`` is parsed. Other arguments are those of ``create``. See
-``docs/structured-outputs.md``.
-"""
 
 
 class SyncParse:
@@ -71,6 +58,18 @@ class SyncParse:
 
     def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
               max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
+        """Create a chat completion and validate its content as ``response_format``.
+
+        ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
+        ``Literal["a", "b"]``: sent wrapped as ``{"value": ...}`` and unwrapped for you) or a JSON-schema dict,
+        sent as a strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed``
+        is the value. Failures are typed: `StructuredOutputError` (not JSON or does not validate; keeps
+        ``raw_text`` and ``validation_error``), `RefusalError`, `LengthFinishReasonError`,
+        `ContentFilterFinishReasonError`. ``max_repairs=N`` re-asks up to N times with the model's reply and
+        the validation errors; ``usage`` and ``cost`` count every request. ``stream=True`` returns a
+        `ParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
+        See ``docs/structured-outputs.md``.
+        """
         from .._structured import plan_parse  # lazy: `import holysheep` stays light
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
@@ -89,7 +88,6 @@ class SyncParse:
                 result: ParsedChatCompletion[Any] = stop.value
                 return result
 
-    parse.__doc__ = _PARSE_DOC
 
 
 class AsyncParse:
@@ -119,6 +117,18 @@ class AsyncParse:
 
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
                     max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
+        """Create a chat completion (``await`` it) and validate its content as ``response_format``.
+
+        ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
+        ``Literal["a", "b"]``: sent wrapped as ``{"value": ...}`` and unwrapped for you) or a JSON-schema dict,
+        sent as a strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed``
+        is the value. Failures are typed: `StructuredOutputError` (not JSON or does not validate; keeps
+        ``raw_text`` and ``validation_error``), `RefusalError`, `LengthFinishReasonError`,
+        `ContentFilterFinishReasonError`. ``max_repairs=N`` re-asks up to N times with the model's reply and
+        the validation errors; ``usage`` and ``cost`` count every request. ``stream=True`` returns a
+        `AsyncParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
+        See ``docs/structured-outputs.md``.
+        """
         from .._structured import plan_parse  # lazy: `import holysheep` stays light
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
@@ -137,4 +147,3 @@ class AsyncParse:
                 result: ParsedChatCompletion[Any] = stop.value
                 return result
 
-    parse.__doc__ = _PARSE_DOC
