@@ -218,6 +218,17 @@ class ResponseFormat(Generic[T]):
         return typing.cast(T, getattr(result, WRAP_KEY) if self.wrapped else result)
 
 
+def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
+    """A recursive model's schema is ``{"$ref": "#/$defs/Model", "$defs": ...}``: put the model's own object
+    at the root (its ``$defs`` entry stays, for the references inside it)."""
+    ref, defs = schema.get("$ref"), schema.get("$defs")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+        target = defs.get(ref[len("#/$defs/"):])
+        if isinstance(target, dict):
+            return {**target, "$defs": defs}
+    return schema
+
+
 def _envelope(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
@@ -251,7 +262,7 @@ def _build_for_type(value: Any) -> ResponseFormat[Any]:
     try:
         if isinstance(value, type) and issubclass(value, BaseModel):
             adapter: TypeAdapter[Any] = TypeAdapter(value)
-            schema = adapter.json_schema()
+            schema = _inline_root_ref(adapter.json_schema())
             wrapped = schema.get("type") != "object"
             name = value.__name__
         else:

@@ -126,3 +126,21 @@ def test_streamed_schema_reply_is_parsed_at_the_end() -> None:
         final = stream.get_final_completion()
     assert len(chunks) == 3  # role, the one-word JSON, finish
     assert final.choices[0].message.parsed == Address(street="example", city="example")
+
+
+class TreeNode(BaseModel):
+    label: str
+    children: list[TreeNode]
+    parent: TreeNode | None = None
+
+
+def test_schema_example_of_a_recursive_model_is_finite_and_valid() -> None:
+    schema = response_format_for(TreeNode).param["json_schema"]["schema"]
+    assert schema["type"] == "object" and schema["required"] == ["label", "children", "parent"]  # not wrapped
+    assert schema["properties"]["children"] == {"type": "array", "items": {"$ref": "#/$defs/TreeNode"}}
+    example = schema_example(schema)
+    node = TreeNode.model_validate(example)
+    depth = 0
+    while node.children:
+        node, depth = node.children[0], depth + 1
+    assert depth == 4  # each level is two steps of the walk (array, then object); arrays from step 8 are empty

@@ -39,12 +39,16 @@ def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, A
     return node
 
 
-def schema_example(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+_MAX_DEPTH = 8  # a recursive schema (a tree of models) stops here: empty arrays, null where allowed
+
+
+def schema_example(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, _depth: int = 0) -> Any:
     """A small value that satisfies ``schema``: the first ``enum`` value, the first non-null ``anyOf``
     member, one array item, ``minimum`` (or 0) for numbers, ``"example"`` (or a sample of its ``format``)
-    for strings, every property of an object."""
+    for strings, every property of an object. Recursive schemas end in empty arrays or ``null``."""
     root = schema if root is None else root
     node = _resolve(schema, root)
+    deep = _depth >= _MAX_DEPTH
     if "const" in node:
         return node["const"]
     if isinstance(node.get("enum"), list) and node["enum"]:
@@ -52,16 +56,18 @@ def schema_example(schema: Mapping[str, Any], root: Mapping[str, Any] | None = N
     members = node.get("anyOf") or node.get("oneOf")
     if isinstance(members, list) and members:
         usable = [m for m in members if _resolve(m, root).get("type") != "null"]
-        return schema_example(usable[0], root) if usable else None
+        if not usable or (deep and len(usable) < len(members)):
+            return None
+        return schema_example(usable[0], root, _depth + 1)
     kind = node.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or "properties" in node:
-        return {name: schema_example(sub, root) for name, sub in (node.get("properties") or {}).items()}
+        return {name: schema_example(sub, root, _depth + 1) for name, sub in (node.get("properties") or {}).items()}
     if kind == "array":
-        count = max(1, int(node.get("minItems", 1)))
+        count = int(node.get("minItems", 0)) if deep else max(1, int(node.get("minItems", 1)))
         item = node.get("items")
-        return [schema_example(item, root) if isinstance(item, Mapping) else None for _ in range(count)]
+        return [schema_example(item, root, _depth + 1) if isinstance(item, Mapping) else None for _ in range(count)]
     if kind == "string":
         fmt = node.get("format")
         text = _FORMAT_EXAMPLES.get(fmt, "example") if isinstance(fmt, str) else "example"
