@@ -141,3 +141,15 @@ def test_cli_bad_schema_argument_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     assert "cannot import it" in capsys.readouterr().err
     assert cli_main([str(src), "-o", str(tmp_path / "o.jsonl"), "--model", MODEL, "--max-repairs", "1"]) == 2
     assert "--max-repairs needs --schema" in capsys.readouterr().err
+
+
+def test_a_built_envelope_without_max_repairs_is_passed_through_unparsed() -> None:
+    envelope = {"type": "json_schema", "json_schema": {"name": "P", "schema": {}, "strict": True}}
+    with FakeServer(reply="not json") as server, Client(api_key=server.api_key, base_url=server.url) as client:
+        results = client.chat.completions.batch(["a"], model=MODEL, response_format=envelope, check_quota=False)
+        again = client.chat.completions.batch(["a"], model=MODEL, response_format=envelope, max_repairs=0,
+                                              check_quota=False)
+    assert results[0].ok and results[0].parsed is None
+    assert not again[0].ok and isinstance(again[0].error, StructuredOutputError)
+    assert [r.body["response_format"] for r in chat(server)] == [envelope, envelope]
+    assert all("max_repairs" not in r.body for r in chat(server))
