@@ -27,7 +27,7 @@ class StructuredOutputError(APIResponseValidationError):
 
     ``raw_text``: the content of the last reply. ``validation_error``: pydantic's `ValidationError`
     (``None`` for a plain JSON-schema dict, whose replies are only checked to be JSON).
-    ``completion``: the last `ChatCompletion` (with ``usage`` summed over every attempt).
+    ``completion`` (also ``response``): the last `ChatCompletion`, with ``usage`` summed over every attempt.
     ``attempts``: how many requests were sent (1 + re-asks).
     """
 
@@ -37,7 +37,7 @@ class StructuredOutputError(APIResponseValidationError):
                          **kwargs)
         self.raw_text = raw_text
         self.validation_error = validation_error
-        self.completion = completion
+        self.completion = self.response = completion
         self.attempts = attempts
 
 

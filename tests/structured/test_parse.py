@@ -85,6 +85,7 @@ def test_invalid_content_raises_structured_output_error(kind: str, content: str,
     assert isinstance(err.validation_error, ValidationError)
     assert [(e["type"], e["loc"]) for e in err.validation_error.errors()] == [(error_type, loc)]
     assert err.completion.choices[0].message.content == content and err.request_id == "req_p"
+    assert err.response is err.completion
     assert "max_repairs" in str(err) and "'Person'" in str(err)
 
 
