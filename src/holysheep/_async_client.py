@@ -18,6 +18,7 @@ from ._request import RequestSpec
 from ._streaming import AsyncStream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
+from .resources.structured import AsyncParse
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncClient"]
 
 
-class AsyncCompletions(BaseCompletions[Coroutine[Any, Any, ChatCompletion],
-                                       Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
+class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
+                                                   Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
     """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
 
     async def batch(

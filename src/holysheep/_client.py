@@ -18,6 +18,7 @@ from ._request import RequestSpec
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
+from .resources.structured import SyncParse
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Client"]
 
 
-class Completions(BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
+class Completions(SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
     """``client.chat.completions`` for the sync client."""
 
     def batch(

@@ -12,13 +12,13 @@ from typing_extensions import TypedDict
 from ._config import TimeoutTypes
 from ._validation import normalize_messages, validate_sampling
 
-__all__ = ["ChatParams", "RequestOptions", "RequestSpec", "build_chat_spec"]
+__all__ = ["ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
 
 _NOT_GIVEN: Any = object()
 
 
-class ChatParams(TypedDict, total=False):
-    """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
+class ChatParamsNoFormat(TypedDict, total=False):
+    """``ChatParams`` without ``response_format`` (``chat.completions.parse`` takes it as its own argument)."""
 
     temperature: float
     top_p: float
@@ -35,7 +35,6 @@ class ChatParams(TypedDict, total=False):
     tools: list[dict[str, Any]]
     tool_choice: str | dict[str, Any]
     parallel_tool_calls: bool
-    response_format: dict[str, Any] | type[BaseModel]
     stream_options: dict[str, Any]
     user: str
     metadata: dict[str, str]
@@ -45,6 +44,12 @@ class ChatParams(TypedDict, total=False):
     timeout: TimeoutTypes
     max_retries: int
     stream_idle_timeout: float | None
+
+
+class ChatParams(ChatParamsNoFormat, total=False):
+    """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
+
+    response_format: dict[str, Any] | type[BaseModel]
 
 
 _TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
@@ -87,11 +92,10 @@ class RequestSpec:
 
 
 def _response_format(value: Any) -> Any:
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": value.__name__, "schema": value.model_json_schema(), "strict": True},
-        }
+    if not isinstance(value, Mapping):  # a pydantic model or another type: the strict json_schema envelope
+        from ._schema import response_format_for  # loads only when a type is passed
+
+        return response_format_for(value).param
     return value
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from .._exceptions import APIConnectionError, APIResponseValidationError, APIStatusError, AuthenticationError
 from .._retry import RetryPolicy, backoff_delay, status_is_retryable
+from .._structured_errors import StructuredOutputError
 from ..types.chat import ChatCompletion
 from ._budget import RetryBudget
 from ._limits import AIMDLimiter, PauseGate, TokenBucket, TokenEstimator
@@ -28,6 +29,8 @@ logger = logging.getLogger("holysheep.batch")
 
 
 def _retryable(error: BaseException) -> bool:
+    if isinstance(error, StructuredOutputError):
+        return False  # output that does not validate is re-asked by max_repairs, not resent
     if isinstance(error, APIStatusError):
         headers = error.response.headers if error.response is not None else {}
         return status_is_retryable(error.status_code, headers)

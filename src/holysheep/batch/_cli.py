@@ -30,6 +30,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="API base URL (default: HOLYSHEEP_BASE_URL or the HolySheep API)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    parser.add_argument("--schema", help="structured output: module:Model or schema.json; each output line gets "
+                                         "the validated object under \"parsed\"")
+    parser.add_argument("--max-repairs", type=int, help="with --schema: re-ask up to N times when the reply "
+                                                        "does not validate (default 0)")
 
 
 def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -50,6 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _structured_params(args: argparse.Namespace) -> dict[str, Any]:
+    schema, repairs = getattr(args, "schema", None), getattr(args, "max_repairs", None)
+    if schema is None:
+        if repairs is not None:
+            from .._exceptions import InvalidRequestError
+
+            raise InvalidRequestError("--max-repairs needs --schema.", field="max_repairs")
+        return {}
+    from ._schema_arg import load_schema
+
+    params: dict[str, Any] = {"response_format": load_schema(schema)}
+    if repairs is not None:
+        params["max_repairs"] = repairs
+    return params
+
+
 def run_batch_command(args: argparse.Namespace) -> int:
     """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
     from .. import Client
@@ -65,6 +85,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if args.max_tokens is not None:
         params["max_tokens"] = args.max_tokens
     try:
+        params.update(_structured_params(args))
         with client:
             report = run_jsonl(
                 client, args.input, args.output, model=args.model, concurrency=args.concurrency, rpm=args.rpm,

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pydantic_core import to_json
+
 from .._exceptions import APIError, APIStatusError, InvalidRequestError
 from ._requests import BatchRequest, estimate_tokens, normalize_item
 from ._results import BatchResult, BatchSummary
@@ -173,7 +175,9 @@ class _Writer:
         report = self.report
         cid = json.dumps(result.custom_id)
         if result.response is not None:
-            self.out.write('{"custom_id":' + cid + ',"response":' + result.response.model_dump_json() + "}\n")
+            parsed = result.parsed
+            tail = "" if parsed is None else ',"parsed":' + to_json(parsed).decode()
+            self.out.write('{"custom_id":' + cid + ',"response":' + result.response.model_dump_json() + tail + "}\n")
             report.succeeded += 1
         else:
             error = result.error

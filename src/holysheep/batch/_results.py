@@ -46,6 +46,13 @@ class BatchResult:
         """True when the item has a response."""
         return self.error is None
 
+    @property
+    def parsed(self) -> Any:
+        """The validated object (``choices[0].message.parsed``) when the batch ran with
+        ``response_format=Model``; ``None`` otherwise or when the item failed."""
+        choices = getattr(self.response, "choices", None)
+        return getattr(choices[0].message, "parsed", None) if choices else None
+
 
 class BatchFailedError(HolySheepError):
     """Raised by :attr:`BatchResults.responses` when items failed; ``failed`` lists their results."""

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._exceptions import APIError, AuthenticationError, QuotaExceededError
 from .._retry import RetryPolicy
+from .._structured import structured_sender
 from ._budget import RetryBudget
 from ._dispatch import END, Dispatcher
 from ._limits import AIMDLimiter, PauseGate, TokenBucket, TokenEstimator
@@ -52,7 +53,7 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         progress: Any = None,
     ) -> None:
         opts = self.options = options or BatchOptions()
-        self._send = send
+        self._send = structured_sender(send)  # items with response_format=Model go through parse's re-ask loop
         self._defaults = dict(defaults or {})
         self._defaults.pop("max_retries", None)
         if isinstance(requests, AsyncIterable):
