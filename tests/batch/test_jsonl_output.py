@@ -152,3 +152,28 @@ def test_cli_uses_the_chat_default_model(tmp_path: Path, server: FakeServer, mon
     assert cli_main([str(src), "-o", str(dst), "--base-url", server.url, "--no-progress", "--overwrite",
                      "--model", "gpt-4.1"]) == 0
     assert sorted(r.body["model"] for r in chat_requests(server)[2:]) == ["gpt-4.1", "gpt-4.1-mini"]
+
+
+def test_read_output_takes_the_last_line_per_id_in_both_line_shapes(tmp_path: Path) -> None:
+    from holysheep.batch._jsonl_output import PriorResult, compact_output, read_output
+
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(
+        b'{"custom_id":"a","request_hash":"h1","error":{"type":"x"}}\n'
+        b'{"custom_id": "b", "response": {"id": 1}}\n'  # written by an older version: no hash
+        b'{"error": {"type": "y"}, "custom_id": "c", "request_hash": "h3"}\n'
+        b'{"custom_id":"a","request_hash":"h1","response":{"id":2}}\n'
+        b'{"custom_id":"\\u00e9\\"q","request_hash":null,"error":{}}\n'
+        b'not json\n'
+        b'{"custom_id":"d","request_hash":"h4","resp')  # torn
+    assert read_output(out) == {"a": PriorResult(True, "h1"), "b": PriorResult(True, None),
+                                "c": PriorResult(False, "h3"), 'é"q': PriorResult(False, None)}
+    assert out.read_bytes().endswith(b"not json\n")  # the torn tail is cut
+    assert compact_output(out, ["c", "b", "a", "zz"]) == 5
+    assert out.read_bytes().splitlines() == [
+        b'{"error": {"type": "y"}, "custom_id": "c", "request_hash": "h3"}',
+        b'{"custom_id": "b", "response": {"id": 1}}',
+        b'{"custom_id":"a","request_hash":"h1","response":{"id":2}}',
+        b'{"custom_id":"\\u00e9\\"q","request_hash":null,"error":{}}',
+        b"not json",
+    ]

@@ -9,12 +9,13 @@ atomically to exactly one line per `custom_id`, in input order (see `_jsonl_outp
 `resume=True` skips lines whose last result succeeded and runs the rest again (failures included).
 It refuses (`OutputMismatchError`) an output whose lines were written for a different input.
 Items the batch did not finish because it stopped (outage, quota, 401, Ctrl-C) get no line, so the
-next `--resume` runs them. The engine is used only through `client.chat.completions.batch(...)` and
-`aclient.chat.completions.batch_iter(...)`.
+next `--resume` runs them. The async runner uses the engine through `aclient.chat.completions.batch_iter`;
+the sync one through `_stream_sync` (see there why).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -96,6 +97,7 @@ class _Line:
     digest: str
     item: dict[str, Any] | None  # what the engine is given; None when the line is bad
     problem: str | None  # why it is bad (no line number: the caller adds one)
+    tokens: int = 0  # the limiters' estimate for it
 
 
 def _line_id(obj: Any, lineno: int) -> str:
@@ -122,7 +124,7 @@ def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> _Line:
     if request.invalid is not None:
         message = str(request.invalid)
         return _Line(lineno, cid, digest, None, message[len(where):] if message.startswith(where) else message)
-    return _Line(lineno, cid, digest, {"custom_id": cid, **request.params}, None)
+    return _Line(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
 
 
 def _lines(path: Path, defaults: Mapping[str, Any]) -> Iterator[_Line]:
@@ -140,6 +142,7 @@ class _Plan:
     order: list[str]
     prior: dict[str, PriorResult]
     to_send: int
+    tokens: int
     lock: OutputLock
 
 
@@ -155,13 +158,14 @@ def _check_paths(src: Path, dst: Path) -> None:
 
 
 def _scan(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
-          report: JsonlReport) -> tuple[list[str], int]:
+          report: JsonlReport) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
-    output's lines answer this input. Returns the ids in input order and how many lines will be sent."""
+    output's lines answer this input. Returns the ids in input order, how many lines will be sent and
+    their estimated tokens."""
     seen: dict[str, int] = {}
     dupes: dict[str, list[int]] = {}
     mismatched: list[str] = []
-    to_send = 0
+    to_send = tokens = 0
     for line in _lines(src, defaults):
         report.lines += 1
         first = seen.setdefault(line.custom_id, line.lineno)
@@ -172,6 +176,7 @@ def _scan(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping
             mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
         if line.item is not None and not (before is not None and before.ok):
             to_send += 1
+            tokens += line.tokens
     if dupes:
         shown = "; ".join(f"{cid!r} on lines {', '.join(map(str, ls))}" for cid, ls in list(dupes.items())[:5])
         more = f" and {len(dupes) - 5} more" if len(dupes) > 5 else ""
@@ -186,7 +191,7 @@ def _scan(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping
         raise OutputMismatchError(f"{dst} holds results for a different input than {src}: {what}. Use a new "
                                   "output file, or overwrite=True (--overwrite) to start again. Nothing was sent.",
                                   field="output_path")
-    return list(seen), to_send
+    return list(seen), to_send, tokens
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
@@ -201,13 +206,13 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     try:
         report = JsonlReport(str(src), str(dst))
         prior = read_output(dst) if resume else {}
-        order, to_send = _scan(src, dst, prior, defaults, report)
+        order, to_send, tokens = _scan(src, dst, prior, defaults, report)
         if overwrite and not resume and dst.exists():
             dst.write_bytes(b"")
     except BaseException:
         lock.release()
         raise
-    return _Plan(src, dst, report, order, prior, to_send, lock)
+    return _Plan(src, dst, report, order, prior, to_send, tokens, lock)
 
 
 class _Writer:
@@ -274,17 +279,48 @@ def _split(batch_method: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[di
     return options, defaults
 
 
-def _finish(plan: _Plan) -> None:
-    """Compact the output to one line per custom_id and release the lock (also after an error)."""
+def _finish(plan: _Plan, ok: bool) -> None:
+    """Compact the output to one line per custom_id and release the lock. After an error or Ctrl-C the
+    compaction is still tried, but its own failure must not hide the first one (the next `--resume`
+    compacts anyway)."""
     try:
-        compact_output(plan.dst, plan.order)
+        if ok:
+            compact_output(plan.dst, plan.order)
+        else:
+            with contextlib.suppress(Exception):
+                compact_output(plan.dst, plan.order)
     finally:
         plan.lock.release()
 
 
-def _hooks(plan: _Plan, kwargs: dict[str, Any]) -> tuple[Any, Callable[[BatchResult], None] | None]:
-    progress = make_progress(kwargs.pop("progress", False))
-    return (with_total(progress, plan.to_send) if progress is not None else False), kwargs.pop("on_result", None)
+def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[str, Any], *, progress: Any,
+                 on_result: Callable[[BatchResult], None], on_progress: Any, total: int,
+                 estimated_tokens: int) -> BatchSummary:
+    """Run the engine for the sync client with results delivered one by one.
+
+    The one place this module reaches below the public batch API: the sync client's `batch()` keeps
+    every result in memory, which a 100,000-line file must not do, so this drives the engine the way
+    `batch()` does (a private event loop in a worker thread) but keeps nothing. Ctrl-C raises
+    `KeyboardInterrupt` after the lines already finished are written.
+    """
+    from ._api import iterator_for
+    from ._sync import run_in_private_loop, sync_backend
+
+    concurrency = options.get("concurrency", 16)
+
+    async def main() -> BatchSummary:
+        send, quota, close = await sync_backend(client, concurrency if isinstance(concurrency, int) else 16)
+        try:
+            it = iterator_for(send, quota, items, dict(options), progress=progress, on_result=on_result,
+                              on_progress=on_progress, total=total, estimated_tokens=estimated_tokens)
+            async with it:
+                async for _ in it:
+                    pass
+            return BatchSummary.from_stats(it.stats, it.stats.done)
+        finally:
+            await close()
+
+    return run_in_private_loop(main)
 
 
 def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, model: str | None = None,
@@ -299,20 +335,21 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     (`OUTPUT.lock`) keeps a second run from writing it at the same time (`OutputLockedError`). At the
     end the output holds exactly one line per finished custom_id, in input order. Other keyword
     arguments are those of `client.chat.completions.batch` (`max_tokens`, `max_retries`, ...).
+    Memory stays flat: results are written as they complete and not kept.
     """
-    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress)
+    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm)
     options, defaults = _split(client.chat.completions.batch, kwargs)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
-        progress_arg, on_result = _hooks(plan, kwargs)
         with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
-            writer = _Writer(out, plan.report, on_result)
-            results = client.chat.completions.batch(_items(plan, writer, defaults), progress=progress_arg,
-                                                    on_result=writer, on_progress=kwargs.get("on_progress"),
-                                                    **options)
-        plan.report.summary = results.summary()
-    finally:
-        _finish(plan)
+            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            plan.report.summary = _stream_sync(
+                client, _items(plan, writer, defaults), options, progress=progress, on_result=writer,
+                on_progress=kwargs.get("on_progress"), total=plan.to_send, estimated_tokens=plan.tokens)
+    except BaseException:
+        _finish(plan, ok=False)
+        raise
+    _finish(plan, ok=True)
     return plan.report
 
 
@@ -322,15 +359,18 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
     options, defaults = _split(client.chat.completions.batch_iter, kwargs)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
-        progress_arg, on_result = _hooks(plan, kwargs)
+        progress = make_progress(kwargs.get("progress", False))
         with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
-            writer = _Writer(out, plan.report, on_result)
-            it = client.chat.completions.batch_iter(_items(plan, writer, defaults), progress=progress_arg,
-                                                    on_progress=kwargs.get("on_progress"), **options)
+            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            it = client.chat.completions.batch_iter(
+                _items(plan, writer, defaults), on_progress=kwargs.get("on_progress"),
+                progress=with_total(progress, plan.to_send) if progress is not None else False, **options)
             async with it:
                 async for result in it:
                     writer(result)
         plan.report.summary = BatchSummary.from_stats(it.stats, it.stats.done)
-    finally:
-        _finish(plan)
+    except BaseException:
+        _finish(plan, ok=False)
+        raise
+    _finish(plan, ok=True)
     return plan.report

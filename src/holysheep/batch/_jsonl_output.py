@@ -69,13 +69,46 @@ def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             offset += len(raw)
 
 
-def _cid_of(raw: bytes) -> tuple[str | None, Any]:
+_HEAD = b'{"custom_id":'
+_DECODER = json.JSONDecoder()
+
+
+def _fast_head(raw: bytes) -> tuple[str, str | None, bool] | None:
+    """`(custom_id, request_hash, ok)` read from the head of a line this module's writer wrote, without
+    parsing the (possibly large) response; None for any other shape."""
+    if not raw.startswith(_HEAD):
+        return None
+    try:
+        text = raw.decode()
+        cid, end = _DECODER.raw_decode(text, len(_HEAD))
+        if not isinstance(cid, str) or not text.startswith(',"request_hash":', end):
+            return None
+        digest, end = _DECODER.raw_decode(text, end + 16)
+    except ValueError:
+        return None
+    if text.startswith(',"response":', end):
+        ok = True
+    elif text.startswith(',"error":', end):
+        ok = False
+    else:
+        return None
+    return cid, digest if isinstance(digest, str) else None, ok
+
+
+def _head(raw: bytes) -> tuple[str, str | None, bool] | None:
+    """`(custom_id, request_hash, ok)` of an output line; None when it has no string custom_id."""
+    fast = _fast_head(raw)
+    if fast is not None:
+        return fast
     try:
         obj = json.loads(raw)
     except ValueError:
-        return None, None
+        return None
     cid = obj.get("custom_id") if isinstance(obj, dict) else None
-    return (cid, obj) if isinstance(cid, str) else (None, None)
+    if not isinstance(cid, str):
+        return None
+    digest = obj.get("request_hash")
+    return cid, digest if isinstance(digest, str) else None, "response" in obj and "error" not in obj
 
 
 def read_output(path: Path) -> dict[str, PriorResult]:
@@ -87,12 +120,10 @@ def read_output(path: Path) -> dict[str, PriorResult]:
     good_end = 0
     for offset, raw in _complete_lines(path):
         good_end = offset + len(raw)
-        cid, obj = _cid_of(raw)
-        if cid is None:
-            continue
-        digest = obj.get("request_hash")
-        prior[cid] = PriorResult(ok="response" in obj and "error" not in obj,
-                                 request_hash=digest if isinstance(digest, str) else None)
+        head = _head(raw)
+        if head is not None:
+            cid, digest, ok = head
+            prior[cid] = PriorResult(ok=ok, request_hash=digest)
     if good_end != path.stat().st_size:
         with path.open("r+b") as f:
             f.truncate(good_end)
@@ -107,11 +138,11 @@ def compact_output(path: Path, order: Iterable[str]) -> int:
     last: dict[str, tuple[int, int]] = {}
     extra: list[tuple[int, int]] = []
     for offset, raw in _complete_lines(path):
-        cid, _ = _cid_of(raw)
-        if cid is None:
+        head = _head(raw)
+        if head is None:
             extra.append((offset, len(raw)))
         else:
-            last[cid] = (offset, len(raw))
+            last[head[0]] = (offset, len(raw))
     tmp = path.with_name(path.name + ".tmp")
     written = 0
     with path.open("rb") as src, tmp.open("wb") as out:
