@@ -184,3 +184,28 @@ def test_kill_9_leaves_a_torn_line_that_resume_cuts(tmp_path: Path, server: Fake
     assert (report.skipped, report.succeeded, report.rerun) == (3, 3, 0)
     assert [r["custom_id"] for r in _out(dst)] == [f"k{i}" for i in range(6)]
     assert not (tmp_path / "out.jsonl.tmp").exists()
+
+
+def test_ctrl_c_exits_130_and_resume_completes(tmp_path: Path) -> None:
+    n = 60
+    src = _write(tmp_path / "in.jsonl", [_line(f"k{i}", f"text {i}") for i in range(n)])
+    dst = tmp_path / "out.jsonl"
+    with FakeServer(latency=0.05) as server:
+        env = {**os.environ, "HOLYSHEEP_API_KEY": server.api_key}
+        cmd = [sys.executable, "-m", "holysheep.batch", str(src), "-o", str(dst), "--base-url", server.url,
+               "--concurrency", "4", "--no-progress"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while (not dst.exists() or dst.read_bytes().count(b"\n") < 10) and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert err.endswith(f"holysheep batch: interrupted; finished lines are in {dst}. "
+                            "Run again with --resume to continue.\n")
+        assert not (tmp_path / "out.jsonl.lock").exists()
+        rows = _out(dst)
+        assert len({r["custom_id"] for r in rows}) == len(rows) and all("response" in r for r in rows)
+        report = _resume_and_check(src, dst, server, n, env)
+    assert report["skipped"] == len(rows)
