@@ -91,6 +91,10 @@ def test_output_equal_to_input_is_refused(tmp_path: Path, server: FakeServer) ->
                 run_jsonl(client, src, out, overwrite=True)
             assert str(info.value) == (f"the output file is the input file ({src}): results would overwrite the "
                                        "requests. Pass a different output path (-o).")
+        with pytest.raises(InvalidRequestError) as info:
+            run_jsonl(client, src, tmp_path / "missing" / "out.jsonl")
+        assert str(info.value) == (f"the folder of the output file {tmp_path / 'missing' / 'out.jsonl'} does not "
+                                   "exist: create it first.")
     assert src.read_bytes() == before and server.requests == []
 
 

@@ -155,6 +155,9 @@ def _check_paths(src: Path, dst: Path) -> None:
     if same:
         raise InvalidRequestError(f"the output file is the input file ({src}): results would overwrite the "
                                   "requests. Pass a different output path (-o).", field="output_path")
+    if not dst.parent.is_dir():
+        raise InvalidRequestError(f"the folder of the output file {dst} does not exist: create it first.",
+                                  field="output_path")
 
 
 def _scan(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
