@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._exceptions import APIError, InvalidRequestError
-from ._jsonl_output import OutputLock, OutputMismatchError, PriorResult, compact_output, read_output, request_hash
+from ._jsonl_input import InputLine, check_paths, read_lines, scan_input
+from ._jsonl_output import OutputLock, PriorResult, compact_output, read_output
 from ._progress import make_progress, with_total
-from ._requests import normalize_item
 from ._results import BatchResult, BatchSummary
 from ._unfinished import is_unfinished
 
@@ -90,50 +90,6 @@ def error_record(error: BaseException) -> dict[str, Any]:
             "message": str(error), "error_class": name}
 
 
-@dataclass(slots=True)
-class _Line:
-    lineno: int
-    custom_id: str
-    digest: str
-    item: dict[str, Any] | None  # what the engine is given; None when the line is bad
-    problem: str | None  # why it is bad (no line number: the caller adds one)
-    tokens: int = 0  # the limiters' estimate for it
-
-
-def _line_id(obj: Any, lineno: int) -> str:
-    cid = obj.get("custom_id") if isinstance(obj, dict) else None
-    if cid is None:
-        return f"line-{lineno}"
-    return cid if isinstance(cid, str) else json.dumps(cid)
-
-
-def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> _Line:
-    text = raw.rstrip(b"\r\n")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return _Line(lineno, f"line-{lineno}", request_hash(text), None,
-                     f"not valid JSON ({exc.msg} at column {exc.colno})")
-    except ValueError as exc:  # not UTF-8
-        return _Line(lineno, f"line-{lineno}", request_hash(text), None, f"not valid JSON ({exc})")
-    cid, digest = _line_id(obj, lineno), request_hash(text, obj, parsed=True)
-    if not isinstance(obj, dict):
-        return _Line(lineno, cid, digest, None, f"expected a JSON object, got {type(obj).__name__}")
-    where = f"line {lineno}: "
-    request = normalize_item(obj, lineno - 1, defaults, where=where, custom_id=cid)
-    if request.invalid is not None:
-        message = str(request.invalid)
-        return _Line(lineno, cid, digest, None, message[len(where):] if message.startswith(where) else message)
-    return _Line(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
-
-
-def _lines(path: Path, defaults: Mapping[str, Any]) -> Iterator[_Line]:
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if raw.strip():
-                yield _parse(lineno, raw, defaults)
-
-
 @dataclass
 class _Plan:
     src: Path
@@ -146,61 +102,10 @@ class _Plan:
     lock: OutputLock
 
 
-def _check_paths(src: Path, dst: Path) -> None:
-    if not src.is_file():
-        raise InvalidRequestError(f"input file {src} does not exist.", field="input_path")
-    same = dst.resolve() == src.resolve()
-    if not same and dst.exists():
-        same = os.path.samefile(src, dst)
-    if same:
-        raise InvalidRequestError(f"the output file is the input file ({src}): results would overwrite the "
-                                  "requests. Pass a different output path (-o).", field="output_path")
-    if not dst.parent.is_dir():
-        raise InvalidRequestError(f"the folder of the output file {dst} does not exist: create it first.",
-                                  field="output_path")
-
-
-def _scan(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
-          report: JsonlReport) -> tuple[list[str], int, int]:
-    """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
-    output's lines answer this input. Returns the ids in input order, how many lines will be sent and
-    their estimated tokens."""
-    seen: dict[str, int] = {}
-    dupes: dict[str, list[int]] = {}
-    mismatched: list[str] = []
-    to_send = tokens = 0
-    for line in _lines(src, defaults):
-        report.lines += 1
-        first = seen.setdefault(line.custom_id, line.lineno)
-        if first != line.lineno:
-            dupes.setdefault(line.custom_id, [first]).append(line.lineno)
-        before = prior.get(line.custom_id)
-        if before is not None and before.request_hash is not None and before.request_hash != line.digest:
-            mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
-        if line.item is not None and not (before is not None and before.ok):
-            to_send += 1
-            tokens += line.tokens
-    if dupes:
-        shown = "; ".join(f"{cid!r} on lines {', '.join(map(str, ls))}" for cid, ls in list(dupes.items())[:5])
-        more = f" and {len(dupes) - 5} more" if len(dupes) > 5 else ""
-        raise InvalidRequestError(f"{src}: duplicate custom_id values ({shown}{more}); every custom_id must be "
-                                  "unique so results can be matched and resumed. Nothing was sent.",
-                                  field="custom_id")
-    strangers = [cid for cid in prior if cid not in seen]
-    if mismatched or strangers:
-        what = (f"{len(mismatched)} line(s) changed since their results were written (first: {mismatched[0]})"
-                if mismatched else f"it has results for {len(strangers)} custom_id(s) that {src} does not "
-                f"contain (first: {strangers[0]!r})")
-        raise OutputMismatchError(f"{dst} holds results for a different input than {src}: {what}. Use a new "
-                                  "output file, or overwrite=True (--overwrite) to start again. Nothing was sent.",
-                                  field="output_path")
-    return list(seen), to_send, tokens
-
-
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
              defaults: Mapping[str, Any]) -> _Plan:
     src, dst = Path(input_path), Path(output_path)
-    _check_paths(src, dst)
+    check_paths(src, dst)
     if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
         raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
                                   "continue it, or overwrite=True (--overwrite) to start again.", field="output_path")
@@ -209,7 +114,7 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     try:
         report = JsonlReport(str(src), str(dst))
         prior = read_output(dst) if resume else {}
-        order, to_send, tokens = _scan(src, dst, prior, defaults, report)
+        order, to_send, tokens = scan_input(src, dst, prior, defaults, report)
         if overwrite and not resume and dst.exists():
             dst.write_bytes(b"")
     except BaseException:
@@ -232,7 +137,7 @@ class _Writer:
             self.out.write(head + body + "}\n")
             self.out.flush()
 
-    def bad_line(self, line: _Line) -> None:
+    def bad_line(self, line: InputLine) -> None:
         assert line.problem is not None
         error = InvalidRequestError(f"line {line.lineno}: {line.problem}", field="line")
         self.report.bad_lines.append((line.lineno, line.problem))
@@ -259,7 +164,7 @@ class _Writer:
 def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The lines to send, as dicts for the engine; counts skips and re-runs and writes bad lines."""
     report = plan.report
-    for line in _lines(plan.src, defaults):
+    for line in read_lines(plan.src, defaults):
         before = plan.prior.get(line.custom_id)
         if before is not None:
             if before.ok:
