@@ -122,7 +122,8 @@ def test_requests_per_s_is_zero_without_requests() -> None:
 
 
 def test_progress_shows_no_cost_while_unknown() -> None:
-    stats = BatchStats(total=10, done=3, failed=1, prompt_tokens=1000, completion_tokens=234, started_at=0.0)
+    stats = BatchStats(total=10, done=3, failed=1, requests=3, prompt_tokens=1000, completion_tokens=234,
+                       started_at=0.0)
     stats.finished_at = 2.0
     assert describe(stats) == "3/10 done, 1 failed, 1.5 req/s, ETA 00:04, 1,234 tokens"
     stream = io.StringIO()
@@ -130,6 +131,9 @@ def test_progress_shows_no_cost_while_unknown() -> None:
     assert stream.getvalue() == "batch: 3/10 done, 1 failed, 1.5 req/s, ETA 00:04, 1,234 tokens\n"
     stats.cost_known, stats.cost_usd = True, 0.0123
     assert describe(stats) == "3/10 done, 1 failed, 1.5 req/s, ETA 00:04, 1,234 tokens, $0.0123"
+    stopped = BatchStats(total=100, done=100, failed=100, requests=0, started_at=0.0)
+    stopped.finished_at = 0.5  # a batch stopped early: every item ended, none was sent
+    assert describe(stopped) == "100/100 done, 100 failed, 0.0 req/s, ETA 00:00, 0 tokens"
 
 
 def test_rich_progress_without_rich_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, server: FakeServer) -> None:

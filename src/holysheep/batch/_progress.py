@@ -44,8 +44,15 @@ def describe(stats: BatchStats) -> str:
     (the cost only when it is known)."""
     total = "?" if stats.total is None else f"{stats.total:,}"
     cost = f", {_cost(stats)}" if stats.cost_known else ""
-    return (f"{stats.done:,}/{total} done, {stats.failed:,} failed, {stats.rate:.1f} req/s, ETA {_eta(stats)}, "
-            f"{stats.tokens:,} tokens{cost}")
+    return (f"{stats.done:,}/{total} done, {stats.failed:,} failed, {_request_rate(stats):.1f} req/s, "
+            f"ETA {_eta(stats)}, {stats.tokens:,} tokens{cost}")
+
+
+def _request_rate(stats: BatchStats) -> float:
+    """Requests sent per second (as the summary's `requests_per_s`): 0 while none was sent, even when
+    items ended without one (a stopped batch)."""
+    elapsed = stats.elapsed_s
+    return stats.requests / elapsed if stats.requests and elapsed > 0 else 0.0
 
 
 def _cost(stats: BatchStats) -> str:
@@ -110,7 +117,7 @@ class RichProgress:
             return
         self._last = now
         self._progress.update(self._task, completed=stats.done, total=stats.total, failed=stats.failed,
-                              rate=f"{stats.rate:.1f}", tokens=f"{stats.tokens:,}",
+                              rate=f"{_request_rate(stats):.1f}", tokens=f"{stats.tokens:,}",
                               cost=_cost(stats))
 
     def close(self, stats: BatchStats) -> None:
