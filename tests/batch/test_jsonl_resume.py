@@ -209,3 +209,24 @@ def test_ctrl_c_exits_130_and_resume_completes(tmp_path: Path) -> None:
         assert len({r["custom_id"] for r in rows}) == len(rows) and all("response" in r for r in rows)
         report = _resume_and_check(src, dst, server, n, env)
     assert report["skipped"] == len(rows)
+
+
+def test_counts_when_a_resumed_batch_stops_early(tmp_path: Path) -> None:
+    from holysheep.testing import Fault
+
+    src = _write(tmp_path / "in.jsonl", [_line(f"q{i}", f"t{i}") for i in range(10)])
+    dst = tmp_path / "out.jsonl"
+    with FakeServer(faults=[None, None, Fault.quota_exhausted()]) as server, sync_client(server) as client:
+        first = run_jsonl(client, src, dst, concurrency=1)
+    assert (first.succeeded, first.failed, first.not_run) == (2, 1, 7)
+    with FakeServer(faults=[Fault.unauthorized()]) as server, sync_client(server) as client:
+        again = run_jsonl(client, src, dst, concurrency=1, resume=True)
+        assert len(chat_requests(server)) == 1
+    assert (again.lines, again.skipped, again.rerun, again.succeeded, again.failed, again.not_run) == (
+        10, 2, 1, 0, 1, 7)
+    rows = _out(dst)
+    assert [r["custom_id"] for r in rows] == ["q0", "q1", "q2"] and rows[2]["error"]["status_code"] == 401
+    with FakeServer() as server, sync_client(server) as client:
+        last = run_jsonl(client, src, dst, resume=True)
+    assert (last.skipped, last.rerun, last.succeeded, last.failed, last.not_run, last.ok) == (2, 1, 8, 0, 0, True)
+    assert [r["custom_id"] for r in _out(dst)] == [f"q{i}" for i in range(10)]

@@ -162,14 +162,13 @@ class _Writer:
 
 
 def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """The lines to send, as dicts for the engine; counts skips and re-runs and writes bad lines."""
+    """The lines to send, as dicts for the engine; counts re-runs and writes bad lines as it goes."""
     report = plan.report
     for line in read_lines(plan.src, defaults):
         before = plan.prior.get(line.custom_id)
         if before is not None:
             if before.ok:
-                report.skipped += 1
-                continue
+                continue  # counted as skipped by the scan
             report.rerun += 1
         if line.item is None:
             writer.bad_line(line)
@@ -190,7 +189,10 @@ def _split(batch_method: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[di
 def _finish(plan: _Plan, ok: bool) -> None:
     """Compact the output to one line per custom_id and release the lock. After an error or Ctrl-C the
     compaction is still tried, but its own failure must not hide the first one (the next `--resume`
-    compacts anyway)."""
+    compacts anyway). `not_run` is every line left without a result this run, whether the engine
+    reported it unfinished or stopped before reading it."""
+    report = plan.report
+    report.not_run = max(report.not_run, report.lines - report.skipped - report.succeeded - report.failed)
     try:
         if ok:
             compact_output(plan.dst, plan.order)

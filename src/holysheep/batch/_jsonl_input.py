@@ -80,10 +80,10 @@ def check_paths(src: Path, dst: Path) -> None:
 
 
 def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
-          report: JsonlReport) -> tuple[list[str], int, int]:
+               report: JsonlReport) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
-    output's lines answer this input. Returns the ids in input order, how many lines will be sent and
-    their estimated tokens."""
+    output's lines answer this input. Counts `report.lines` and `report.skipped`; returns the ids in
+    input order, how many lines will be sent and their estimated tokens."""
     seen: dict[str, int] = {}
     dupes: dict[str, list[int]] = {}
     mismatched: list[str] = []
@@ -96,7 +96,9 @@ def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Ma
         before = prior.get(line.custom_id)
         if before is not None and before.request_hash is not None and before.request_hash != line.digest:
             mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
-        if line.item is not None and not (before is not None and before.ok):
+        if before is not None and before.ok:
+            report.skipped += 1
+        elif line.item is not None:
             to_send += 1
             tokens += line.tokens
     if dupes:
