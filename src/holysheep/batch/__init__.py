@@ -9,7 +9,8 @@ aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(
 from __future__ import annotations
 
 from ._jsonl import JsonlReport, arun_jsonl, run_jsonl
-from ._progress import PlainProgress, ProgressReporter, RichProgress
+from ._jsonl_output import OutputLockedError, OutputMismatchError
+from ._progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress
 from ._results import (
     BatchCancelledError,
     BatchFailedError,
@@ -32,6 +33,9 @@ __all__ = [
     "BatchStats",
     "BatchSummary",
     "JsonlReport",
+    "MissingExtraError",
+    "OutputLockedError",
+    "OutputMismatchError",
     "PlainProgress",
     "ProgressReporter",
     "RichProgress",

@@ -155,7 +155,7 @@ class BatchSummary:
             retries=stats.retries, rate_limited=stats.rate_limited, prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens, total_tokens=stats.tokens,
             cost_usd=round(stats.cost_usd, 6) if stats.cost_known else None, wall_s=round(wall, 3),
-            requests_per_s=round(stats.done / wall, 2) if wall > 0 else 0.0,
+            requests_per_s=round(stats.requests / wall, 2) if wall > 0 and stats.requests else 0.0,
             concurrency_max=stats.concurrency_max, concurrency_final=round(stats.concurrency, 2),
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
@@ -245,8 +245,13 @@ class BatchResults(Sequence[BatchResult]):
 
 class BatchInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
-    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script like Ctrl-C."""
+    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script with exit
+    status 130, as Ctrl-C and ``holysheep batch`` do. It is a ``KeyboardInterrupt`` (not an
+    ``Exception``), so ``except Exception`` handlers do not swallow a Ctrl-C."""
 
     def __init__(self, results: BatchResults) -> None:
+        from ._exit import install_exit_hook
+
+        install_exit_hook()
         super().__init__(f"batch interrupted: {results._stats.done} of {len(results)} items finished")
         self.results = results
