@@ -5,8 +5,13 @@ Policy (also in docs/hardware.md):
 * Counts are powers of two up to ``max_gpus``. For inference the number of devices is the tensor-
   parallel degree and must divide both the attention and the KV head counts. For training it is the
   data-parallel degree (ZeRO shards over it); heads do not constrain it.
-* A count fits when the estimator's per-GPU figure at that degree is at most
-  ``memory_fraction`` (default 0.9, vLLM's ``gpu_memory_utilization``) of one device's memory.
+* A count fits when the estimate's own runtime rule says so, applied once (``memory_check``: vLLM's
+  ``gpu_memory_utilization``, SGLang's ``mem_fraction_static``, all of the memory for transformers,
+  llama.cpp, MLX and the default runtime, whose overheads are already counted). ``fits()``, this
+  picker and ``holysheep plan`` therefore give the same answer. ``memory_fraction`` adds an optional
+  extra cap; estimates without a runtime rule (duck-typed stand-ins) use 0.9 of the memory.
+* llama.cpp and transformers split layers over GPUs, so head counts do not limit their GPU count;
+  MLX runs on one Apple-silicon machine.
 * A quant whose spec needs a native path (``requires_native`` = "fp8", "fp4" or "int4") is *rejected*
   on parts without it: fp8 checkpoints are not served on A100/A10/V100/T4/MI250X through a slow
   emulation path. Weight-only INT4 (AWQ/GPTQ) needs no native path (it dequantises to FP16), except
@@ -56,7 +61,8 @@ class HardwareOption:
     notes: tuple[str, ...] = ()
     reason: str | None = None
     reason_code: str | None = None
-    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``over_budget`` or ``no_price``."""
+    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``runtime_limit``, ``over_budget`` or
+    ``no_price``."""
 
     @property
     def label(self) -> str:
@@ -132,29 +138,52 @@ def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     return notes
 
 
-def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float,
+def _memory(g: GPU, sized: Any, devices: int, memory_fraction: float | None) -> tuple[bool, float, float, str]:
+    """(fits, need GB, limit GB, rule) for one device of ``g`` under the estimate's runtime rule."""
+    per_device = g.memory_per_device_gb
+    check = getattr(sized, "memory_check", None)
+    if check is not None:
+        from types import SimpleNamespace
+
+        c = check(SimpleNamespace(memory_gb=per_device, name=g.name), devices)
+        fits, need, limit, rule = bool(c.fits), float(c.need_gb), float(c.limit_gb), str(c.rule)
+    else:
+        frac = 0.9 if memory_fraction is None else memory_fraction
+        need, limit, rule = float(sized.per_gpu_gb), per_device * frac, f"{frac:g} of the memory"
+        return need <= limit, need, limit, rule
+    if memory_fraction is not None and per_device * memory_fraction < limit:
+        limit = per_device * memory_fraction
+        fits = fits and need <= limit
+        rule = f"memory_fraction {memory_fraction:g}"
+    return fits, need, limit, rule
+
+
+def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float | None,
               budget: float | None, eff: Efficiencies, notes0: list[str]) -> HardwareOption:
     devices = count * g.devices_per_package
-    usable = g.memory_per_device_gb * memory_fraction
-    base: dict[str, Any] = {"gpu": g, "count": count, "usable_gb_per_gpu": usable, "tensor_parallel": devices}
+    base: dict[str, Any] = {"gpu": g, "count": count, "usable_gb_per_gpu": g.memory_per_device_gb,
+                            "tensor_parallel": devices}
     arch = est.architecture
     params = float(arch.num_params)
     active = float(getattr(arch, "num_active_params", None) or params)
+    runtime = str(getattr(est, "runtime", "default"))
     if not training:
         heads, kv = int(arch.num_attention_heads), int(arch.num_key_value_heads)
-        if heads % devices or kv % devices:
+        if runtime == "mlx" and devices > 1:
+            return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
+                                  reason="MLX serves from one machine", reason_code="runtime_limit")
+        if not getattr(est, "layer_split", False) and (heads % devices or kv % devices):
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
                                   reason=f"heads not divisible by TP: {devices} does not divide {heads} "
                                   f"attention / {kv} KV heads", reason_code="heads_not_divisible")
         sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
     else:
         sized = est.with_num_gpus(devices)
-    per_gpu = float(sized.per_gpu_gb)
-    fits = per_gpu <= usable
-    base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits)
+    fits, per_gpu, usable, rule = _memory(g, sized, devices, memory_fraction)
+    base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits, usable_gb_per_gpu=usable)
     if not fits:
         return HardwareOption(**base, reason=f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
-                              f"{usable:.1f} GB usable ({memory_fraction:g} of {g.memory_per_device_gb:g} GB)",
+                              f"{usable:.1f} GB usable ({rule}, {g.memory_per_device_gb:g} GB GPU)",
                               reason_code="does_not_fit")
     perf: dict[str, float | None] = {}
     if training:
@@ -227,8 +256,10 @@ def pick_hardware(
     objective: str = "cost",
     budget_per_hour: float | None = None,
     gpus: Sequence[str | GPU] | None = None,
-    memory_fraction: float = 0.9,
+    memory_fraction: float | None = None,
     efficiencies: Efficiencies | None = None,
+    runtime: str = "default",
+    gpu_memory_utilization: float | None = None,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
@@ -236,6 +267,9 @@ def pick_hardware(
     ``batch`` and ``kv_dtype``), an ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
     ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
     tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
+    ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
+    brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
+    option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
     Returns a ``PickResult`` (best first) whose ``.rejected`` lists unusable GPUs with reasons.
     """
     if objective not in OBJECTIVES:
@@ -243,7 +277,7 @@ def pick_hardware(
                                   field="objective", reason="unknown objective")
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, int) or max_gpus < 1:
         raise InvalidRequestError(f"max_gpus must be a positive integer, got {max_gpus!r}", field="max_gpus")
-    if not 0 < memory_fraction <= 1:
+    if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise InvalidRequestError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}",
                                   field="memory_fraction")
     if budget_per_hour is not None and budget_per_hour <= 0:
@@ -253,7 +287,8 @@ def pick_hardware(
         from ..estimator import estimate_inference_memory
 
         est: Any = estimate_inference_memory(model_or_estimate, quant=quant, context=context, batch=batch,
-                                             kv_dtype=kv_dtype, tensor_parallel=1)
+                                             kv_dtype=kv_dtype, tensor_parallel=1, runtime=runtime,
+                                             gpu_memory_utilization=gpu_memory_utilization)
     else:
         est = model_or_estimate
     training = _is_training(est)
@@ -263,10 +298,13 @@ def pick_hardware(
     options, rejected = [], []
     for g in table:
         reason, notes0 = (None, []) if training else _precision_notes(g, est.quant_spec)
+        code = "no_native_precision"
+        if reason is None and not training and getattr(est, "runtime", None) == "mlx" and g.vendor != "apple":
+            reason, code = f"MLX runs on Apple silicon only, not on {g.name}", "runtime_limit"
         if reason is not None:
-            usable = g.memory_per_device_gb * memory_fraction
+            usable = g.memory_per_device_gb * (memory_fraction or 1.0)
             rejected.append(HardwareOption(g, 1, False, None, usable, None, g.devices_per_package,
-                                           reason=reason, reason_code="no_native_precision"))
+                                           reason=reason, reason_code=code))
             continue
         tried = [_evaluate(g, c, est, training=training, memory_fraction=memory_fraction,
                            budget=budget_per_hour, eff=eff, notes0=notes0) for c in counts]
