@@ -51,7 +51,7 @@ def run_plan(
     context: int = 2048,
     batch: int = 1,
     kv_dtype: str | None = None,
-    train: bool = False,
+    train: bool | str = False,
     method: str = "full",
     zero_stage: int = 0,
     train_options: Mapping[str, Any] | None = None,
@@ -64,13 +64,20 @@ def run_plan(
     utilization: float = 0.5,
     input_fraction: float | None = None,
     top: int = 5,
+    runtime: str = "default",
+    gpu_memory_utilization: float | None = None,
+    flash_attention: bool = True,
+    gpu_count: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
-    Inference by default; ``train=True`` plans a fine-tune (``method`` "full", "lora" or "qlora",
-    ``zero_stage``; ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other
-    ``estimate_training_memory`` keywords such as ``optimizer`` or ``precision`` go in ``train_options``;
-    ``quant`` is ignored, QLoRA is ``method="qlora"``).
+    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx";
+    ``gpu_memory_utilization`` is vLLM's fraction or SGLang's ``mem_fraction_static``).
+    ``train=True`` (or "full", "lora", "qlora", which sets ``method``) plans a fine-tune (``zero_stage``;
+    ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other ``estimate_training_memory``
+    keywords such as ``optimizer``, ``precision``, ``gradient_checkpointing``, ``offload_optimizer``,
+    ``offload_params`` or ``lora_rank`` go in ``train_options``; ``quant`` is ignored).
+    ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
@@ -79,20 +86,34 @@ def run_plan(
     if top < 1:
         raise InvalidRequestError(f"top must be >= 1, got {top}", field="top")
     est: Any
+    if isinstance(train, str):
+        method, train = train, True
     if train:
         est = estimate_training_memory(model, method=method, seq_len=context, micro_batch=batch,
-                                       zero_stage=zero_stage, num_gpus=1, **dict(train_options or {}))
+                                       zero_stage=zero_stage, num_gpus=gpu_count or 1, **dict(train_options or {}))
     else:
         est = estimate_inference_memory(model, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
-                                        tensor_parallel=1)
+                                        tensor_parallel=1, runtime=runtime,
+                                        gpu_memory_utilization=gpu_memory_utilization,
+                                        flash_attention=flash_attention)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
-                           gpus=gpus)
-    head = (f"Plan: {model} (training, {method}, ZeRO-{zero_stage}), seq_len {context}, micro-batch {batch}"
-            if train else f"Plan: {model} (inference), quant {quant}, context {context}, batch {batch}")
+                           gpus=gpus, gpu_count=gpu_count)
+    if train:
+        extras = [f"{est.optimizer}", f"checkpointing {est.gradient_checkpointing}"]
+        if est.method != "full":
+            extras.append(f"LoRA rank {est.lora_rank}")
+        if est.offload_optimizer or est.offload_params:
+            extras.append("offload " + "+".join(n for n, on in (("optimizer", est.offload_optimizer),
+                                                                 ("params", est.offload_params)) if on))
+        head = (f"Plan: {model} (training, {est.method}, ZeRO-{est.zero_stage}, {', '.join(extras)}), "
+                f"seq_len {context}, micro-batch {batch}")
+    else:
+        head = (f"Plan: {model} (inference, {est.runtime}), quant {quant}, context {context}, batch {batch}")
     mem_lines, mem = _memory_section(est, train)
     lines = [head, "", *mem_lines, "", pick_text(result, top=top)]
     data: dict[str, Any] = {
         "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
+        "runtime": None if train else est.runtime,
         "batch": batch, "objective": objective, "memory": mem,
         "options": [o.to_dict() for o in list(result)[:top]],
         "rejected": [o.to_dict() for o in result.rejected],

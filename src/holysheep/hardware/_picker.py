@@ -260,6 +260,7 @@ def pick_hardware(
     efficiencies: Efficiencies | None = None,
     runtime: str = "default",
     gpu_memory_utilization: float | None = None,
+    gpu_count: int | None = None,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
@@ -270,6 +271,7 @@ def pick_hardware(
     ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
     brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
     option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
+    ``gpu_count`` tries only that many GPUs (any integer) instead of the powers of two up to ``max_gpus``.
     Returns a ``PickResult`` (best first) whose ``.rejected`` lists unusable GPUs with reasons.
     """
     if objective not in OBJECTIVES:
@@ -295,6 +297,10 @@ def pick_hardware(
     eff = efficiencies or DEFAULT_EFFICIENCIES
     table = [gpu(x) for x in gpus] if gpus is not None else list(_all_gpus())
     counts = [1 << i for i in range(max_gpus.bit_length()) if 1 << i <= max_gpus]
+    if gpu_count is not None:
+        if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 1:
+            raise InvalidRequestError(f"gpu_count must be a positive integer, got {gpu_count!r}", field="gpu_count")
+        counts = [gpu_count]
     options, rejected = [], []
     for g in table:
         reason, notes0 = (None, []) if training else _precision_notes(g, est.quant_spec)

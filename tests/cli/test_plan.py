@@ -1,0 +1,46 @@
+"""``holysheep plan``: runtimes, training switches, solvers and hidden-option notes, run as subprocesses."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import Runner, assert_one_line_error
+
+
+def _plan(cli: Runner, *args: str) -> dict[str, object]:
+    done = cli("--json", "plan", *args)
+    assert done.returncode == 0, done.stderr
+    data: dict[str, object] = json.loads(done.stdout)
+    return data
+
+
+def test_70b_qlora_with_checkpointing_fits_one_48gb_gpu(cli: Runner) -> None:
+    data = _plan(cli, "llama-3.1-70b", "--train", "qlora", "--gradient-checkpointing", "--gpus", "L40S")
+    (opt,) = data["options"]  # type: ignore[misc]
+    assert opt["count"] == 1 and opt["gpu"] == "l40s" and data["mode"] == "training"
+    done = cli("plan", "llama-3.1-70b", "--train", "qlora", "--gradient-checkpointing", "--gpus", "L40S")
+    assert "paged-adamw, checkpointing full, LoRA rank 16" in done.stdout and "1x L40S 48GB" in done.stdout
+
+
+def test_8b_full_finetune_with_zero3_on_8_gpus(cli: Runner) -> None:
+    data = _plan(cli, "llama-3.1-8b", "--train", "full", "--zero", "3", "--gpus", "8", "--gradient-checkpointing",
+                 "--seq-len", "4096", "--micro-batch", "2", "--offload-optimizer")
+    opts = data["options"]
+    assert opts and all(o["count"] == 8 for o in opts)  # type: ignore[union-attr]
+    assert data["context"] == 4096 and data["batch"] == 2
+
+
+def test_training_switches_need_train(cli: Runner) -> None:
+    done = cli("plan", "llama-3.1-8b", "--lora-rank", "8")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "--lora-rank applies to fine-tuning: add --train full|lora|qlora" in done.stderr
+
+
+def test_runtime_rules_from_the_cli(cli: Runner) -> None:
+    vllm = _plan(cli, "llama-3.1-70b", "--quant", "awq", "--context", "8192", "--runtime", "vllm",
+                 "--gpu-memory-utilization", "0.95", "--gpus", "L40S", "--max-gpus", "1")
+    assert [o["count"] for o in vllm["options"]] == [1]  # type: ignore[union-attr]
+    cpp = _plan(cli, "llama-3.1-70b", "--quant", "q4_k_m", "--context", "8192", "--runtime", "llama.cpp",
+                "--gpus", "RTX 4090", "--max-gpus", "2")
+    assert [o["count"] for o in cpp["options"]] == [2] and cpp["runtime"] == "llama.cpp"  # type: ignore[union-attr]
