@@ -22,6 +22,7 @@ Policy (also in docs/hardware.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -202,11 +203,14 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
             "precision": compute,
             "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
             "eff": eff,
+            **_shape(est, spec),
         }
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
-        perf["prefill_tokens_per_s"] = prefill_tokens_per_s(g, count, active_params=active, precision=compute,
-                                                             eff=eff)
+        perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
+            g, count, active_params=active, precision=compute, eff=eff, prompt_tokens=int(est.context),
+            layers=kw.get("layers", 0), hidden=kw.get("hidden", 0), layer_split=kw.get("layer_split", False),
+            attention_dim=_attention_dim(arch))
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
@@ -220,6 +224,29 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     return HardwareOption(**base)
 
 
+def _attention_dim(arch: Any) -> int:
+    heads = int(getattr(arch, "num_attention_heads", 0) or 0)
+    if getattr(arch, "is_mla", False):
+        return heads * int(arch.qk_nope_head_dim + arch.qk_rope_head_dim)
+    return heads * int(getattr(arch, "head_dim", 0) or 0)
+
+
+def _shape(est: Any, spec: Any) -> dict[str, Any]:
+    """Architecture and runtime details for the speed model (empty for stand-ins without them)."""
+    arch = est.architecture
+    layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
+    if not layers:
+        return {}
+    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+                           "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
+    if getattr(arch, "is_moe", False):
+        mats = 3 if arch.mlp_gated else 2
+        out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
+                   moe_layers=int(arch.num_moe_layers),
+                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
+    return out
+
+
 def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
     inf = float("inf")
     speed = o.train_tokens_per_s if o.decode_tokens_per_s is None else (
@@ -227,6 +254,19 @@ def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
     if objective == "cost":
         return (o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf, o.count)
     return (-(speed or 0.0), o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf)
+
+
+def _latency_count(ok: list[HardwareOption], min_speedup: float) -> HardwareOption:
+    """The smallest count after which doubling stops paying ``min_speedup`` in batch-1 speed."""
+    def speed(o: HardwareOption) -> float:
+        return float(o.decode_tokens_per_s_batch1 or o.train_tokens_per_s or 0.0)
+
+    best = ok[0]
+    for o in ok[1:]:
+        doublings = math.log2(o.count / best.count)
+        if speed(o) >= speed(best) * min_speedup**doublings:
+            best = o
+    return best
 
 
 def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
@@ -261,6 +301,7 @@ def pick_hardware(
     runtime: str = "default",
     gpu_memory_utilization: float | None = None,
     gpu_count: int | None = None,
+    min_speedup_per_doubling: float = 1.4,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
@@ -272,6 +313,9 @@ def pick_hardware(
     brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
     option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
     ``gpu_count`` tries only that many GPUs (any integer) instead of the powers of two up to ``max_gpus``.
+    Under ``"latency"`` a GPU type only moves to twice the GPUs when that buys at least
+    ``min_speedup_per_doubling`` (1.4: 70 % scaling) more batch-1 speed, so small models are not spread
+    over eight GPUs for a few per cent.
     Returns a ``PickResult`` (best first) whose ``.rejected`` lists unusable GPUs with reasons.
     """
     if objective not in OBJECTIVES:
@@ -282,6 +326,9 @@ def pick_hardware(
     if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise InvalidRequestError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}",
                                   field="memory_fraction")
+    if min_speedup_per_doubling < 1:
+        raise InvalidRequestError(f"min_speedup_per_doubling must be >= 1, got {min_speedup_per_doubling!r}",
+                                  field="min_speedup_per_doubling")
     if budget_per_hour is not None and budget_per_hour <= 0:
         raise InvalidRequestError(f"budget_per_hour must be positive, got {budget_per_hour!r}",
                                   field="budget_per_hour")
@@ -315,7 +362,9 @@ def pick_hardware(
         tried = [_evaluate(g, c, est, training=training, memory_fraction=memory_fraction,
                            budget=budget_per_hour, eff=eff, notes0=notes0) for c in counts]
         ok = [o for o in tried if o.reason is None]
-        if ok:
+        if ok and objective == "latency":
+            options.append(_latency_count(ok, min_speedup_per_doubling))
+        elif ok:
             options.append(min(ok, key=lambda o: _score(o, objective)))
         else:
             rejected.append(_pick_rejection(tried))
