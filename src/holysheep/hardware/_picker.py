@@ -195,7 +195,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         spec = est.quant_spec
         compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
         kw: dict[str, Any] = {
-            "weight_bytes": float(est.weights_bytes_total),
+            "weight_bytes": float(est.weights_bytes_total) - _embedding_bytes(arch, spec),
             "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
             "context": int(est.context),
             "params": params,
@@ -222,6 +222,14 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
                               reason_code="over_budget")
     return HardwareOption(**base)
+
+
+def _embedding_bytes(arch: Any, spec: Any) -> float:
+    """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
+    groups = getattr(arch, "param_groups", None)
+    if groups is None or getattr(arch, "tie_word_embeddings", True):
+        return 0.0
+    return float(groups()["embedding"]) * float(getattr(spec, "embedding_bits", 16.0)) / 8
 
 
 def _attention_dim(arch: Any) -> int:

@@ -64,7 +64,7 @@ class Efficiencies:
     """Per-device efficiency when tensor parallelism runs over NVLink / Infinity Fabric / Gaudi RoCE."""
     tp_pcie: float = 0.60
     """Per-device efficiency when tensor parallelism runs over PCIe only (L4, L40S, RTX cards)."""
-    bandwidth_gguf: float = 0.50
+    bandwidth_gguf: float = 0.65
     """eta_bw of GGUF k-quants on llama.cpp (dequantising mat-vec kernels plus graph overhead)."""
     bandwidth_int4_marlin: float = 0.60
     """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
@@ -90,9 +90,9 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "mfu": "gpus.md section 8.2: MFU 0.5 default, range 0.4-0.6 (MAMF ceilings 80-87% BF16 on A100/H100, "
     "stas00/ml-engineering; 76% large-batch prefill, Pope et al. arXiv:2211.05102).",
     "mfu_train": "Llama 3 paper arXiv:2407.21783: 380-430 TFLOPS/GPU = 38-43% MFU on H100 BF16.",
-    "bandwidth_gguf": "llama.cpp commit 'Much better Q6_K implementation for metal' (ggml-org/llama.cpp): 7B "
-    "Q6_K 5.5 GB at 28.3 ms/token on a 400 GB/s M2 Max = 49%; calebcoffie.com/benchmarks/gemma-3-4b-it-gguf: "
-    "Gemma-3-4B Q4_K_M tg 189.8 tok/s on an RTX 3090 (936 GB/s), about 50%.",
+    "bandwidth_gguf": "llama.cpp llama-bench on an RTX 4090 (1,008 GB/s), ggml-org/llama.cpp PR #4766: 7B F16 "
+    "tg128 61.03 t/s (82% of spec), Q8_0 98.13 t/s (70%); Llama-3-8B Q6_K 93 t/s through llama-server "
+    "(dmatora/LLM-inference-speed-benchmarks issue #10, about 60%): 0.65 is their middle.",
     "bandwidth_int4_marlin": "IST-DASLab/marlin README (https://github.com/IST-DASLab/marlin): near-ideal 4x "
     "over FP16 at batch 1-32, so INT4 streams at close to the FP16 efficiency; 0.6 leaves room for vLLM's "
     "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
