@@ -44,3 +44,16 @@ def test_runtime_rules_from_the_cli(cli: Runner) -> None:
     cpp = _plan(cli, "llama-3.1-70b", "--quant", "q4_k_m", "--context", "8192", "--runtime", "llama.cpp",
                 "--gpus", "RTX 4090", "--max-gpus", "2")
     assert [o["count"] for o in cpp["options"]] == [2] and cpp["runtime"] == "llama.cpp"  # type: ignore[union-attr]
+
+
+def test_plan_shows_the_solvers(cli: Runner) -> None:
+    from holysheep.estimator import max_batch, max_context
+
+    done = cli("plan", "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
+    assert done.returncode == 0, done.stderr
+    ctx, seqs = max_context("llama-3.1-8b", "L4"), max_batch("llama-3.1-8b", "L4", 8192)
+    assert (ctx, seqs) == (49664, 6)
+    assert (f"Limits (1x L4 24GB): at most {ctx:,} tokens of context on this GPU at batch 1; "
+            f"at most {seqs} sequences of 8,192 tokens") in done.stdout
+    data = _plan(cli, "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
+    assert data["limits"]["max_context"] == ctx and data["limits"]["max_batch"] == seqs  # type: ignore[index]

@@ -110,7 +110,11 @@ def run_plan(
     else:
         head = (f"Plan: {model} (inference, {est.runtime}), quant {quant}, context {context}, batch {batch}")
     mem_lines, mem = _memory_section(est, train)
-    lines = [head, "", *mem_lines, "", pick_text(result, top=top)]
+    limits = None if train or not len(result) else _limits(est, result[0])
+    lines = [head, "", *mem_lines]
+    if limits is not None:
+        lines += ["", limits["text"]]
+    lines += ["", pick_text(result, top=top)]
     data: dict[str, Any] = {
         "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
         "runtime": None if train else est.runtime,
@@ -118,12 +122,29 @@ def run_plan(
         "options": [o.to_dict() for o in list(result)[:top]],
         "rejected": [o.to_dict() for o in result.rejected],
         "api_comparison": None,
+        "limits": limits,
     }
     if api_model is not None:
         section, comparison = _api_section(result, api_model, tokens_per_day, utilization, input_fraction)
         lines += ["", *section]
         data["api_comparison"] = comparison
     return "\n".join(lines), data
+
+
+def _limits(est: Any, option: Any) -> dict[str, Any]:
+    """The longest context and the largest batch the best option holds (``max_context`` / ``max_batch``)."""
+    from types import SimpleNamespace
+
+    from ..estimator import max_batch, max_context
+
+    device = SimpleNamespace(memory_gb=option.gpu.memory_per_device_gb, name=option.gpu.name)
+    n = int(option.tensor_parallel)
+    ctx = max_context(est, device, n, batch=int(est.batch))
+    seqs = max_batch(est, device, int(est.context), n)
+    where = "this GPU" if option.count == 1 else f"these {option.count} GPUs"
+    text = (f"Limits ({option.label}): at most {ctx:,} tokens of context on {where} at batch {est.batch}; "
+            f"at most {seqs:,} sequences of {est.context:,} tokens")
+    return {"gpu": option.gpu.id, "count": option.count, "max_context": ctx, "max_batch": seqs, "text": text}
 
 
 def _api_section(result: Sequence[Any], api_model: str, tokens_per_day: float | None, utilization: float,
