@@ -57,3 +57,36 @@ def test_plan_shows_the_solvers(cli: Runner) -> None:
             f"at most {seqs} sequences of 8,192 tokens") in done.stdout
     data = _plan(cli, "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
     assert data["limits"]["max_context"] == ctx and data["limits"]["max_batch"] == seqs  # type: ignore[index]
+
+
+def test_plan_says_how_many_options_it_hid(cli: Runner) -> None:
+    full = _plan(cli, "llama-3.1-8b", "--top", "100")
+    n = len(full["options"])  # type: ignore[arg-type]
+    assert n > 3 and full["hidden_options"] == 0
+    done = cli("plan", "llama-3.1-8b", "--top", "3")
+    assert done.returncode == 0, done.stderr
+    assert f"{n - 3} more workable options not shown; see all with --top {n}" in done.stdout
+    assert _plan(cli, "llama-3.1-8b", "--top", "3")["hidden_options"] == n - 3
+
+
+def test_unknown_names_get_distinct_cli_suggestions(cli: Runner) -> None:
+    done = cli("plan", "llama-3-70")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    line = done.stderr.strip()
+    assert "did you mean Llama-3.1-70B, Llama-2-70B" in line and line.count("Llama-3.1-70B") == 1
+    assert "Run `holysheep models --catalog`" in line and "list_models()" not in line
+    done = cli("plan", "llama-3.1-8b", "--gpus", "H1000")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    names = done.stderr.split("did you mean ")[1].split("?")[0].split(", ")
+    assert names[0] == "H100 SXM5 80GB" and len(names) == len(set(names))
+    assert "Run `holysheep gpus`" in done.stderr and "gpus()" not in done.stderr
+
+
+def test_a_bare_size_works(cli: Runner) -> None:
+    for arg in ("70b", "70", "70B"):
+        done = cli("plan", arg, "--quant", "awq")
+        assert done.returncode == 0, done.stderr
+        assert "assumed from a bare size of 70B parameters" in done.stdout
+        assert "Warning" not in done.stderr

@@ -5,13 +5,18 @@ The argparse wiring lives in ``holysheep.cli``; these functions need no key and 
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
+import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._picker import pick_hardware
 from ._render import format_table, pick_text
+from ._table import gpu as lookup_gpu
 from ._table import gpus
 
 __all__ = ["DEFAULT_TOKENS_PER_DAY", "render_gpus_table", "run_plan"]
@@ -30,6 +35,54 @@ def render_gpus_table(sort: str = "bf16", as_json: bool = False) -> str:
     if as_json:
         return json.dumps([g.to_dict() for g in rows], indent=2)
     return str(rows)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*[bB]?\s*$")
+
+
+def _suggest(name: str, choices: Mapping[str, str]) -> list[str]:
+    """Up to four distinct close matches: ``choices`` maps every spelling (aliases too) to what to show."""
+    by_lower = {k.lower(): v for k, v in choices.items()}
+    shown: list[str] = []
+    for m in difflib.get_close_matches(name.lower(), list(by_lower), n=12, cutoff=0.5):
+        if by_lower[m] not in shown:
+            shown.append(by_lower[m])
+    return shown[:4]
+
+
+def _model_arg(model: str) -> str | float:
+    """A catalog name, a config path, or a bare size in billions (``70b``, ``70``, ``7.5B``)."""
+    size = _SIZE.match(model)
+    if size:
+        return float(size.group(1))
+    if model.endswith(".json") or Path(model).is_dir():
+        return model
+    from ..estimator import catalog_entry, list_models
+
+    try:
+        catalog_entry(model)
+    except InvalidRequestError:
+        hint = _suggest(model, {n: n for n in list_models()})
+        did = f"; did you mean {', '.join(hint)}?" if hint else "."
+        raise InvalidRequestError(
+            f"unknown model {model!r}{did} Run `holysheep models --catalog` for the catalog, or pass a "
+            "config.json path or a bare size in billions such as 70b",
+            field="model", reason="unknown model") from None
+    return model
+
+
+def _gpus_arg(names: Sequence[str] | None) -> list[str] | None:
+    if names is None:
+        return None
+    for name in names:
+        try:
+            lookup_gpu(name)
+        except InvalidRequestError:
+            hint = _suggest(name, {x: g.name for g in gpus() for x in (g.id, g.name, *g.aliases)})
+            did = f"; did you mean {', '.join(hint)}?" if hint else "."
+            raise InvalidRequestError(f"unknown GPU {name!r}{did} Run `holysheep gpus` for the table",
+                                      field="gpus", reason="unknown gpu") from None
+    return list(names)
 
 
 def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]]:
@@ -81,21 +134,19 @@ def run_plan(
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
-    from ..estimator import estimate_inference_memory, estimate_training_memory
-
     if top < 1:
         raise InvalidRequestError(f"top must be >= 1, got {top}", field="top")
     est: Any
     if isinstance(train, str):
         method, train = train, True
-    if train:
-        est = estimate_training_memory(model, method=method, seq_len=context, micro_batch=batch,
-                                       zero_stage=zero_stage, num_gpus=gpu_count or 1, **dict(train_options or {}))
-    else:
-        est = estimate_inference_memory(model, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
-                                        tensor_parallel=1, runtime=runtime,
-                                        gpu_memory_utilization=gpu_memory_utilization,
-                                        flash_attention=flash_attention)
+    target = _model_arg(model)
+    gpus = _gpus_arg(gpus)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a bare size is flagged in the output instead
+        est = _estimate(target, train=bool(train), method=method, context=context, batch=batch, quant=quant,
+                        kv_dtype=kv_dtype, zero_stage=zero_stage, gpu_count=gpu_count, train_options=train_options,
+                        runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
+                        flash_attention=flash_attention)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
     if train:
@@ -115,6 +166,13 @@ def run_plan(
     if limits is not None:
         lines += ["", limits["text"]]
     lines += ["", pick_text(result, top=top)]
+    hidden = max(0, len(result) - top)
+    if hidden:
+        lines.append(f"{hidden} more workable option{'s' if hidden > 1 else ''} not shown; "
+                     f"see all with --top {len(result)}")
+    if isinstance(target, float):
+        lines.insert(1, f"(architecture assumed from a bare size of {target:g}B parameters: figures are "
+                        "approximate; name a catalog model or a config.json for exact ones)")
     data: dict[str, Any] = {
         "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
         "runtime": None if train else est.runtime,
@@ -123,12 +181,26 @@ def run_plan(
         "rejected": [o.to_dict() for o in result.rejected],
         "api_comparison": None,
         "limits": limits,
+        "hidden_options": hidden,
     }
     if api_model is not None:
         section, comparison = _api_section(result, api_model, tokens_per_day, utilization, input_fraction)
         lines += ["", *section]
         data["api_comparison"] = comparison
     return "\n".join(lines), data
+
+
+def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str,
+              kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
+              runtime: str, gpu_memory_utilization: float | None, flash_attention: bool) -> Any:
+    from ..estimator import estimate_inference_memory, estimate_training_memory
+
+    if train:
+        return estimate_training_memory(target, method=method, seq_len=context, micro_batch=batch,
+                                        zero_stage=zero_stage, num_gpus=gpu_count or 1, **dict(train_options or {}))
+    return estimate_inference_memory(target, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
+                                     tensor_parallel=1, runtime=runtime,
+                                     gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention)
 
 
 def _limits(est: Any, option: Any) -> dict[str, Any]:
