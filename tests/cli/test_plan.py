@@ -90,3 +90,9 @@ def test_a_bare_size_works(cli: Runner) -> None:
         assert done.returncode == 0, done.stderr
         assert "assumed from a bare size of 70B parameters" in done.stdout
         assert "Warning" not in done.stderr
+
+
+def test_documented_train_method_form_still_works(cli: Runner) -> None:
+    done = cli("plan", "llama-2-7b", "--train", "--method", "lora", "--zero-stage", "2", "--optimizer", "adamw")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Plan: llama-2-7b (training, lora, ZeRO-2, adamw")

@@ -88,7 +88,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from ..hardware._cli import run_plan as plan
 
     names, count = _gpus_arg(args.gpus)
-    train = args.train or args.method
+    train = None if args.train is None else (args.method or args.train)  # --train --method lora still works
     options = (("optimizer", args.optimizer), ("precision", args.precision),
                ("gradient_checkpointing", args.gradient_checkpointing), ("offload_optimizer", args.offload_optimizer),
                ("offload_params", args.offload_params), ("lora_rank", args.lora_rank))
@@ -96,7 +96,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if not args.flash_attention:
         train_options["flash_attention"] = False
     if not train:
-        given = sorted(k for k in train_options if k != "flash_attention")
+        given = sorted(k for k in train_options if k != "flash_attention") + (["method"] if args.method else [])
         if given or args.zero_stage:
             error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
             return EXIT_USAGE
