@@ -35,6 +35,7 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
+from ._speed import attention_dim, embedding_bytes, speed_shape
 from ._table import GPU, gpu, gpus
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
@@ -195,7 +196,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         spec = est.quant_spec
         compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
         kw: dict[str, Any] = {
-            "weight_bytes": float(est.weights_bytes_total) - _embedding_bytes(arch, spec),
+            "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
             "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
             "context": int(est.context),
             "params": params,
@@ -203,14 +204,14 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
             "precision": compute,
             "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
             "eff": eff,
-            **_shape(est, spec),
+            **speed_shape(est, spec),
         }
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
         perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
             g, count, active_params=active, precision=compute, eff=eff, prompt_tokens=int(est.context),
             layers=kw.get("layers", 0), hidden=kw.get("hidden", 0), layer_split=kw.get("layer_split", False),
-            attention_dim=_attention_dim(arch))
+            attention_dim=attention_dim(arch))
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
@@ -222,37 +223,6 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
                               reason_code="over_budget")
     return HardwareOption(**base)
-
-
-def _embedding_bytes(arch: Any, spec: Any) -> float:
-    """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
-    groups = getattr(arch, "param_groups", None)
-    if groups is None or getattr(arch, "tie_word_embeddings", True):
-        return 0.0
-    return float(groups()["embedding"]) * float(getattr(spec, "embedding_bits", 16.0)) / 8
-
-
-def _attention_dim(arch: Any) -> int:
-    heads = int(getattr(arch, "num_attention_heads", 0) or 0)
-    if getattr(arch, "is_mla", False):
-        return heads * int(arch.qk_nope_head_dim + arch.qk_rope_head_dim)
-    return heads * int(getattr(arch, "head_dim", 0) or 0)
-
-
-def _shape(est: Any, spec: Any) -> dict[str, Any]:
-    """Architecture and runtime details for the speed model (empty for stand-ins without them)."""
-    arch = est.architecture
-    layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
-    if not layers:
-        return {}
-    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
-                           "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
-    if getattr(arch, "is_moe", False):
-        mats = 3 if arch.mlp_gated else 2
-        out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
-                   moe_layers=int(arch.num_moe_layers),
-                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
-    return out
 
 
 def _score(o: HardwareOption, objective: str) -> tuple[float, float]:

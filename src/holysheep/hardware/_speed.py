@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 from ._table import GPU
 
 __all__ = [
     "MOE_LAYER_US",
     "SPEED_SOURCES",
+    "attention_dim",
     "collective_s",
+    "embedding_bytes",
     "expected_max_load",
     "link_kind",
+    "speed_shape",
 ]
 
 NVLINK_US = (12.0, 6.0)
@@ -106,3 +110,34 @@ def expected_max_load(picks: int, bins: int) -> float:
         return float(ways[picks] * math.factorial(picks) / bins**picks)
 
     return sum(1 - p_le(m) for m in range(picks))
+
+
+def embedding_bytes(arch: Any, spec: Any) -> float:
+    """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
+    groups = getattr(arch, "param_groups", None)
+    if groups is None or getattr(arch, "tie_word_embeddings", True):
+        return 0.0
+    return float(groups()["embedding"]) * float(getattr(spec, "embedding_bits", 16.0)) / 8
+
+
+def attention_dim(arch: Any) -> int:
+    heads = int(getattr(arch, "num_attention_heads", 0) or 0)
+    if getattr(arch, "is_mla", False):
+        return heads * int(arch.qk_nope_head_dim + arch.qk_rope_head_dim)
+    return heads * int(getattr(arch, "head_dim", 0) or 0)
+
+
+def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
+    """Architecture and runtime details for the speed model (empty for stand-ins without them)."""
+    arch = est.architecture
+    layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
+    if not layers:
+        return {}
+    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+                           "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
+    if getattr(arch, "is_moe", False):
+        mats = 3 if arch.mlp_gated else 2
+        out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
+                   moe_layers=int(arch.num_moe_layers),
+                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
+    return out
