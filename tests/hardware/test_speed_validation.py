@@ -52,6 +52,9 @@ def test_link_kinds() -> None:
     nvl2, nvl8 = (_batch1("llama-3.1-70b", "fp8", "h100-nvl", c, 2048, "vllm") for c in (2, 8))
     sxm8 = _batch1("llama-3.1-70b", "fp8", "h100-sxm", 8, 2048, "vllm")
     assert nvl8 < sxm8 and nvl8 / nvl2 < 2.5
+    est = estimate_inference_memory("llama-3.1-70b", "fp8", 2048, runtime="vllm")
+    (opt,) = pick_hardware(est, gpus=["h100-nvl"], gpu_count=8)
+    assert "NVLink bridges join pairs only: 8 GPUs run tensor parallel over PCIe between them" in opt.notes
 
 
 def test_runtime_bandwidth_efficiency_differs() -> None:

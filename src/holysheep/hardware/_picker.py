@@ -35,7 +35,7 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
-from ._speed import attention_dim, embedding_bytes, speed_shape
+from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
 from ._table import GPU, gpu, gpus
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
@@ -126,9 +126,11 @@ def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
 
 def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     notes = []
+    kind = "data parallel" if training else "tensor parallel"
     if devices > 1 and not g.has_fast_interconnect:
-        kind = "data parallel" if training else "tensor parallel"
         notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
+    elif devices > 1 and link_kind(g, devices) == "pcie":
+        notes.append(f"NVLink bridges join pairs only: {devices} GPUs run {kind} over PCIe between them")
     if g.devices_per_package > 1:
         notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
     if g.form_factor == "SoM":
