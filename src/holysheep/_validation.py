@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ._exceptions import InvalidRequestError
 
-__all__ = ["VALID_ROLES", "normalize_messages", "validate_sampling"]
+__all__ = ["VALID_ROLES", "body_error", "normalize_messages", "validate_sampling"]
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -95,3 +95,39 @@ def validate_sampling(model: object, params: Mapping[str, Any]) -> None:
     if (v := params.get("stream_options")) is not None and not isinstance(v, Mapping):
         raise _fail("stream_options", f"must be a dict, got {type(v).__name__}",
                     'Use stream_options={"include_usage": True}.')
+
+
+def _find_bad(value: Any, path: str) -> tuple[str, str] | None:
+    if value is None or isinstance(value, (bool, int, float)):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path, f"contains a character that is not valid UTF-8 (position {exc.start}: a lone surrogate)"
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return path, f"has a key of type {type(k).__name__}; JSON object keys must be strings"
+            found = _find_bad(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _find_bad(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, BaseModel):
+        return None
+    return path, f"holds a {type(value).__name__}, which cannot be sent as JSON"
+
+
+def body_error(body: Mapping[str, Any], exc: Exception) -> InvalidRequestError:
+    """The error for a request body that could not be encoded as JSON, naming the offending field."""
+    found = _find_bad(body, "")
+    field, reason = found if found else ("body", f"cannot be encoded as JSON ({exc})")
+    return _fail(field or "body", reason,
+                 "Pass only JSON types (str, int, float, bool, None, lists and dicts with string keys).")
