@@ -193,15 +193,18 @@ class Call:
         return outcome
 
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
+        failure: str | None = None
         try:
             result = self.spec.parse(response.content)
         except (ValidationError, ValueError) as exc:
+            failure = type(exc).__name__
+        if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.",
+                f"JSON ({failure}). Check that base_url points at an OpenAI-compatible API.",
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
                 body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
-            ) from None
+            )
         if hasattr(result, "_request_id"):
             result._request_id = response.headers.get("x-request-id")
             result._retries_taken = self.retries_taken

@@ -98,6 +98,9 @@ def error_from_status(
     cls = _STATUS_CLASSES.get(status) or (InternalServerError if status >= 500 else APIStatusError)
     request = sanitized_request(response.request, api_key)
     response.request = request
+    raw = response.content
+    if b"hs_" in raw or (api_key and api_key.encode("utf-8", "replace") in raw):  # the server echoed a key
+        response._content = redact(raw.decode("utf-8", "replace"), api_key).encode()
     err = cls(
         message,
         status_code=status,

@@ -108,13 +108,15 @@ class StreamState:
             try:
                 chunk = ChatCompletionChunk.model_validate_json(data)
             except ValueError:  # pydantic's ValidationError is a ValueError
+                chunk = None
+            if chunk is None:  # raised outside the handler: pydantic's error (with the raw input) is not chained
                 self.mark_end()
                 shown = redact(data[:200], self._secret)
                 raise APIResponseValidationError(
                     f"A stream event is not a valid chat.completion.chunk: {shown!r}. The text so far "
                     "is in .partial_text; check that base_url points at an OpenAI-compatible server.",
                     status_code=200, partial_text=self.partial_text, body=redact(data[:2000], self._secret),
-                ) from None
+                )
             self._absorb(chunk)
             out.append(chunk)
         return out

@@ -9,7 +9,7 @@ import pytest
 
 from holysheep import AsyncClient, Client
 
-KEY = "hs_HardeningKey0123456789WXYZ"
+KEY = "hs_Zq7SecretTestKey0123456789WXYZ"
 MESSAGES = [{"role": "user", "content": "Hi"}]
 TRANSPORTS = ["sync", "httpx", "aiohttp"]
 
