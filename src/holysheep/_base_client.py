@@ -59,6 +59,17 @@ def _warn_if_tls_unverified(http_client: object) -> None:
         warnings.warn(message, stacklevel=4)
 
 
+def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
+    from ._exceptions import InvalidRequestError
+
+    if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
+        raise InvalidRequestError(f"fallbacks must be a list of holysheep.Fallback, got {type(fallbacks).__name__}.",
+                                  field="fallbacks")
+    if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+        raise InvalidRequestError(f"circuit_breaker must be a holysheep.CircuitBreaker, got "
+                                  f"{type(circuit_breaker).__name__}.", field="circuit_breaker")
+
+
 class BaseClient:
     """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
 
@@ -105,6 +116,7 @@ class BaseClient:
                 f"got {type(http_client).__name__}.",
                 field="http_client",
             )
+        _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._custom_http = http_client is not None  # then its build_request applies its defaults
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
