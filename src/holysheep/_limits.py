@@ -16,14 +16,11 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
 from ._exceptions import ResponseTooLargeError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
