@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -10,7 +11,7 @@ import httpx
 
 from ._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
 from ._keys import redact
-from ._limits import IdleClock, aiter_decoded, iter_decoded
+from ._limits import IdleClock, aiter_decoded, iter_decoded, within_deadline
 from ._scrub import scrub_cause
 from ._stream_state import StreamMetrics, StreamState
 from .types.chat import ChatCompletion, ChatCompletionChunk
@@ -44,22 +45,40 @@ def _idle_error(idle: float) -> httpx.ReadTimeout:
 
 
 _DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
+_DRAIN_SECONDS = 1.0  # ... for at most this long; a server that holds the connection open is not waited out
+
+
+def _framed(response: httpx.Response) -> bool:
+    """A body with its own end (chunked or Content-Length) can be drained so the connection is reused; one that
+    ends only when the server closes the connection cannot, so it is not waited for."""
+    headers = response.headers
+    return "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
 
 
 def _drain_sync(chunks: Iterator[bytes]) -> None:
     seen = 0
-    for data in chunks:
-        seen += len(data)
-        if seen > _DRAIN_LIMIT:
-            return
+    until = time.monotonic() + _DRAIN_SECONDS
+    try:
+        for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT or time.monotonic() > until:
+                return
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
 
 
 async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
-    seen = 0
-    async for data in chunks:
-        seen += len(data)
-        if seen > _DRAIN_LIMIT:
-            return
+    async def drain() -> None:
+        seen = 0
+        async for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT:
+                return
+
+    try:
+        await within_deadline(drain(), _DRAIN_SECONDS)
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
 
 
 def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
@@ -71,7 +90,8 @@ def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Gene
         for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
             if state.done:
-                _drain_sync(chunks)
+                if _framed(response):
+                    _drain_sync(chunks)
                 return
             if clock is not None and clock.expired(state.events):  # events, not bytes, reset the clock
                 raise _idle_error(clock.idle)
@@ -97,7 +117,8 @@ async def _iter_async(response: httpx.Response, state: StreamState, call: Call) 
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
             if state.done:
-                await _drain_async(chunks)
+                if _framed(response):
+                    await _drain_async(chunks)
                 return
             if clock is not None and clock.expired(state.events):
                 raise _idle_error(clock.idle)

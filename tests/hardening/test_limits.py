@@ -156,3 +156,33 @@ def test_normal_reply_passes(kind: str) -> None:
 
     with HostileServer(scenario) as srv:
         assert chat(kind, srv.url, client_kw={"timeout": 2}).choices[0].message.content == "ok"
+
+
+def test_attempt_deadline_does_not_cut_a_live_stream(kind: str) -> None:
+    """For a stream the deadline covers the time to the headers; events that keep coming are not cut."""
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(head(content_type="text/event-stream"))
+        for _ in range(10):
+            w.write(f"data: {CHUNK}\n\n".encode())
+            await w.drain()
+            await asyncio.sleep(0.2)
+        w.write(b"data: [DONE]\n\n")
+
+    with HostileServer(scenario) as srv:
+        started = time.monotonic()
+        chunks = chat(kind, srv.url, stream=True, client_kw={"timeout": 1})
+        assert time.monotonic() - started > 1.5
+    assert len(chunks) == 10
+
+
+def test_a_server_holding_the_connection_after_done_is_not_waited_for(kind: str) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(head(content_type="text/event-stream") + f"data: {CHUNK}\n\ndata: [DONE]\n\n".encode())
+        await w.drain()
+        await asyncio.sleep(30)  # the body never ends
+
+    with HostileServer(scenario) as srv:
+        started = time.monotonic()
+        chunks = chat(kind, srv.url, stream=True)  # default timeout: 600 s per read
+        assert time.monotonic() - started < 3
+    assert len(chunks) == 1
