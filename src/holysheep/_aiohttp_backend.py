@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._call import RawResponse
+from ._limits import read_aiohttp_body
+from ._redirects import redirect_trace_config
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["AiohttpBackend"]
 
 _DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+_DROP_STREAM = frozenset({b"content-length", b"transfer-encoding"})
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
@@ -73,8 +76,10 @@ class AiohttpBackend:
     def _open(self) -> Any:
         aiohttp = self._aiohttp
         connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True, skip_auto_headers=(
-            "User-Agent", "Content-Type"))
+        # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
+        # SSE caps), so a compression bomb never expands in full; redirects follow holysheep's policy.
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, skip_auto_headers=(
+            "User-Agent", "Content-Type"), trace_configs=[redirect_trace_config()])
         return self._session
 
     def _timeout(self, timeout: httpx.Timeout) -> Any:
@@ -95,20 +100,16 @@ class AiohttpBackend:
         try:
             resp = await session.request(call.method, call.url, data=call.content, headers=call.headers,
                                          timeout=self._timeout(call.timeout), allow_redirects=True)
+            limit = call.config.max_response_bytes
             if not stream and resp.status < 400:
-                try:
-                    return RawResponse(resp.status, resp.headers, await resp.read())
-                finally:
-                    resp.release()
+                return RawResponse(resp.status, resp.headers, await read_aiohttp_body(resp, limit))
             request = call.httpx_request()
-            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
-            if stream:
+            if stream:  # raw bytes: the stream shell inflates them (bounded) per Content-Encoding
+                headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP_STREAM]
                 return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
                                       request=request)
-            try:
-                content = await resp.read()
-            finally:
-                resp.release()
+            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
+            content = await read_aiohttp_body(resp, limit)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _map_error(exc, call.httpx_request()) from exc
         return httpx.Response(resp.status, headers=headers, content=content, request=request)

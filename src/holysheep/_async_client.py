@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -10,11 +10,14 @@ import httpx
 
 from ._aiohttp_backend import AiohttpBackend
 from ._base_client import BaseClient, LazyPool
-from ._call import Call
+from ._call import Call, RawResponse
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._exceptions import APIError, InvalidRequestError
 from ._fallback import CircuitBreaker, Fallback
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, Deadline, read_body_async, within_deadline
+from ._redirects import check_redirect_async
 from ._request import RequestSpec
+from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import AsyncStream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
@@ -139,6 +142,8 @@ class AsyncClient(BaseClient):
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
         http_backend: Literal["httpx", "aiohttp"] = "httpx",
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -147,6 +152,7 @@ class AsyncClient(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
             http_client=http_client, http_client_type=httpx.AsyncClient,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
         self._aiohttp: AiohttpBackend | None = None
         if http_backend == "aiohttp":
@@ -164,7 +170,8 @@ class AsyncClient(BaseClient):
         config = self._config
         self._pool: LazyPool[httpx.AsyncClient] = LazyPool(
             http_client,
-            lambda: httpx.AsyncClient(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
+            lambda: httpx.AsyncClient(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True,
+                                      event_hooks={"response": [check_redirect_async]}))
         self._bind_resources()
 
     @property
@@ -203,20 +210,19 @@ class AsyncClient(BaseClient):
         http = self._http if aio is None else None  # with aiohttp, the httpx pool is never built
         while True:
             request: httpx.Request | None = None
+            send: Awaitable[httpx.Response | RawResponse]
             try:
                 if aio is not None:
                     call.begin_attempt()
-                    response = await aio.send(call, stream=spec.stream)
+                    send = aio.send(call, stream=spec.stream)
                 else:
                     assert http is not None
                     request = call.next_request(http if self._custom_http else None)
-                    response = await http.send(request, stream=spec.stream)
+                    send = self._send_httpx(http, request, call)
+                response = await within_deadline(send, call.deadline_s)  # connect..headers (..body) in all
                 if spec.stream and response.status_code >= 400:
                     assert isinstance(response, httpx.Response)
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
+                    await read_body_async(response, call.config.max_response_bytes, Deadline(call.deadline_s))
             except httpx.RequestError as exc:
                 outcome = call.on_transport_error(exc, request or call.httpx_request())
             else:
@@ -231,6 +237,13 @@ class AsyncClient(BaseClient):
             if spec.stream:
                 return AsyncStream(outcome.value, call)
             return outcome.value
+
+    @staticmethod
+    async def _send_httpx(http: httpx.AsyncClient, request: httpx.Request, call: Call) -> httpx.Response:
+        response = await http.send(request, stream=True)
+        if not call.spec.stream:
+            await read_body_async(response, call.config.max_response_bytes)  # bounded; closes the response
+        return response
 
     async def aclose(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""

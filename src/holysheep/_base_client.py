@@ -7,10 +7,12 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from ._config import ClientConfig, OnRetry, TimeoutTypes, make_config
+from ._config import ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
 from ._fallback import CircuitBreaker, Fallback, Router
 from ._keys import mask_key
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES
 from ._logging import setup_logging
+from ._sse import DEFAULT_MAX_SSE_BYTES
 
 __all__ = ["BaseClient", "LazyPool"]
 
@@ -57,6 +59,17 @@ def _warn_if_tls_unverified(http_client: object) -> None:
         warnings.warn(message, stacklevel=4)
 
 
+def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
+    from ._exceptions import InvalidRequestError
+
+    if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
+        raise InvalidRequestError(f"fallbacks must be a list of holysheep.Fallback, got {type(fallbacks).__name__}.",
+                                  field="fallbacks")
+    if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+        raise InvalidRequestError(f"circuit_breaker must be a holysheep.CircuitBreaker, got "
+                                  f"{type(circuit_breaker).__name__}.", field="circuit_breaker")
+
+
 class BaseClient:
     """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
 
@@ -81,6 +94,8 @@ class BaseClient:
         http_client_type: type,
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         """Validate and store the configuration, the pool ownership flags and the fallback router."""
         setup_logging()
@@ -89,6 +104,7 @@ class BaseClient:
             initial_retry_delay=initial_retry_delay, max_retry_delay=max_retry_delay,
             max_retry_after=max_retry_after, stream_idle_timeout=stream_idle_timeout,
             default_headers=default_headers, allow_insecure_http=allow_insecure_http, on_retry=on_retry,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
         if http_client is not None and isinstance(http_client, http_client_type):
             _warn_if_tls_unverified(http_client)
@@ -100,6 +116,7 @@ class BaseClient:
                 f"got {type(http_client).__name__}.",
                 field="http_client",
             )
+        _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._custom_http = http_client is not None  # then its build_request applies its defaults
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
@@ -142,7 +159,8 @@ class BaseClient:
             if value is not None:
                 changes[name] = value
         if default_headers is not None:
-            changes["default_headers"] = {**self._config.default_headers, **default_headers}
+            changes["default_headers"] = {**self._config.default_headers,
+                                          **check_headers("default_headers", default_headers)}
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._config = self._config.replace(**changes)

@@ -14,15 +14,18 @@ from typing import Any
 
 import httpx
 from pydantic import ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from ._config import ClientConfig, normalize_timeout
 from ._errors import error_from_status, error_from_transport
 from ._exceptions import APIError, APIResponseValidationError, InvalidRequestError
 from ._keys import redact
+from ._limits import attempt_seconds
 from ._logging import logger
 from ._request import RequestSpec
 from ._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+from ._scrub import scrub_cause
+from ._validation import body_error
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
@@ -55,8 +58,8 @@ class Outcome:
 class Call:
     """State of one logical call across its attempts (retry count, idempotency key, timing)."""
 
-    __slots__ = ("_content", "_headers", "_url", "_url_str", "config", "idle_timeout", "policy", "retries_taken",
-                 "served_by", "spec", "started_at", "timeout")
+    __slots__ = ("_content", "_headers", "_url", "_url_str", "config", "deadline_s", "idle_timeout", "policy",
+                 "retries_taken", "served_by", "spec", "started_at", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec) -> None:
         self.config = config
@@ -69,6 +72,7 @@ class Call:
         self.policy = RetryPolicy(max_retries, config.initial_retry_delay, config.max_retry_delay,
                                   config.max_retry_after)
         self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
+        self.deadline_s = attempt_seconds(self.timeout)  # the whole attempt (non-stream; stream: to headers)
         idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
         if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0):
             raise InvalidRequestError(f"stream_idle_timeout must be seconds > 0 or None, got {idle!r}.",
@@ -84,7 +88,10 @@ class Call:
             url = config.base_url.join(spec.path)
             cached = config.urls[spec.path] = (url, str(url))
         self._url, self._url_str = cached
-        self._content = to_json(spec.body) if spec.body is not None else None
+        try:
+            self._content = to_json(spec.body) if spec.body is not None else None
+        except (PydanticSerializationError, ValueError, TypeError) as exc:
+            raise body_error(spec.body or {}, exc) from None
         headers = config.base_headers.copy()
         if spec.method != "GET":
             headers[IDEMPOTENCY_HEADER] = f"hs-{os.urandom(12).hex()}"
@@ -182,21 +189,22 @@ class Call:
         """Decide on a transport failure (timeout, refused, reset): always retryable."""
         err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
         outcome = self._retry_or_fail(err, True, None)
-        text = str(exc)
-        if redact(text, self.api_key) == text:  # chain the httpx error only when it cannot leak the key
-            outcome.cause = exc
+        outcome.cause = scrub_cause(exc, self.api_key)  # a masked copy: never the raw request or key
         return outcome
 
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
+        failure: str | None = None
         try:
             result = self.spec.parse(response.content)
         except (ValidationError, ValueError) as exc:
+            failure = type(exc).__name__
+        if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.",
+                f"JSON ({failure}). Check that base_url points at an OpenAI-compatible API.",
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
-                body=response.content[:2000].decode("utf-8", "replace"),
-            ) from None
+                body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
+            )
         if hasattr(result, "_request_id"):
             result._request_id = response.headers.get("x-request-id")
             result._retries_taken = self.retries_taken

@@ -14,7 +14,10 @@ from ._call import Call
 from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._exceptions import APIError
 from ._fallback import CircuitBreaker, Fallback
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, Deadline, read_body
+from ._redirects import check_redirect
 from ._request import RequestSpec
+from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
@@ -113,6 +116,8 @@ class Client(BaseClient):
         on_retry: OnRetry | None = None,
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -121,10 +126,12 @@ class Client(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
             http_client=http_client, http_client_type=httpx.Client,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
         config = self._config
         self._pool: LazyPool[httpx.Client] = LazyPool(
-            http_client, lambda: httpx.Client(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
+            http_client, lambda: httpx.Client(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True,
+                                              event_hooks={"response": [check_redirect]}))
         self._bind_resources()
 
     @property
@@ -163,12 +170,10 @@ class Client(BaseClient):
         while True:
             request = call.next_request(http if self._custom_http else None)
             try:
-                response = http.send(request, stream=spec.stream)
-                if spec.stream and response.status_code >= 400:
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
+                deadline = Deadline(call.deadline_s)
+                response = http.send(request, stream=True)
+                if not spec.stream or response.status_code >= 400:  # bounded in size and time
+                    read_body(response, call.config.max_response_bytes, deadline)
             except httpx.RequestError as exc:
                 outcome = call.on_transport_error(exc, request)
             else:

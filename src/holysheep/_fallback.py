@@ -51,8 +51,13 @@ class CircuitBreaker:
         if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, int) or failure_threshold < 1:
             raise InvalidRequestError(f"failure_threshold must be an integer >= 1, got {failure_threshold!r}.",
                                       field="failure_threshold")
-        if cooldown_s < 0:
-            raise InvalidRequestError(f"cooldown_s must be >= 0, got {cooldown_s!r}.", field="cooldown_s")
+        if (isinstance(cooldown_s, bool) or not isinstance(cooldown_s, (int, float)) or not cooldown_s >= 0
+                or cooldown_s == float("inf")):
+            raise InvalidRequestError(f"cooldown_s must be a number of seconds >= 0, got {cooldown_s!r}.",
+                                      field="cooldown_s")
+        if not callable(clock):
+            raise InvalidRequestError(f"clock must be a callable returning seconds, got {type(clock).__name__}.",
+                                      field="clock")
         self.failure_threshold = failure_threshold
         self.cooldown_s = cooldown_s
         self._clock = clock
@@ -150,6 +155,10 @@ class Router:
             max_retry_after=primary.max_retry_after, stream_idle_timeout=primary.stream_idle_timeout,
             default_headers=None, allow_insecure_http=fb.allow_insecure_http, on_retry=primary.on_retry,
         )
+        if not isinstance(fb.models, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in fb.models.items()):
+            raise InvalidRequestError(f"fallbacks[{index}].models must map model names to model names (str to str), "
+                                      f"got {type(fb.models).__name__}.", field=f"fallbacks[{index}].models")
         name = fb.name or urlsplit(fb.base_url).netloc or f"fallback-{index}"
         return Endpoint(name, config, dict(fb.models))
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from ._config import TimeoutTypes
+from ._config import TimeoutTypes, check_headers
 from ._validation import normalize_messages, validate_sampling
 
 __all__ = ["ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
@@ -38,6 +38,11 @@ class ChatParamsNoFormat(TypedDict, total=False):
     stream_options: dict[str, Any]
     user: str
     metadata: dict[str, str]
+    reasoning_effort: str
+    service_tier: str
+    store: bool
+    modalities: list[str]
+    prediction: dict[str, Any]
     # Per-call transport options (not sent in the body)
     extra_body: Mapping[str, Any]
     extra_headers: Mapping[str, str | None]
@@ -53,6 +58,21 @@ class ChatParams(ChatParamsNoFormat, total=False):
 
 
 _TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
+_KNOWN_KEYS = frozenset(ChatParams.__annotations__)
+
+
+def _check_known(params: Mapping[str, Any]) -> None:
+    for key in params:
+        if key not in _KNOWN_KEYS:
+            import difflib
+
+            from ._exceptions import InvalidRequestError
+
+            close = difflib.get_close_matches(str(key).lower(), sorted(_KNOWN_KEYS), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InvalidRequestError(
+                f"create() got an unknown parameter {key!r}.{hint} Send server-specific fields through "
+                f"extra_body={{{key!r}: ...}}.", field=str(key), reason="unknown parameter")
 
 
 @dataclass(frozen=True)
@@ -112,7 +132,10 @@ def build_chat_spec(
         from ._exceptions import InvalidRequestError
 
         raise InvalidRequestError(f"stream must be True or False, got {stream!r}.", field="stream")
+    _check_known(params)
     validate_sampling(model, params)
+    if params.get("extra_headers") is not None:
+        check_headers("extra_headers", params["extra_headers"])
     body: dict[str, Any] = {"model": model, "messages": normalize_messages(messages)}
     for key, value in params.items():
         if key in _TRANSPORT_KEYS or value is None:
