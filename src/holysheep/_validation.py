@@ -126,10 +126,7 @@ def _typed_params(params: Mapping[str, Any]) -> None:
     if (v := params.get("tool_choice")) is not None and not isinstance(v, (str, Mapping)):
         raise _fail("tool_choice", f"must be a string or a dict, got {type(v).__name__}",
                     "Use 'auto', 'none', 'required' or {'type': 'function', 'function': {'name': ...}}.")
-    if (v := params.get("response_format")) is not None and not (
-            isinstance(v, Mapping) or (isinstance(v, type) and issubclass(v, BaseModel))):
-        raise _fail("response_format", f"must be a dict or a pydantic model class, got {type(v).__name__}",
-                    'Use response_format={"type": "json_object"} or a BaseModel subclass.')
+    # response_format is checked where its schema is built (_schema.response_format_for).
     if (v := params.get("logit_bias")) is not None and not (
             isinstance(v, Mapping) and all(isinstance(b, (int, float)) and not isinstance(b, bool)
                                            for b in v.values())):
