@@ -7,8 +7,9 @@ The shells loop: ``request = call.next_request(http)`` → send → ``call.on_re
 from __future__ import annotations
 
 import os
+import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +19,12 @@ from pydantic_core import to_json
 
 from ._config import ClientConfig, normalize_timeout
 from ._errors import error_from_status, error_from_transport
-from ._exceptions import APIError, APIResponseValidationError, InvalidRequestError
+from ._exceptions import APIError, APIResponseValidationError
 from ._keys import redact
 from ._logging import logger
+from ._option_checks import check_idle_timeout, check_max_retries
 from ._request import RequestSpec
-from ._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+from ._retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
@@ -53,31 +55,36 @@ class Outcome:
 
 
 class Call:
-    """State of one logical call across its attempts (retry count, idempotency key, timing)."""
+    """State of one logical call across its attempts (retry count, idempotency key, timing).
 
-    __slots__ = ("_content", "_headers", "_url", "_url_str", "config", "idle_timeout", "policy", "retries_taken",
-                 "served_by", "spec", "started_at", "timeout")
+    It is the only writer of the attempt headers (``x-holysheep-retry-count`` from ``retries_taken``,
+    and one ``idempotency-key`` for every attempt, generated unless given) and the only place that
+    decides whether a failed attempt is retried (through ``is_retryable``), how long to wait, and
+    calls the ``on_retry`` hook. ``served_by`` names the endpoint (``"primary"`` or a fallback);
+    ``rand`` is the jitter source (injectable for tests).
+    """
 
-    def __init__(self, config: ClientConfig, spec: RequestSpec) -> None:
+    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "idle_timeout", "policy",
+                 "retries_taken", "served_by", "spec", "started_at", "timeout")
+
+    def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
+                 idempotency_key: str | None = None, rand: Callable[[], float] = random.random) -> None:
         self.config = config
         self.spec = spec
+        self._rand = rand
         opts = spec.options
         max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InvalidRequestError(f"max_retries must be an integer >= 0, got {max_retries!r}.",
-                                      field="max_retries")
+        check_max_retries(max_retries)
         self.policy = RetryPolicy(max_retries, config.initial_retry_delay, config.max_retry_delay,
                                   config.max_retry_after)
         self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
         idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
-        if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0):
-            raise InvalidRequestError(f"stream_idle_timeout must be seconds > 0 or None, got {idle!r}.",
-                                      field="stream_idle_timeout")
+        check_idle_timeout(idle)
         self.idle_timeout: float | None = float(idle) if idle is not None and spec.stream else None
         if self.idle_timeout is not None:
             t = self.timeout
             self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
-        self.served_by = "primary"
+        self.served_by = served_by
         self.retries_taken = 0
         cached = config.urls.get(spec.path)
         if cached is None:
@@ -87,7 +94,7 @@ class Call:
         self._content = to_json(spec.body) if spec.body is not None else None
         headers = config.base_headers.copy()
         if spec.method != "GET":
-            headers[IDEMPOTENCY_HEADER] = f"hs-{os.urandom(12).hex()}"
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"hs-{os.urandom(12).hex()}"
         else:
             del headers["content-type"]
         if opts.extra_headers:
@@ -147,12 +154,17 @@ class Call:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started_at
 
-    def _retry_or_fail(self, error: APIError, retryable: bool, server_delay: float | None) -> Outcome:
-        if not retryable or self.retries_taken >= self.policy.max_retries:
+    def decide(self, error: APIError, server_delay: float | None = None) -> Outcome:
+        """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.
+
+        Retried when ``is_retryable(error)``, retries are left, and the server's delay (if any) is at
+        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook.
+        """
+        if not is_retryable(error) or self.retries_taken >= self.policy.max_retries:
             return Outcome(error=error)
         if server_delay is not None and server_delay > self.policy.max_retry_after:
             return Outcome(error=error)  # the server wants a long pause: let the caller decide
-        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken)
+        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken, self._rand)
         self.retries_taken += 1
         if logger.isEnabledFor(10):
             logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
@@ -168,7 +180,10 @@ class Call:
         if status < 400:
             if self.spec.stream:
                 return Outcome(value=response)
-            return Outcome(value=self._parse(response))
+            try:
+                return Outcome(value=self._parse(response))
+            except APIResponseValidationError as exc:
+                return self.decide(exc)
         retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
@@ -176,12 +191,12 @@ class Call:
         if logger.isEnabledFor(20):
             logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
                         err.request_id)
-        return self._retry_or_fail(err, status_is_retryable(status, response.headers), retry_after)
+        return self.decide(err, retry_after)
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
         """Decide on a transport failure (timeout, refused, reset): always retryable."""
         err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
-        outcome = self._retry_or_fail(err, True, None)
+        outcome = self.decide(err)
         text = str(exc)
         if redact(text, self.api_key) == text:  # chain the httpx error only when it cannot leak the key
             outcome.cause = exc

@@ -15,6 +15,7 @@ import httpx
 
 from ._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from ._keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
+from ._option_checks import check_max_retries
 from ._version import __version__
 
 __all__ = [
@@ -135,7 +136,7 @@ class ClientConfig:
             if name in changes:
                 _check_non_negative(name, changes[name])
         if "max_retries" in changes:
-            _check_max_retries(changes["max_retries"])
+            check_max_retries(changes["max_retries"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -145,14 +146,6 @@ class ClientConfig:
         return (
             f"ClientConfig(base_url={str(self.base_url)!r}, api_key={mask_key(self.api_key.reveal())!r}, "
             f"max_retries={self.max_retries})"
-        )
-
-
-def _check_max_retries(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidRequestError(
-            f"max_retries must be an integer >= 0, got {value!r}. Use 0 to disable retries.",
-            field="max_retries",
         )
 
 
@@ -206,7 +199,7 @@ def make_config(
             f"Refusing to send the API key over plain http:// to {host!r}, where anyone on the path can read "
             "it. Use https://, or pass allow_insecure_http=True if this network is trusted."
         )
-    _check_max_retries(max_retries)
+    check_max_retries(max_retries)
     for name, value in (
         ("initial_retry_delay", initial_retry_delay),
         ("max_retry_delay", max_retry_delay),

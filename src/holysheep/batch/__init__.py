@@ -18,6 +18,7 @@ from ._results import (
     BatchResults,
     BatchStats,
     BatchSummary,
+    BatchUnfinishedError,
 )
 from ._runner import BatchIterator, BatchOptions
 
@@ -31,6 +32,7 @@ __all__ = [
     "BatchResults",
     "BatchStats",
     "BatchSummary",
+    "BatchUnfinishedError",
     "JsonlReport",
     "PlainProgress",
     "ProgressReporter",

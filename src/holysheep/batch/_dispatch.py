@@ -80,6 +80,9 @@ class Dispatcher(AttemptHandler):
                     if self._tpm is not None:
                         charge = self._estimator.estimate(item.est_tokens)
                         await self._tpm.take(charge)
+                    outage = self._outage.check()
+                    if outage is not None:
+                        self._stop_unfinished(outage, None)
                     if self._abort is None:
                         task = loop.create_task(self._attempt(item, charge))
                         self._tasks.add(task)
@@ -87,7 +90,7 @@ class Dispatcher(AttemptHandler):
                         continue
                     self._limiter.release()
                 assert self._abort is not None
-                self._finalize(item, None, self._abort)
+                self._finalize(item, None, self._unfinished_error(None))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # the input iterable failed: hand its error to the consumer

@@ -15,15 +15,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import APIError, APIStatusError, InvalidRequestError
+from ._options import split_params
 from ._requests import BatchRequest, estimate_tokens, normalize_item
 from ._results import BatchResult, BatchSummary
-from ._runner import BatchIterator, QuotaFn, Send, client_sender
-from ._sync import run_in_private_loop, sync_backend
+from ._runner import BatchIterator
+from ._sync import run_in_private_loop, sync_sender
 
 if TYPE_CHECKING:
     from .._async_client import AsyncClient
     from .._client import Client
+    from .._sender import Sender
 
 __all__ = ["JsonlReport", "arun_jsonl", "error_record", "read_done_ids", "run_jsonl"]
 
@@ -204,18 +207,15 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     return src, dst, report, done, tokens
 
 
-async def _run(send: Send, quota: QuotaFn | None, src: Path, dst: Path, report: JsonlReport, done: set[str],
+async def _run(sender: Sender, src: Path, dst: Path, report: JsonlReport, done: set[str],
                tokens: int, kwargs: dict[str, Any]) -> JsonlReport:
-    from ._api import _split
     from ._progress import make_progress
 
-    progress = kwargs.pop("progress", False)
-    on_result = kwargs.pop("on_result", None)
-    on_progress = kwargs.pop("on_progress", None)
-    options, defaults = _split(kwargs)
+    options, hooks, defaults = split_params(kwargs)
+    on_result, on_progress, progress = hooks.on_result, hooks.on_progress, hooks.progress
     with dst.open("a", encoding="utf-8", newline="\n") as out:
-        it = BatchIterator(send, _requests(src, done, report, defaults), defaults=defaults, options=options,
-                           quota=quota, estimated_tokens=tokens if not done else None,
+        it = BatchIterator(sender, _requests(src, done, report, defaults), defaults=defaults, options=options,
+                           estimated_tokens=tokens if not done else None,
                            total=max(0, report.lines - len(done)), on_result=_Writer(out, report, on_result),
                            on_progress=on_progress, progress=make_progress(progress))
         async with it:
@@ -229,14 +229,11 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
                      overwrite: bool = False, **kwargs: Any) -> JsonlReport:
     """Async :func:`run_jsonl` for an AsyncClient."""
     src, dst, report, done, tokens = _prepare(input_path, output_path, resume, overwrite, _defaults_of(kwargs))
-    send = client_sender(client.chat.completions.create)
-    return await _run(send, client.quota.retrieve, src, dst, report, done, tokens, kwargs)
+    return await _run(client.sender(), src, dst, report, done, tokens, kwargs)
 
 
 def _defaults_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    from ._api import _OPTION_NAMES
-
-    skip = _OPTION_NAMES | {"progress", "on_result", "on_progress"}
+    skip = BATCH_OPTION_NAMES | HOOK_NAMES
     return {k: v for k, v in kwargs.items() if k not in skip and v is not None}
 
 
@@ -254,10 +251,10 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     src, dst, report, done, tokens = _prepare(input_path, output_path, resume, overwrite, _defaults_of(kwargs))
 
     async def main() -> JsonlReport:
-        send, quota, close = await sync_backend(client, concurrency)
+        sender = sync_sender(client, concurrency)
         try:
-            return await _run(send, quota, src, dst, report, done, tokens, kwargs)
+            return await _run(sender, src, dst, report, done, tokens, kwargs)
         finally:
-            await close()
+            await sender.aclose()
 
     return run_in_private_loop(main)

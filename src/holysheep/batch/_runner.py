@@ -18,14 +18,22 @@ from types import TracebackType
 from typing import Any
 
 from .._exceptions import APIError, AuthenticationError, QuotaExceededError
-from .._retry import RetryPolicy
-from ._budget import RetryBudget
+from .._sender import Sender
 from ._dispatch import END, Dispatcher
-from ._limits import AIMDLimiter, PauseGate, TokenBucket, TokenEstimator
-from ._options import BatchOptions, OnResult, QuotaFn, Send, client_sender, is_quota_exhausted
+from ._limits import (
+    AIMDLimiter,
+    Clock,
+    OutageDetector,
+    PauseGate,
+    RetryPace,
+    Sleep,
+    TokenBucket,
+    TokenEstimator,
+)
+from ._options import BatchOptions, OnResult
 from ._results import BatchResult, BatchStats
 
-__all__ = ["BatchIterator", "BatchOptions", "QuotaFn", "Send", "client_sender", "is_quota_exhausted"]
+__all__ = ["BatchIterator", "BatchOptions"]
 
 logger = logging.getLogger("holysheep.batch")
 
@@ -39,38 +47,38 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
 
     def __init__(
         self,
-        send: Send,
+        sender: Sender,
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         defaults: Mapping[str, Any] | None = None,
         options: BatchOptions | None = None,
-        quota: QuotaFn | None = None,
         estimated_tokens: int | None = None,
         total: int | None = None,
         on_result: OnResult | None = None,
         on_progress: Callable[[BatchStats], None] | None = None,
         progress: Any = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         opts = self.options = options or BatchOptions()
-        self._send = send
+        self._sender = sender
         self._defaults = dict(defaults or {})
-        self._defaults.pop("max_retries", None)
         if isinstance(requests, AsyncIterable):
             self._ait = aiter(requests)
             self._it = None
         else:
             self._ait, self._it = None, iter(requests)
-        self._quota, self._estimated = quota, estimated_tokens
+        self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
         self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
         self._limiter = AIMDLimiter(opts.concurrency, adaptive=opts.adaptive)
-        self._rpm = TokenBucket.per_minute(opts.rpm) if opts.rpm else None
-        self._tpm = TokenBucket.per_minute(opts.tpm) if opts.tpm else None
-        self._gate = PauseGate()
-        self._budget = RetryBudget(opts.retry_budget)
+        self._rpm = TokenBucket.per_minute(opts.rpm, clock=clock, sleep=sleep) if opts.rpm else None
+        self._tpm = TokenBucket.per_minute(opts.tpm, clock=clock, sleep=sleep) if opts.tpm else None
+        self._gate = PauseGate(clock=clock, sleep=sleep)
+        self._pace = RetryPace(opts.retry_budget, clock=clock)
+        self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
+                                      window=opts.outage_window, clock=clock)
         self._estimator = TokenEstimator()
-        self._policy = RetryPolicy(opts.max_retries, opts.initial_retry_delay, opts.max_retry_delay,
-                                   opts.max_retry_after)
         self._read_ahead = opts.read_ahead or max(2 * opts.concurrency + 64, 128)
         self._out = asyncio.Queue()
         self._retry_ready = deque()
@@ -79,7 +87,6 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         self._wake = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._abort = None
-        self._consecutive_429 = 0
         self._unfinished = 0
         self._in_memory = 0
         self._exhausted = False
@@ -150,17 +157,17 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         self.stats.started_at = time.monotonic()
         if self._progress is not None:
             self._progress.start(self.stats)
-        if self.options.check_quota and self._quota is not None:
+        if self.options.check_quota:
             try:
-                await self._check_quota(self._quota)
+                await self._check_quota()
             except BaseException:
                 self._finish()
                 raise
         self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
 
-    async def _check_quota(self, quota: QuotaFn) -> None:
+    async def _check_quota(self) -> None:
         try:
-            info = await quota()
+            info = await self._sender.quota()
         except AuthenticationError as exc:
             self._stop(exc, "authentication failed (HTTP 401)")
             return
