@@ -19,7 +19,7 @@ from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import APIError, APIStatusError, InvalidRequestError
 from ._options import split_params
 from ._requests import BatchRequest, estimate_tokens, normalize_item
-from ._results import BatchResult, BatchSummary
+from ._results import BatchResult, BatchSummary, BatchUnfinishedError
 from ._runner import BatchIterator
 from ._sync import run_in_private_loop, sync_sender
 
@@ -181,7 +181,9 @@ class _Writer:
         else:
             error = result.error
             assert error is not None
-            if result.attempts == 0 and (isinstance(error, APIStatusError) and error.status_code in (401, 402, 429)):
+            stopped_unsent = result.attempts == 0 and isinstance(error, APIStatusError) \
+                and error.status_code in (401, 402, 429)
+            if stopped_unsent or isinstance(error, BatchUnfinishedError):
                 report.not_run += 1  # the batch stopped before sending it: leave it for --resume
                 return
             self.out.write(json.dumps({"custom_id": result.custom_id, "error": error_record(error)}) + "\n")
