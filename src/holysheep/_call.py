@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ._config import ClientConfig, normalize_timeout
-from ._errors import error_from_status, error_from_transport
+from ._error_mapping import error_from_status, error_from_transport
 from ._exceptions import APIError, APIResponseValidationError
 from ._keys import redact
 from ._logging import logger
