@@ -7,7 +7,7 @@ which sits above the clients, imports it and not the other way round.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from ._request import ChatParams
 
@@ -19,7 +19,9 @@ class BatchParams(ChatParams, total=False):
 
     - ``model``: default model for items that do not name one.
     - ``concurrency``: most requests in flight (default 16).
-    - ``rpm`` / ``tpm``: requests / estimated tokens per minute, or None (default: no pacing).
+    - ``rpm`` / ``tpm``: requests / estimated tokens per minute; ``"auto"`` (the default) follows the
+      limits the server announces in ``x-ratelimit-*`` headers (no pacing while it sends none); None
+      turns pacing off.
     - ``max_retries``: retries per item (default: the client's ``max_retries``).
     - ``retry_budget``: share of extra requests retries may add before they are paced (default 0.2;
       None: no pacing). Retries over the share wait their turn; they are never refused.
@@ -37,8 +39,8 @@ class BatchParams(ChatParams, total=False):
 
     model: str
     concurrency: int
-    rpm: Union[float, None]
-    tpm: Union[float, None]
+    rpm: Union[float, Literal["auto"], None]
+    tpm: Union[float, Literal["auto"], None]
     retry_budget: Union[float, None]
     adaptive: bool
     outage_after_s: float

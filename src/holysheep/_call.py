@@ -65,7 +65,7 @@ class Call:
     """
 
     __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "idle_timeout", "policy",
-                 "retries_taken", "served_by", "spec", "started_at", "timeout")
+                 "response_headers", "retries_taken", "served_by", "spec", "started_at", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
                  idempotency_key: str | None = None, rand: Callable[[], float] = random.random) -> None:
@@ -85,6 +85,7 @@ class Call:
             t = self.timeout
             self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
         self.served_by = served_by
+        self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
         self.retries_taken = 0
         cached = config.urls.get(spec.path)
         if cached is None:
@@ -177,6 +178,7 @@ class Call:
     def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
         """Decide on a response. For non-stream calls the body must already be read."""
         status = response.status_code
+        self.response_headers = response.headers
         if status < 400:
             if self.spec.stream:
                 return Outcome(value=response)

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from .._call import Outcome
@@ -18,12 +19,19 @@ from .._exceptions import APIError, APIStatusError, AuthenticationError, Invalid
 from .._retry import RetryPolicy, is_quota_exhausted, is_retryable
 from .._sender import Sender
 from ..types.chat import ChatCompletion
-from ._limits import AIMDLimiter, OutageDetector, PauseGate, RetryPace, TokenBucket, TokenEstimator
+from ._limits import AIMDLimiter, Clock, OutageDetector, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from ._options import BatchOptions
 from ._requests import BatchRequest
 from ._results import BatchResult, BatchStats, BatchUnfinishedError
+from ._server_limits import read_limits
 
-__all__ = ["AttemptHandler"]
+__all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "AttemptHandler"]
+
+LEARNED_SHARE = 0.98
+"""Share of a server-announced limit the batch paces at (a margin for clock skew between the two)."""
+LEARNED_BURST_S = 0.2
+"""Burst of a learned bucket, in seconds of its rate: small, because requests sent at once can reach the
+server together with later ones (connection set-up), and the server's own bucket does not know that."""
 
 logger = logging.getLogger("holysheep.batch")
 
@@ -41,6 +49,7 @@ class AttemptHandler:
     stats: BatchStats
     _sender: Sender
     _limiter: AIMDLimiter
+    _rpm: TokenBucket | None
     _tpm: TokenBucket | None
     _gate: PauseGate
     _pace: RetryPace
@@ -52,6 +61,10 @@ class AttemptHandler:
     _wake: asyncio.Event | None
     _abort: BaseException | None
     _unfinished: int
+    _probe: asyncio.Event | None
+    _auto: bool
+    _clock: Clock
+    _sleep: Sleep
 
     def _poke(self) -> None:
         if self._wake is not None:
@@ -88,7 +101,12 @@ class AttemptHandler:
         except asyncio.CancelledError:
             limiter.release()
             raise
+        finally:
+            if self._probe is not None:
+                self._probe.set()
         limiter.release()
+        if self._auto:
+            self._learn(plan.call.response_headers)
         delay = plan.after(outcome)
         if outcome.error is None:
             self._on_success(item, plan.result(), charge)
@@ -96,6 +114,27 @@ class AttemptHandler:
         if self._tpm is not None and charge:
             self._tpm.adjust(charge)
         self._on_error(item, outcome, delay, epoch)
+
+    def _learn(self, headers: Mapping[str, str] | None) -> None:
+        """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the
+        first reply says remains; a new bucket when the limit changes)."""
+        limits = read_limits(headers)
+        if limits is None:
+            return
+        first = self._probe is not None and self.stats.learned_rpm is None and self.stats.learned_tpm is None
+        opts, stats = self.options, self.stats
+        if opts.rpm == "auto" and limits.limit_requests and limits.limit_requests != stats.learned_rpm:
+            self._rpm = self._learned_bucket(limits.limit_requests, limits.remaining_requests, first)
+            stats.learned_rpm = limits.limit_requests
+        if opts.tpm == "auto" and limits.limit_tokens and limits.limit_tokens != stats.learned_tpm:
+            self._tpm = self._learned_bucket(limits.limit_tokens, limits.remaining_tokens, first)
+            stats.learned_tpm = limits.limit_tokens
+
+    def _learned_bucket(self, limit: float, remaining: float | None, first: bool) -> TokenBucket:
+        bucket = TokenBucket.per_minute(limit * LEARNED_SHARE, LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
+        if first and remaining is not None:
+            bucket.level = min(bucket.level, remaining)
+        return bucket
 
     def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
         self._outage.record(True)

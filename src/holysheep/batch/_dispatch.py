@@ -87,6 +87,8 @@ class Dispatcher(AttemptHandler):
                         task = loop.create_task(self._attempt(item, charge))
                         self._tasks.add(task)
                         task.add_done_callback(self._tasks.discard)
+                        if self._probe is not None:  # rpm/tpm="auto": learn the limits from one reply first
+                            await self._probe.wait()
                         continue
                     self._limiter.release()
                 assert self._abort is not None

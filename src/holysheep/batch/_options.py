@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import InvalidRequestError
@@ -22,8 +22,8 @@ class BatchOptions:
     """How a batch runs (see ``BatchParams`` for the meaning of each field). Checked on construction."""
 
     concurrency: int = 16
-    rpm: float | None = None
-    tpm: float | None = None
+    rpm: float | Literal["auto"] | None = "auto"
+    tpm: float | Literal["auto"] | None = "auto"
     retry_budget: float | None = 0.2
     adaptive: bool = True
     outage_after_s: float = 60.0
@@ -36,8 +36,8 @@ class BatchOptions:
 
     def __post_init__(self) -> None:
         check_int(self.concurrency, "concurrency", 1)
-        check_positive_or_none(self.rpm, "rpm")
-        check_positive_or_none(self.tpm, "tpm")
+        check_positive_or_none(self.rpm, "rpm", allow=("auto",))
+        check_positive_or_none(self.tpm, "tpm", allow=("auto",))
         if self.retry_budget is not None:
             check_non_negative(self.retry_budget, "retry_budget")
         check_non_negative(self.outage_after_s, "outage_after_s")

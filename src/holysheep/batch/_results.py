@@ -100,6 +100,8 @@ class BatchStats:
     paused_s: float = 0.0
     budget_denied: int = 0
     retries_paced: int = 0
+    learned_rpm: float | None = None
+    learned_tpm: float | None = None
     stop_reason: str | None = None
     errors: Counter[str] = field(default_factory=Counter)
 

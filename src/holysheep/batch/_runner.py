@@ -72,8 +72,11 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
         self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
         self._limiter = AIMDLimiter(opts.concurrency, adaptive=opts.adaptive)
-        self._rpm = TokenBucket.per_minute(opts.rpm, clock=clock, sleep=sleep) if opts.rpm else None
-        self._tpm = TokenBucket.per_minute(opts.tpm, clock=clock, sleep=sleep) if opts.tpm else None
+        self._clock, self._sleep = clock, sleep
+        self._rpm = self._bucket(opts.rpm)
+        self._tpm = self._bucket(opts.tpm)
+        self._auto = opts.rpm == "auto" or opts.tpm == "auto"
+        self._probe: asyncio.Event | None = None  # auto: the first response's headers come before the rest
         self._gate = PauseGate(clock=clock, sleep=sleep)
         self._pace = RetryPace(opts.retry_budget, clock=clock)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
@@ -152,8 +155,15 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
             progress, self._progress = self._progress, None
             progress.close(self.stats)
 
+    def _bucket(self, limit: float | str | None) -> TokenBucket | None:
+        if limit is None or isinstance(limit, str):
+            return None
+        return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
+
     async def _start(self) -> None:
         self._wake = asyncio.Event()
+        if self._auto:
+            self._probe = asyncio.Event()
         self.stats.started_at = time.monotonic()
         if self._progress is not None:
             self._progress.start(self.stats)
