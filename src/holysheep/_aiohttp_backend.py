@@ -87,7 +87,7 @@ class AiohttpBackend:
 
     async def send(self, call: Call) -> httpx.Response | RawResponse:
         """Begin and send the call's next attempt. A 2xx non-stream reply comes back as a light
-        :class:`RawResponse`; 2xx streams and errors (read in full) as ``httpx.Response``."""
+        ``RawResponse``; 2xx streams and errors (read in full) as ``httpx.Response``."""
         import asyncio
 
         call.begin_attempt()

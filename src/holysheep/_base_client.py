@@ -52,7 +52,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
 
 
 class BaseClient:
-    """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
+    """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
 
     _config: ClientConfig
     _owns_http: bool

@@ -8,6 +8,7 @@ aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(
 
 from __future__ import annotations
 
+from ._iterator import BatchIterator, BatchOptions
 from ._jsonl import JsonlReport, arun_jsonl, run_jsonl
 from ._progress import PlainProgress, ProgressReporter, RichProgress
 from ._results import (
@@ -20,7 +21,6 @@ from ._results import (
     BatchSummary,
     BatchUnfinishedError,
 )
-from ._runner import BatchIterator, BatchOptions
 
 __all__ = [
     "BatchCancelledError",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._iterator import BatchIterator
 from ._options import check_requests, split_params
 from ._progress import make_progress
 from ._requests import estimate_tokens, normalize_item
 from ._results import BatchCancelledError, BatchInterrupted, BatchResult, BatchResults, BatchStats
-from ._runner import BatchIterator
 from ._sync import run_in_private_loop, sync_sender
 
 if TYPE_CHECKING:

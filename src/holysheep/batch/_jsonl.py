@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import APIError, APIStatusError, InvalidRequestError
+from ._iterator import BatchIterator
 from ._options import split_params
 from ._requests import BatchRequest, estimate_tokens, normalize_item
 from ._results import BatchResult, BatchSummary, BatchUnfinishedError
-from ._runner import BatchIterator
 from ._sync import run_in_private_loop, sync_sender
 
 if TYPE_CHECKING:

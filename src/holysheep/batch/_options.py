@@ -1,4 +1,4 @@
-"""Batch options: :class:`BatchOptions` (checked before any request) and splitting ``BatchParams``."""
+"""Batch options: ``BatchOptions`` (checked before any request) and splitting ``BatchParams``."""
 
 from __future__ import annotations
 
