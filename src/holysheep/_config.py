@@ -16,6 +16,7 @@ import httpx
 from ._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from ._keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
 from ._limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
+from ._option_checks import check_max_retries
 from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._version import __version__
 
@@ -219,7 +220,7 @@ class ClientConfig:
             if name in changes:
                 _check_non_negative(name, changes[name])
         if "max_retries" in changes:
-            _check_max_retries(changes["max_retries"])
+            check_max_retries(changes["max_retries"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -229,14 +230,6 @@ class ClientConfig:
         return (
             f"ClientConfig(base_url={str(self.base_url)!r}, api_key={mask_key(self.api_key.reveal())!r}, "
             f"max_retries={self.max_retries})"
-        )
-
-
-def _check_max_retries(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidRequestError(
-            f"max_retries must be an integer >= 0, got {value!r}. Use 0 to disable retries.",
-            field="max_retries",
         )
 
 
@@ -297,7 +290,7 @@ def make_config(
                                   f"{type(on_retry).__name__}.", field="on_retry")
     check_limit("max_response_bytes", max_response_bytes)
     check_limit("max_sse_event_bytes", max_sse_event_bytes)
-    _check_max_retries(max_retries)
+    check_max_retries(max_retries)
     for name, value in (
         ("initial_retry_delay", initial_retry_delay),
         ("max_retry_delay", max_retry_delay),

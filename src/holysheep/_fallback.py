@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import ClientConfig, make_config
-from ._exceptions import APIConnectionError, APIError, APIStatusError, InvalidRequestError
+from ._exceptions import APIError, InvalidRequestError
 from ._logging import logger
 from ._request import RequestSpec
-from ._retry import status_is_retryable
+from ._retry import is_retryable
 
 __all__ = ["CircuitBreaker", "Endpoint", "Fallback", "Router"]
 
@@ -126,13 +126,9 @@ class Endpoint:
 
 
 def may_fall_back(err: APIError) -> bool:
-    """Retryable failures move on to the next endpoint; the caller's own errors never do."""
-    if isinstance(err, APIConnectionError):
-        return True
-    if isinstance(err, APIStatusError):
-        headers = err.response.headers if err.response is not None else {}
-        return status_is_retryable(err.status_code, headers)
-    return False
+    """Retryable failures (the one ``is_retryable`` rule) move on to the next endpoint; the caller's own
+    errors, and exhausted quota, never do."""
+    return is_retryable(err)
 
 
 class Router:
@@ -162,7 +158,7 @@ class Router:
         name = fb.name or urlsplit(fb.base_url).netloc or f"fallback-{index}"
         return Endpoint(name, config, dict(fb.models))
 
-    def plan(self) -> list[Endpoint]:
+    def endpoints(self) -> list[Endpoint]:
         """Endpoints to try for one call, in order (the primary is skipped while its circuit is open)."""
         if self.breaker.allow():
             return [self.primary, *self.fallbacks]

@@ -59,6 +59,8 @@ class ChatParams(ChatParamsNoFormat, total=False):
 
 _TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
 _KNOWN_KEYS = frozenset(ChatParams.__annotations__)
+CHAT_PARAM_NAMES = _KNOWN_KEYS
+"""The optional keyword arguments ``create()`` accepts (the batch checks its defaults against them)."""
 
 
 def _check_known(params: Mapping[str, Any]) -> None:

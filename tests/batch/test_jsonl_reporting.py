@@ -223,7 +223,7 @@ def test_ctrl_c_in_a_sync_batch_exits_130(tmp_path: Path) -> None:
         proc = _run_script(tmp_path, f"""
             from holysheep import Client
             with Client(base_url={server.url!r}) as client:
-                client.chat.completions.batch(["a", "b", "c"], model={MODEL!r})
+                client.chat.completions.batch(["a", "b", "c"], model={MODEL!r}, rpm=None, tpm=None)
         """, env=env)
         deadline = time.monotonic() + 30
         while len(chat_requests(server)) < 3 and time.monotonic() < deadline:

@@ -214,7 +214,7 @@ FIELD_CASES: list[tuple[str, Callable[[], object], str, str]] = [
     ("client: max_response_bytes 0", _client(max_response_bytes=0), "max_response_bytes", ">= 1"),
     ("client: max_response_bytes str", _client(max_response_bytes="64MB"), "max_response_bytes", "integer"),
     ("client: max_sse_event_bytes -5", _client(max_sse_event_bytes=-5), "max_sse_event_bytes", ">= 1"),
-    ("async: http_backend unknown", _async_client(http_backend="curl"), "http_backend", "'httpx' or 'aiohttp'"),
+    ("async: http_backend unknown", _async_client(http_backend="curl"), "http_backend", "'aiohttp', 'httpx'"),
     ("async: sync http_client", _async_client(http_client=httpx.Client()), "http_client", "AsyncClient"),
     # circuit breaker and fallbacks
     ("breaker: cooldown_s str", _breaker(cooldown_s="x"), "cooldown_s", ">= 0"),

@@ -53,15 +53,17 @@ def test_sync_batch_parses_good_items_repairs_fixable_and_types_the_failure() ->
     bad = results[2]
     assert not bad.ok and isinstance(bad.error, StructuredOutputError)
     assert bad.error.attempts == 2 and bad.error.raw_text == "not json"
-    assert bad.attempts == 1  # one batch attempt: the re-ask is not a retry
+    assert bad.attempts == 2  # requests sent for the item: the first reply and one re-ask (not a retry)
     counts = {p: first_prompts(server).count(p) for p in PROMPTS}
     assert counts == {"good 1": 1, "fixable": 2, "bad": 2, "good 2": 1, "good 3": 1}
-    assert results.stats.requests == 5 and results.stats.retries == 0
+    assert results.stats.requests == 7 and results.stats.retries == 0  # every request sent, re-asks included
     fixed = results[1].response
     assert fixed is not None and fixed.usage is not None
     assert fixed.usage.total_tokens == sum(a.usage.total_tokens for a in fixed.attempts if a.usage is not None)
     ok_tokens = sum(r.response.usage.prompt_tokens for r in results if r.response and r.response.usage)
-    assert results.stats.prompt_tokens == ok_tokens
+    bad_usage = bad.error.completion.usage  # summed over the failed item's two replies
+    assert bad_usage is not None
+    assert results.stats.prompt_tokens == ok_tokens + bad_usage.prompt_tokens  # what was spent, failures too
     keys = [r.headers["idempotency-key"] for r in chat(server) if r.body["messages"][0]["content"] == "fixable"]
     assert keys[1] == keys[0] + "-repair1"
 

@@ -16,7 +16,6 @@ the sync one through `_stream_sync` (see there why).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
 import threading
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic_core import to_json
 
+from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import APIError, InvalidRequestError
 from ._jsonl_input import InputLine, check_paths, read_lines, scan_input
 from ._jsonl_output import OutputLock, PriorResult, compact_output, read_output
@@ -49,7 +49,6 @@ _TYPES = {
     "APIResponseValidationError": "invalid_response",
     "BatchCancelledError": "cancelled",
 }
-_HOOKS = ("progress", "on_result", "on_progress")
 
 
 @dataclass
@@ -181,12 +180,11 @@ def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterato
         yield line.item
 
 
-def _split(batch_method: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(batch options, create() defaults): the named parameters of `batch(...)` are options, except `model`."""
-    named = {name for name, p in inspect.signature(batch_method).parameters.items()
-             if p.kind is not inspect.Parameter.VAR_KEYWORD} - {"requests", "model"}
-    options = {k: v for k, v in kwargs.items() if k in named and k not in _HOOKS}
-    defaults = {k: v for k, v in kwargs.items() if k not in named and k not in _HOOKS and v is not None}
+def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(batch options, create() defaults): `BatchParams`' engine options, and the rest but the hooks."""
+    options = {k: v for k, v in kwargs.items() if k in BATCH_OPTION_NAMES}
+    defaults = {k: v for k, v in kwargs.items()
+                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and v is not None}
     return options, defaults
 
 
@@ -218,21 +216,21 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
     `KeyboardInterrupt` after the lines already finished are written.
     """
     from ._api import iterator_for
-    from ._sync import run_in_private_loop, sync_backend
+    from ._sync import run_in_private_loop, sync_sender
 
     concurrency = options.get("concurrency", 16)
+    params = {**options, "progress": progress, "on_result": on_result, "on_progress": on_progress}
 
     async def main() -> BatchSummary:
-        send, quota, close = await sync_backend(client, concurrency if isinstance(concurrency, int) else 16)
+        sender = sync_sender(client, concurrency if isinstance(concurrency, int) else 16)
         try:
-            it = iterator_for(send, quota, items, dict(options), progress=progress, on_result=on_result,
-                              on_progress=on_progress, total=total, estimated_tokens=estimated_tokens)
+            it = iterator_for(sender, items, params, total=total, estimated_tokens=estimated_tokens)
             async with it:
                 async for _ in it:
                     pass
             return BatchSummary.from_stats(it.stats, it.stats.done)
         finally:
-            await close()
+            await sender.aclose()
 
     return run_in_private_loop(main)
 
@@ -252,7 +250,7 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     Memory stays flat: results are written as they complete and not kept.
     """
     kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm)
-    options, defaults = _split(client.chat.completions.batch, kwargs)
+    options, defaults = _split(kwargs)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
@@ -270,7 +268,7 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
 async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
                      overwrite: bool = False, **kwargs: Any) -> JsonlReport:
     """Async `run_jsonl` for an `AsyncClient` (same arguments)."""
-    options, defaults = _split(client.chat.completions.batch_iter, kwargs)
+    options, defaults = _split(kwargs)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         progress = make_progress(kwargs.get("progress", False))

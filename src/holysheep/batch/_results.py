@@ -19,11 +19,24 @@ __all__ = [
     "BatchResults",
     "BatchStats",
     "BatchSummary",
+    "BatchUnfinishedError",
 ]
 
 
 class BatchCancelledError(HolySheepError):
     """The error of an item that did not finish because the batch was cancelled (Ctrl-C, task cancel)."""
+
+
+class BatchUnfinishedError(HolySheepError):
+    """The error of an item that was never finished because the batch stopped (an outage, a 401, exhausted
+    quota, or a server asking to wait longer than ``max_pause_s``). The item itself may be fine: run it
+    again later (``holysheep batch --resume`` re-runs such lines). ``stop_reason`` says why; ``last_error``
+    is the item's own last error, if it had one."""
+
+    def __init__(self, message: str, *, stop_reason: str, last_error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+        self.last_error = last_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +106,9 @@ class BatchStats:
     pauses: int = 0
     paused_s: float = 0.0
     budget_denied: int = 0
+    retries_paced: int = 0
+    learned_rpm: float | None = None
+    learned_tpm: float | None = None
     stop_reason: str | None = None
     errors: Counter[str] = field(default_factory=Counter)
 

@@ -52,6 +52,7 @@ class FakeServer(EndpointHandler):
         quota_reset_at: str | int | None = None,
         enforce_quota: bool = False,
         max_recorded: int | None = None,
+        rpm_limit: float | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.api_key = api_key if api_key is not None else new_api_key()
@@ -65,6 +66,9 @@ class FakeServer(EndpointHandler):
         self.strict_models = strict_models
         self.quota_limit, self.quota_used, self.quota_reset_at = quota_limit, quota_used, quota_reset_at
         self.enforce_quota = enforce_quota
+        self.rpm_limit = rpm_limit  # enforced on chat completions with x-ratelimit-* headers (one-second burst)
+        self._rpm_level = rpm_limit / 60.0 if rpm_limit else 0.0
+        self._rpm_stamp = time.monotonic()
         self.in_flight = self.max_in_flight = 0
         self.open_connections = self.connections_total = 0
         self._requests = deque(maxlen=max_recorded)
