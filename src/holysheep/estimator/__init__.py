@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._architecture import Architecture, WeightMatrix, dtype_bytes
 from ._catalog import CatalogEntry, catalog_entry, get_architecture, list_models
+from ._hf import ArchitectureWarning, UnsupportedArchitectureError
 from ._inference import InferenceEstimate, estimate_inference_memory
 from ._quant import QuantSpec, list_quants, quant_spec, weight_bytes
 from ._training import TrainingEstimate, estimate_training_memory
@@ -19,10 +20,12 @@ from ._vllm import VLLM_PROFILES, VLLMCapacity, VLLMProfile
 __all__ = [
     "VLLM_PROFILES",
     "Architecture",
+    "ArchitectureWarning",
     "CatalogEntry",
     "InferenceEstimate",
     "QuantSpec",
     "TrainingEstimate",
+    "UnsupportedArchitectureError",
     "VLLMCapacity",
     "VLLMProfile",
     "WeightMatrix",
