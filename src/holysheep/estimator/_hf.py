@@ -112,16 +112,17 @@ def _req(cfg: Mapping[str, Any], *keys: str) -> int:
     )
 
 
-def _meaningful(key: str, value: Any) -> bool:
+def _meaningful(key: str, value: Any, mt: str) -> bool:
     if key == "layer_types":
-        return isinstance(value, (list, tuple)) and any(t not in _LAYER_KINDS for t in value)
+        kinds = (*_LAYER_KINDS, "chunked_attention") if mt == "llama4_text" else _LAYER_KINDS
+        return isinstance(value, (list, tuple)) and any(t not in kinds for t in value)
     return value not in (None, 0, False, "", [], {}, ())
 
 
 def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
     """Raise when ``cfg`` carries layout fields that family ``mt`` (None: unknown) does not map."""
     handled = _HANDLED.get(mt, frozenset())
-    stray = [k for k in (*_LAYOUT_FIELDS, "layer_types") if k not in handled and _meaningful(k, cfg.get(k))]
+    stray = [k for k in (*_LAYOUT_FIELDS, "layer_types") if k not in handled and _meaningful(k, cfg.get(k), mt)]
     if not stray:
         return
     what = f"model_type {mt!r}" if mt in _HANDLED else f"unmapped model_type {mt!r}"
@@ -212,6 +213,9 @@ def _llama4_text(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
         rope = cfg.get("no_rope_layers")
         if not isinstance(rope, (list, tuple)) or len(rope) != n:
             rope = [int((i + 1) % 4 != 0) for i in range(n)]
+        kinds = cfg.get("layer_types")
+        if isinstance(kinds, (list, tuple)) and len(kinds) == n:
+            rope = [int(t == "chunked_attention") for t in kinds]
         kw["sliding_window"] = int(chunk)
         kw["sliding_window_layers"] = tuple(i for i, uses_rope in enumerate(rope) if uses_rope)
 
