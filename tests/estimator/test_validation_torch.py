@@ -183,3 +183,24 @@ def test_installed_transformers_knows_every_mapped_model_type() -> None:
 
     for mt in supported_model_types():
         assert mt in transformers.CONFIG_MAPPING, mt
+
+
+KV_CONFIGS = {
+    "gemma3_text": dict(_SMALL, num_hidden_layers=7, intermediate_size=96, head_dim=32, sliding_window=5),
+    "gpt_oss": dict(_SMALL, intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, head_dim=16,
+                    sliding_window=5, layer_types=["sliding_attention", "full_attention"] * 2),
+    "qwen3_moe": dict(_SMALL, intermediate_size=96, moe_intermediate_size=40, num_experts=8, num_experts_per_tok=2,
+                      head_dim=32),
+    "llama4_text": dict(_SMALL, intermediate_size=48, intermediate_size_mlp=96, num_local_experts=4,
+                        num_experts_per_tok=1, head_dim=16, interleave_moe_layer_step=2, attention_chunk_size=5),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(KV_CONFIGS))
+def test_kv_cache_bytes_match_new_families(model_type: str) -> None:
+    """Sliding (Gemma 3, gpt-oss) and chunked (Llama 4 RoPE layers) caches hold window - 1 tokens."""
+    cfg = transformers.AutoConfig.for_model(model_type, **KV_CONFIGS[model_type])
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    arch = Architecture.from_hf_config(cfg.to_dict())
+    for tokens in (3, 12):
+        assert _cache_bytes(model, tokens, 2) == arch.kv_cache_bytes(tokens, 2, "fp32")
