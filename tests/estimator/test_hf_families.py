@@ -140,3 +140,15 @@ def test_moe_active_params_match_the_model_card(name: str) -> None:
     active = arch.num_active_params
     no_embedding = active - arch.vocab_size * arch.hidden_size  # gpt-oss's card leaves the input table out
     assert min(abs(active - ref), abs(no_embedding - ref)) <= 0.02 * ref
+
+
+def test_sparse_gemma3_hub_config_uses_the_text_config_defaults() -> None:
+    # google/gemma-3-4b-it config.json lists only the text fields that differ from Gemma3TextConfig's defaults
+    hub = {"model_type": "gemma3", "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+                                                   "model_type": "gemma3_text", "num_hidden_layers": 34,
+                                                   "sliding_window": 1024},
+           "vision_config": {"model_type": "siglip_vision_model"}}
+    with pytest.warns(ArchitectureWarning):
+        arch = Architecture.from_hf_config(hub)
+    assert arch.num_params == get_architecture("Gemma-3-4B").num_params == 3_880_263_168
+    assert arch.kv_cache_bytes_per_token("bf16") == get_architecture("Gemma-3-4B").kv_cache_bytes_per_token("bf16")

@@ -98,6 +98,19 @@ _HANDLED: dict[str, frozenset[str]] = {
 }
 # Multimodal wrappers whose ``text_config`` is a mapped decoder: only the decoder is counted.
 _TEXT_OF = {"llama4": "llama4_text", "gemma3": "gemma3_text", "mistral3": "mistral"}
+# The hub's gemma-3 config.json files list only the text fields that differ from transformers'
+# Gemma3TextConfig defaults; these are those defaults (transformers 4.57 configuration_gemma3.py).
+_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+}
 
 
 def _req(cfg: Mapping[str, Any], *keys: str) -> int:
@@ -279,6 +292,8 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, A
     if mt in _TEXT_OF and isinstance(cfg.get("text_config"), Mapping):
         text = dict(cfg["text_config"])
         text.setdefault("model_type", _TEXT_OF[mt])
+        for k, v in _TEXT_DEFAULTS.get(str(text["model_type"]), {}).items():
+            text.setdefault(k, v)
         for k in ("tie_word_embeddings", "_name_or_path"):
             if k in cfg and k not in text:
                 text[k] = cfg[k]
