@@ -98,7 +98,7 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("param: max_tokens 0", _create(max_tokens=0), InvalidRequestError, ">= 1"),
     ("param: n 0", _create(n=0), InvalidRequestError, ">= 1"),
     ("param: stop dict", _create(stop={"a": 1}), InvalidRequestError, "list of strings"),
-    ("param: timeout -1", _create(timeout=-1), InvalidRequestError, ">= 0"),
+    ("param: timeout -1", _create(timeout=-1), InvalidRequestError, "> 0 seconds"),
     ("param: model empty", _create(model=""), InvalidRequestError, "non-empty"),
     # estimator
     ("estimator: unknown model", _est(model="llama-9000"), UnknownModelError, "list_models"),

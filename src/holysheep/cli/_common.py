@@ -10,7 +10,20 @@ from ._output import api_key_in_use
 if TYPE_CHECKING:
     from .. import Client
 
-__all__ = ["add_connection_options", "make_client"]
+__all__ = ["add_connection_options", "make_client", "positive_seconds"]
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type`` for ``--timeout``: a number of seconds > 0 (0 would fail every request)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if value <= 0 or math.isnan(value) or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text!r}: no request can finish in that time")
+    return value
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:

@@ -340,7 +340,7 @@ def chat_endpoint(
         msg = "'messages' must be a non-empty array."
         return error_response(400, msg, "invalid_request_error", None, "messages"), 0
     if strict_models and model not in models:
-        return _unknown_model(model), 0
+        return _unknown_model(model, models), 0
     if quota_exhausted:
         msg = "You exceeded your current quota, please check your plan and billing details."
         return error_response(429, msg, "insufficient_quota", "insufficient_quota"), 0
@@ -352,8 +352,9 @@ def chat_endpoint(
     return Response(200, chat_completion(body, reply, model)), tokens
 
 
-def _unknown_model(model_id: str) -> Response:
-    msg = f"The model `{model_id}` does not exist or you do not have access to it."
+def _unknown_model(model_id: str, models: Mapping[str, str]) -> Response:
+    served = ", ".join(f"`{name}`" for name in models)
+    msg = f"The model `{model_id}` does not exist or you do not have access to it. Served models: {served}."
     return error_response(404, msg, "invalid_request_error", "model_not_found", "model")
 
 
@@ -362,5 +363,5 @@ def model_endpoint(model_id: str, models: Mapping[str, str]) -> Response:
     return (
         Response(200, model_object(model_id, models[model_id]))
         if model_id in models
-        else _unknown_model(model_id)
+        else _unknown_model(model_id, models)
     )
