@@ -228,7 +228,17 @@ class AsyncClient(BaseClient):
             if outcome.error is not None:
                 raise outcome.error from outcome.cause
             if spec.stream:
-                return AsyncStream(outcome.value, call)
+                stream: AsyncStream[Any] = AsyncStream(outcome.value, call)
+                empty = await stream._prime()  # a stream that ends before its first event lost nothing: retry it
+                if empty is None:
+                    return stream
+                outcome = call.on_empty_stream(empty)
+                if outcome.retry:
+                    import asyncio
+
+                    await asyncio.sleep(outcome.delay)
+                    continue
+                raise empty
             return outcome.value
 
     async def aclose(self) -> None:

@@ -187,6 +187,11 @@ class Call:
             outcome.cause = exc
         return outcome
 
+    def on_empty_stream(self, error: APIError) -> Outcome:
+        """Decide on a 2xx stream that ended before its first event: nothing arrived, so retry it like a
+        connection error (and, after the retries, let the router fall back)."""
+        return self._retry_or_fail(error, True, None)
+
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
         try:
             result = self.spec.parse(response.content)

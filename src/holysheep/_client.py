@@ -178,7 +178,15 @@ class Client(BaseClient):
             if outcome.error is not None:
                 raise outcome.error from outcome.cause
             if spec.stream:
-                return Stream(outcome.value, call)
+                stream: Stream[Any] = Stream(outcome.value, call)
+                empty = stream._prime()  # a stream that ends before its first event lost nothing: retry it
+                if empty is None:
+                    return stream
+                outcome = call.on_empty_stream(empty)
+                if outcome.retry:
+                    time.sleep(outcome.delay)
+                    continue
+                raise empty
             return outcome.value
 
     def close(self) -> None:
