@@ -90,3 +90,49 @@ def test_mock_server_accepts_any_model_by_default() -> None:
     assert reply.choices[0].message.content == "y"
 
 
+
+
+def _jsonl(path: object, n: int) -> None:
+    import json
+    from pathlib import Path
+
+    Path(str(path)).write_text("".join(
+        json.dumps({"custom_id": f"r{i}", "messages": [{"role": "user", "content": f"m{i}"}]}) + "\n"
+        for i in range(n)))
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_batch_takes_shared_options_before_or_after(cli: Runner, server: FakeServer, tmp_path: object,
+                                                    where: str) -> None:
+    from pathlib import Path
+
+    src, out = Path(str(tmp_path)) / "in.jsonl", Path(str(tmp_path)) / "out.jsonl"
+    _jsonl(src, 3)
+    shared = ["--api-key", server.api_key, "--base-url", server.url, "--json"]
+    own = ["batch", str(src), "-o", str(out), "--model", "gpt-4.1", "--no-progress"]
+    done = cli(*(shared + own if where == "before" else own + shared))
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_text().splitlines()) == 3
+    assert '"succeeded": 3' in done.stdout
+    assert server.requests[-1].headers["authorization"] == f"Bearer {server.api_key}"
+
+
+@pytest.mark.parametrize("command", [["models"], ["quota"], ["gpus"], ["plan", "llama-3.1-8b"]])
+def test_shared_options_accepted_after_every_subcommand(cli: Runner, server: FakeServer, command: list[str]) -> None:
+    done = cli(*command, "--api-key", server.api_key, "--base-url", server.url, "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.lstrip()[:1] in "[{"
+
+
+def test_top_level_help_links_the_docs_site(cli: Runner) -> None:
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    found = re.search(r'^Documentation = "([^"]+)"', pyproject, re.MULTILINE)
+    assert found is not None
+    url = found.group(1)
+    done = cli("--help")
+    assert done.returncode == 0
+    assert done.stdout.rstrip().endswith(f"Docs: {url}")
+    assert "docs/cli.md" not in done.stdout
