@@ -26,6 +26,18 @@ class Executor(Protocol):
 
 
 def parse_chat_completion(content: bytes) -> ChatCompletion:
+    """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
+    serve 4.x) have their chunks folded into one completion."""
+    if content[:64].lstrip().startswith((b"data:", b"event:")):
+        import time
+
+        from .._stream_state import StreamState
+
+        state = StreamState(time.perf_counter())
+        state.feed(content)
+        state.finish_stream()
+        if state.chunks:
+            return state.final_completion()
     return ChatCompletion.model_validate_json(content)
 
 
