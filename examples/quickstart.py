@@ -22,15 +22,19 @@ def endpoint() -> Iterator[tuple[str | None, str | None]]:
     from holysheep.testing import FakeServer
 
     with FakeServer() as server:
-        yield server.url, server.api_key
+        os.environ["HOLYSHEEP_BASE_URL"], os.environ["HOLYSHEEP_API_KEY"] = server.url, server.api_key
+        try:
+            yield server.url, server.api_key
+        finally:
+            del os.environ["HOLYSHEEP_BASE_URL"], os.environ["HOLYSHEEP_API_KEY"]
 
 
 def main() -> None:
-    with endpoint() as (base_url, api_key):
+    with endpoint():
         # --8<-- [start:main]
         from holysheep import Client
 
-        client = Client(base_url=base_url, api_key=api_key)  # Client() reads HOLYSHEEP_API_KEY
+        client = Client()  # reads HOLYSHEEP_API_KEY (and HOLYSHEEP_BASE_URL, when set)
         resp = client.chat.completions.create(
             model="deepseek-v3.2",
             messages=[{"role": "user", "content": "Say hello in five words."}],

@@ -24,14 +24,18 @@ def endpoint() -> Iterator[tuple[str | None, str | None]]:
 
     reply = "Streaming sends each token as soon as the model produces it, so the first words show at once."
     with FakeServer(reply=reply, latency=0.05, stream_chunk_delay=0.01) as server:
-        yield server.url, server.api_key
+        os.environ["HOLYSHEEP_BASE_URL"], os.environ["HOLYSHEEP_API_KEY"] = server.url, server.api_key
+        try:
+            yield server.url, server.api_key
+        finally:
+            del os.environ["HOLYSHEEP_BASE_URL"], os.environ["HOLYSHEEP_API_KEY"]
 
 
-def sync_stream(base_url: str | None, api_key: str | None) -> None:
+def sync_stream() -> None:
     # --8<-- [start:sync]
     from holysheep import Client
 
-    with Client(base_url=base_url, api_key=api_key) as client:
+    with Client() as client:  # reads HOLYSHEEP_API_KEY (and HOLYSHEEP_BASE_URL, when set)
         with client.chat.completions.create(
             model="deepseek-v3.2",
             messages=[{"role": "user", "content": "Why stream?"}],
@@ -50,11 +54,11 @@ def sync_stream(base_url: str | None, api_key: str | None) -> None:
     # --8<-- [end:sync]
 
 
-async def async_stream(base_url: str | None, api_key: str | None) -> None:
+async def async_stream() -> None:
     # --8<-- [start:async]
     from holysheep import AsyncClient
 
-    async with AsyncClient(base_url=base_url, api_key=api_key) as client:
+    async with AsyncClient() as client:
         stream = await client.chat.completions.create(
             model="deepseek-v3.2", messages=[{"role": "user", "content": "Why stream?"}], stream=True)
         async with stream:
@@ -66,9 +70,9 @@ async def async_stream(base_url: str | None, api_key: str | None) -> None:
 
 
 def main() -> None:
-    with endpoint() as (base_url, api_key):
-        sync_stream(base_url, api_key)
-        asyncio.run(async_stream(base_url, api_key))
+    with endpoint():
+        sync_stream()
+        asyncio.run(async_stream())
 
 
 if __name__ == "__main__":

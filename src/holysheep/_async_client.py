@@ -153,14 +153,21 @@ class AsyncClient(BaseClient):
         plan = self.plan(spec)
         while (delay := plan.after(await self._attempt(plan.call))) is not None:
             await _sleep(delay)
-        return AsyncStream(plan.result(), plan.call) if spec.stream else plan.result()
+        return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
 
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
         try:
-            return attempt_outcome(call, await within_deadline(self._backend.send(call), call.deadline_s), None)
+            outcome = attempt_outcome(call, await within_deadline(self._backend.send(call), call.deadline_s), None)
         except httpx.RequestError as exc:
             return attempt_outcome(call, None, exc)
+        if call.spec.stream and outcome.error is None and not outcome.retry:
+            stream: AsyncStream[Any] = AsyncStream(outcome.value, call)
+            empty = await stream._prime()  # a stream that ends before its first event lost nothing: retry it
+            if empty is not None:
+                return call.on_empty_stream(empty)
+            outcome.value = stream
+        return outcome
 
     def sender(self) -> AsyncSender:
         """What the batch engine sends through: this client's plans and attempts, and its quota."""

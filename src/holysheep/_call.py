@@ -209,6 +209,11 @@ class Call:
         outcome.cause = scrub_cause(exc, self.api_key)  # a masked copy: never the raw request or key
         return outcome
 
+    def on_empty_stream(self, error: APIError) -> Outcome:
+        """Decide on a 2xx stream that ended before its first event: nothing arrived, so retry it like a
+        connection error (and, after the retries, let the router fall back)."""
+        return self.decide(error)
+
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
         failure: str | None = None
         try:

@@ -129,14 +129,21 @@ class Client(BaseClient):
         plan = self.plan(spec)
         while (delay := plan.after(self._attempt(plan.call))) is not None:
             time.sleep(delay)
-        return Stream(plan.result(), plan.call) if spec.stream else plan.result()
+        return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
 
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
         try:
-            return attempt_outcome(call, self._backend.send(call), None)
+            outcome = attempt_outcome(call, self._backend.send(call), None)
         except httpx.RequestError as exc:
             return attempt_outcome(call, None, exc)
+        if call.spec.stream and outcome.error is None and not outcome.retry:
+            stream: Stream[Any] = Stream(outcome.value, call)
+            empty = stream._prime()  # a stream that ends before its first event lost nothing: retry it
+            if empty is not None:
+                return call.on_empty_stream(empty)
+            outcome.value = stream
+        return outcome
 
     def sender(self, max_workers: int) -> ThreadSender:
         """What the batch engine sends through: this client's plans and attempts, each attempt run in a

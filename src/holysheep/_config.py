@@ -67,9 +67,10 @@ def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> 
     if isinstance(timeout, httpx.Timeout):
         for part in ("connect", "read", "write", "pool"):
             value = getattr(timeout, part)
-            if value is not None and (value < 0 or math.isnan(value)):
+            if value is not None and (value <= 0 or math.isnan(value)):
                 raise InvalidRequestError(
-                    f"{field_name}.{part} must be >= 0 seconds, got {value}. Use None for no limit.",
+                    f"{field_name}.{part} must be > 0 seconds, got {value}: a request could never finish in "
+                    "it. Use None for no limit.",
                     field=field_name,
                 )
         return timeout
@@ -80,9 +81,10 @@ def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> 
             f"{field_name} must be seconds (a number), an httpx.Timeout or None, got {type(timeout).__name__}.",
             field=field_name,
         )
-    if timeout < 0 or math.isnan(timeout):
+    if timeout <= 0 or math.isnan(timeout):
         raise InvalidRequestError(
-            f"{field_name} must be >= 0 seconds, got {timeout}. Use None to wait without limit.",
+            f"{field_name} must be > 0 seconds, got {timeout}: no request can finish in that time. "
+            "Pass a positive number of seconds, or None to wait without limit.",
             field=field_name,
         )
     return httpx.Timeout(float(timeout), connect=min(float(timeout), 5.0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -17,12 +18,13 @@ from ._exceptions import (
     InternalServerError,
     NotFoundError,
     PermissionDeniedError,
+    QuotaUnavailableError,
     RateLimitError,
     UnprocessableEntityError,
 )
 from ._keys import mask_key, redact, redact_value
 
-__all__ = ["error_from_transport", "error_from_status", "sanitized_request"]
+__all__ = ["error_from_status", "error_from_transport", "missing_version_hint", "sanitized_request", "server_message"]
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
@@ -59,6 +61,71 @@ def _parse_body(content: bytes) -> Any:
         return content.decode("utf-8", "replace")[:2000]
 
 
+_VERSION_SEGMENT = re.compile(r"v\d+[a-z0-9]*", re.IGNORECASE)
+# The endpoints the SDK calls, relative to the base URL; what precedes them in a URL is the base path.
+_ENDPOINTS = ("chat/completions", "models", "quota")
+
+
+def _fastapi_detail(detail: Any) -> str | None:
+    """FastAPI's ``detail``: a string, or a list of ``{"msg", "loc"}`` validation errors."""
+    if isinstance(detail, str):
+        return detail or None
+    if isinstance(detail, list):
+        items = []
+        for item in detail[:5]:
+            if isinstance(item, dict) and item.get("msg"):
+                loc = item.get("loc")
+                where = ".".join(str(p) for p in loc) if isinstance(loc, list | tuple) and loc else ""
+                items.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+            elif isinstance(item, str):
+                items.append(item)
+        return "; ".join(items) or None
+    if isinstance(detail, dict):
+        return _fastapi_detail(detail.get("msg") or detail.get("message"))
+    return None
+
+
+def server_message(body: Any) -> str | None:
+    """The server's own words from an error body, whatever the server's style.
+
+    In order: OpenAI's ``{"error": {"message"}}``; FastAPI's ``{"detail": ...}`` (a string, or a list of
+    ``{"msg", "loc"}``); ``{"error": "text"}``; ``{"message": "text"}``; a non-JSON body's first 300 characters.
+    """
+    if isinstance(body, str):
+        return body.strip()[:300] or None
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
+        return str(err["message"])
+    detail = _fastapi_detail(body.get("detail"))
+    if detail:
+        return detail
+    if isinstance(err, str) and err:
+        return err
+    message = body.get("message")
+    if isinstance(message, str) and message:
+        return message
+    return None
+
+
+def missing_version_hint(url: httpx.URL) -> str | None:
+    """For a 404: "did you mean .../v1?" when the base URL before the endpoint has no version segment."""
+    path = url.path.rstrip("/")
+    for endpoint in _ENDPOINTS:
+        if path == "/" + endpoint or path.endswith("/" + endpoint):
+            base_path = path[: -len(endpoint)].rstrip("/")
+            break
+    else:
+        return None
+    last = base_path.rsplit("/", 1)[-1]
+    if _VERSION_SEGMENT.fullmatch(last):
+        return None
+    base = str(url.copy_with(raw_path=(base_path or "").encode() or b"/", query=None)).rstrip("/")
+    return (f"The base_url ({base}) does not end in a version segment and the server has no such path: "
+            f"did you mean {base}/v1?")
+
+
 def error_from_status(
     response: httpx.Response, *, api_key: str | None, retries_taken: int, retry_after: float | None
 ) -> APIStatusError:
@@ -66,12 +133,8 @@ def error_from_status(
     status = response.status_code
     body = _parse_body(response.content)
     err_obj = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err_obj, str):
-        err_obj = {"message": err_obj}
     detail: dict[str, Any] = err_obj if isinstance(err_obj, dict) else {}
-    server_msg = detail.get("message") or (body.get("message") if isinstance(body, dict) else None)
-    if server_msg is None and isinstance(body, str):
-        server_msg = body[:300]
+    server_msg = server_message(body)
     err_type = detail.get("type")
     err_code = detail.get("code")
     request_id = response.headers.get("x-request-id")
@@ -80,6 +143,8 @@ def error_from_status(
                 "holds a current key.")
     elif status >= 500:
         hint = "The server failed; try again later, or configure a fallback endpoint."
+    elif status == 404:
+        hint = _not_found_hint(response.request, server_msg)
     else:
         hint = _HINTS.get(status, "")
     parts = [f"HTTP {status} {response.reason_phrase}".rstrip()]
@@ -95,7 +160,8 @@ def error_from_status(
         parts.append(f". {hint}")
     message = redact("".join(parts), api_key)
     body = redact_value(body, api_key)  # strings masked in place; the structure is kept
-    cls = _STATUS_CLASSES.get(status) or (InternalServerError if status >= 500 else APIStatusError)
+    cls = (QuotaUnavailableError if status == 404 and _is_quota_path(response.request.url)
+           else _STATUS_CLASSES.get(status)) or (InternalServerError if status >= 500 else APIStatusError)
     request = sanitized_request(response.request, api_key)
     response.request = request
     raw = response.content
@@ -114,6 +180,49 @@ def error_from_status(
     err.retry_after = retry_after
     err.retries_taken = retries_taken
     return err
+
+
+def _is_quota_path(url: httpx.URL) -> bool:
+    return url.path.rstrip("/").endswith("/quota")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*[A-Za-z0-9]")
+
+
+def _requested_model(request: httpx.Request) -> str | None:
+    try:
+        body = json.loads(request.content) if request.content else None
+    except (ValueError, UnicodeDecodeError, httpx.RequestNotRead):
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def nearest_model_hint(model: str | None, server_msg: str | None) -> str | None:
+    """"Did you mean 'x'?" when the server's message lists the names it serves and one is close to ``model``."""
+    if not model or not server_msg:
+        return None
+    import difflib
+
+    names = {n for n in _NAME.findall(server_msg) if n != model and any(c in n for c in "-.0123456789")}
+    close = difflib.get_close_matches(model, sorted(names), n=1, cutoff=0.6)
+    return f"Did you mean {close[0]!r}?" if close else None
+
+
+def _not_found_hint(request: httpx.Request, server_msg: str | None) -> str:
+    url = request.url
+    nearest = nearest_model_hint(_requested_model(request), server_msg)
+    if nearest is not None:
+        return nearest
+    version = missing_version_hint(url)
+    if version is not None:
+        return version
+    if _is_quota_path(url):
+        return ("This server has no quota endpoint (GET /quota answered 404): self-hosted and most "
+                "OpenAI-compatible servers have none. Skip the quota check (batch(check_quota=False)).")
+    if url.path.rstrip("/").endswith("/models"):
+        return "The server has no models endpoint at this base_url; check the base_url."
+    return _HINTS[404]
 
 
 def error_from_transport(

@@ -11,6 +11,8 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     └── APIError                    the API (or the way to it) failed
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
+        │   └── NotFoundError       HTTP 404
+        │       └── QuotaUnavailableError  the server has no ``/quota`` endpoint
         ├── APIResponseValidationError  a 2xx body that is not the expected JSON
         ├── APIStreamError          an ``error`` object arrived inside an SSE stream
         ├── ResponseTooLargeError   a body, SSE line or event went past its size limit (never retried)
@@ -46,6 +48,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "QuotaExceededError",
+    "QuotaUnavailableError",
     "RateLimitError",
     "RedirectRefusedError",
     "ResponseTooLargeError",
@@ -220,6 +223,10 @@ class PermissionDeniedError(APIStatusError):
 
 class NotFoundError(APIStatusError):
     """HTTP 404: unknown path or model. Never retried."""
+
+
+class QuotaUnavailableError(NotFoundError):
+    """HTTP 404 on ``GET /quota``: this server has no quota endpoint (most self-hosted servers have none)."""
 
 
 class ConflictError(APIStatusError):

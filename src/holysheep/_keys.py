@@ -67,7 +67,7 @@ def redact_value(value: Any, *secrets: str | None) -> Any:
 
 
 def validate_holysheep_key(key: str) -> None:
-    """Raise :class:`InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
+    """Raise `InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
     if not isinstance(key, str):
         raise InvalidAPIKeyError(
             f"api_key must be a string, got {type(key).__name__}. Pass api_key='hs_...' or set {ENV_API_KEY}."

@@ -1,4 +1,4 @@
-"""Sync and async chat streams: thin shells that pull bytes and hand them to :class:`StreamState`."""
+"""Sync and async chat streams: thin shells that pull bytes and hand them to `StreamState`."""
 
 from __future__ import annotations
 
@@ -42,6 +42,21 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
 
 def _idle_error(idle: float) -> httpx.ReadTimeout:
     return httpx.ReadTimeout(f"no server-sent event for {idle:g} s")
+
+
+def _nothing_arrived(state: StreamState, error: BaseException, call: Call) -> APIConnectionError | None:
+    """A stream that ended (EOF or a transport error) before its first event: nothing was lost, so the call
+    may be retried or sent to a fallback like a connection error. None for any other outcome."""
+    if (state.chunks or state.done or not isinstance(error, StreamInterruptedError)
+            or isinstance(error, StreamIdleTimeoutError)):
+        return None
+    cause = error.__cause__
+    how = f"({redact(str(cause), call.api_key) or type(cause).__name__})" if cause is not None else "(EOF)"
+    return APIConnectionError(
+        f"The server answered HTTP 200 to {call.method} {call.url} but closed the stream before its first "
+        f"event {how}: nothing arrived. This is retried like a connection error. If it persists, check the "
+        "server's log (llama.cpp does this when the prompt is longer than the context).",
+        request=error.request)
 
 
 _DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
@@ -141,6 +156,8 @@ class _StreamBase(Generic[_T]):
         self._call = call
         self._state = StreamState(call.started_at, secret=call.api_key,
                                   max_event_bytes=call.config.max_sse_event_bytes)
+        self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
+        self._head_error: BaseException | None = None
 
     @property
     def request_id(self) -> str | None:
@@ -184,7 +201,27 @@ class Stream(_StreamBase[_T]):
         return self
 
     def __next__(self) -> _T:
+        if self._head:
+            return self._head.pop()
+        if self._head_error is not None:
+            error, self._head_error = self._head_error, None
+            raise error
         return next(self._iterator)
+
+    def _prime(self) -> APIConnectionError | None:
+        """Read up to the first event now. Returns the retryable error when the stream ended before any
+        event arrived (then the connection is closed); any other failure is raised on first iteration."""
+        try:
+            self._head.append(next(self._iterator))
+        except StopIteration:
+            pass
+        except Exception as exc:
+            empty = _nothing_arrived(self._state, exc, self._call)
+            if empty is not None:
+                self.close()
+                return empty
+            self._head_error = exc
+        return None
 
     def __enter__(self) -> Stream[_T]:
         return self
@@ -205,7 +242,7 @@ class Stream(_StreamBase[_T]):
         return self
 
     def get_final_completion(self) -> ChatCompletion:
-        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
         self.until_done()
         return self._final()
 
@@ -221,7 +258,26 @@ class AsyncStream(_StreamBase[_T]):
         return self
 
     async def __anext__(self) -> _T:
+        if self._head:
+            return self._head.pop()
+        if self._head_error is not None:
+            error, self._head_error = self._head_error, None
+            raise error
         return await self._iterator.__anext__()
+
+    async def _prime(self) -> APIConnectionError | None:
+        """Read up to the first event now (see ``Stream._prime``)."""
+        try:
+            self._head.append(await self._iterator.__anext__())
+        except StopAsyncIteration:
+            pass
+        except Exception as exc:
+            empty = _nothing_arrived(self._state, exc, self._call)
+            if empty is not None:
+                await self.close()
+                return empty
+            self._head_error = exc
+        return None
 
     async def __aenter__(self) -> AsyncStream[_T]:
         return self
@@ -242,6 +298,6 @@ class AsyncStream(_StreamBase[_T]):
         return self
 
     async def get_final_completion(self) -> ChatCompletion:
-        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
         await self.until_done()
         return self._final()

@@ -99,7 +99,7 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("param: max_tokens 0", _create(max_tokens=0), InvalidRequestError, ">= 1"),
     ("param: n 0", _create(n=0), InvalidRequestError, ">= 1"),
     ("param: stop dict", _create(stop={"a": 1}), InvalidRequestError, "list of strings"),
-    ("param: timeout -1", _create(timeout=-1), InvalidRequestError, ">= 0"),
+    ("param: timeout -1", _create(timeout=-1), InvalidRequestError, "> 0 seconds"),
     ("param: model empty", _create(model=""), InvalidRequestError, "non-empty"),
     # estimator
     ("estimator: unknown model", _est(model="llama-9000"), UnknownModelError, "list_models"),
@@ -193,7 +193,7 @@ FIELD_CASES: list[tuple[str, Callable[[], object], str, str]] = [
     ("url: userinfo", _client(base_url="https://u:p4ssw0rd-secret@api.example.com/v1"), "base_url",
      "user information"),
     ("client: timeout a string", _client(timeout="5"), "timeout", "seconds"),
-    ("client: timeout NaN", _client(timeout=float("nan")), "timeout", ">= 0"),
+    ("client: timeout NaN", _client(timeout=float("nan")), "timeout", "> 0"),
     ("client: max_retries -1", _client(max_retries=-1), "max_retries", ">= 0"),
     ("client: max_retries 1.5", _client(max_retries=1.5), "max_retries", "integer"),
     ("client: initial_retry_delay -1", _client(initial_retry_delay=-1), "initial_retry_delay", ">= 0"),

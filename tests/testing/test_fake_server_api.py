@@ -131,7 +131,7 @@ def test_custom_models_and_strict_models() -> None:
         r = c.post("/chat/completions", json={"model": "zzz", "messages": [{"role": "user", "content": "x"}]})
         assert r.status_code == 404
         assert r.json()["error"] == {
-            "message": "The model `zzz` does not exist or you do not have access to it.",
+            "message": "The model `zzz` does not exist or you do not have access to it. Served models: `a`, `b`.",
             "type": "invalid_request_error",
             "param": "model",
             "code": "model_not_found",

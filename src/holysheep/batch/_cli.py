@@ -89,7 +89,7 @@ def _structured_params(args: argparse.Namespace) -> dict[str, Any]:
 def run_batch_command(args: argparse.Namespace) -> int:
     """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
     from .. import Client
-    from .._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError
+    from .._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from ._jsonl import run_jsonl
 
     try:
@@ -111,7 +111,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
         print(f"\nholysheep batch: interrupted; finished lines are in {args.output}. "
               "Run again with --resume to continue.", file=sys.stderr)
         return 130
-    except (InvalidRequestError, QuotaExceededError) as exc:
+    except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         print(f"holysheep batch: {exc}", file=sys.stderr)
         return 2
     for lineno, message in report.bad_lines[:20]:

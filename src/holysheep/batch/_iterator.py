@@ -17,7 +17,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Ma
 from types import TracebackType
 from typing import Any
 
-from .._exceptions import APIError, AuthenticationError, QuotaExceededError
+from .._exceptions import APIError, AuthenticationError, QuotaExceededError, QuotaUnavailableError
 from .._sender import Sender
 from ._dispatch import END, Dispatcher
 from ._limits import (
@@ -36,6 +36,21 @@ from ._results import BatchResult, BatchStats
 __all__ = ["BatchIterator", "BatchOptions"]
 
 logger = logging.getLogger("holysheep.batch")
+
+
+_warned_no_quota: set[str] = set()
+
+
+def _warn_no_quota_once(exc: QuotaUnavailableError) -> None:
+    """One warning per server without a quota endpoint (logging WARNING and ``warnings``), not one per batch."""
+    where = str(exc.request.url) if exc.request is not None else ""
+    if where in _warned_no_quota:
+        return
+    _warned_no_quota.add(where)
+    msg = (f"Batch quota check skipped: this server has no quota endpoint ({where or 'GET /quota'} answered "
+           "404). The batch runs without one; pass check_quota=False to skip the check.")
+    logger.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
 class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
@@ -181,7 +196,17 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         except AuthenticationError as exc:
             self._stop(exc, "authentication failed (HTTP 401)")
             return
+        except QuotaUnavailableError as exc:
+            if self.options.require_quota:
+                raise QuotaUnavailableError(
+                    f"{exc.message} (require_quota=True: nothing was sent; drop it to run without a quota check.)",
+                    status_code=exc.status_code, request=exc.request, body=exc.body) from None
+            _warn_no_quota_once(exc)
+            return
         except APIError as exc:
+            if self.options.require_quota:
+                raise QuotaExceededError(f"The quota check failed ({exc.message}); require_quota=True: nothing "
+                                         "was sent. Try again, or drop require_quota.") from exc
             logger.debug("quota check skipped: %s", exc)
             return
         remaining = getattr(info, "remaining", None)

@@ -1,4 +1,4 @@
-"""What a batch returns: one :class:`BatchResult` per input, :class:`BatchResults`, live stats and the summary."""
+"""What a batch returns: one `BatchResult` per input, `BatchResults`, live stats and the summary."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class BatchResult:
 
 
 class BatchFailedError(HolySheepError):
-    """Raised by :attr:`BatchResults.responses` when items failed; ``failed`` lists their results."""
+    """Raised by `BatchResults.responses` when items failed; ``failed`` lists their results."""
 
     def __init__(self, failed: Sequence[BatchResult], total: int) -> None:
         kinds = Counter(type(r.error).__name__ for r in failed)
@@ -223,7 +223,7 @@ class BatchResults(Sequence[BatchResult]):
 
     @property
     def responses(self) -> list[ChatCompletion]:
-        """Every response in input order; raises :class:`BatchFailedError` if any item failed."""
+        """Every response in input order; raises `BatchFailedError` if any item failed."""
         failed = self.failed
         if failed:
             raise BatchFailedError(failed, len(self._results))
@@ -261,7 +261,7 @@ class BatchResults(Sequence[BatchResult]):
 
 class BatchInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
-    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script with exit
+    as they ended, the rest with `BatchCancelledError`. Uncaught, it ends a script with exit
     status 130, as Ctrl-C and ``holysheep batch`` do. It is a ``KeyboardInterrupt`` (not an
     ``Exception``), so ``except Exception`` handlers do not swallow a Ctrl-C."""
 

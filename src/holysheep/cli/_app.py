@@ -13,7 +13,23 @@ from ._output import EXIT_INTERRUPTED, EXIT_USAGE, api_key_in_use, error, exit_c
 __all__ = ["build_parser", "run"]
 
 _EPILOG = """exit status: 0 ok, 1 API error, 2 usage error, 130 interrupted.
-environment: HOLYSHEEP_API_KEY, HOLYSHEEP_BASE_URL. Docs: docs/cli.md"""
+environment: HOLYSHEEP_API_KEY, HOLYSHEEP_BASE_URL. Docs: {docs}"""
+DOCS_URL = "https://holysheep.readthedocs.io"  # pyproject's [project.urls] Documentation, when metadata is absent
+
+
+def docs_url() -> str:
+    """The docs site: the installed distribution's ``Documentation`` project URL (pyproject ``[project.urls]``)."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("holysheep").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return DOCS_URL
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip():
+            return str(url).strip()
+    return DOCS_URL
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     from ._chat import add_chat_parser
     from ._local import add_local_parsers
 
-    parser = _Parser(prog="holysheep", description="HolySheep inference API from the shell.", epilog=_EPILOG,
+    parser = _Parser(prog="holysheep", description="HolySheep inference API from the shell.",
+                     epilog=_EPILOG.format(docs=docs_url()),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"holysheep {__version__}")
     parser.add_argument("--api-key", dest="g_api_key", metavar="KEY",
@@ -72,7 +89,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_batch(sub)
     add_local_parsers(sub)
     add_bench_parser(sub)
+    for command in sub.choices.values():
+        _add_shared_options(command)
     return parser
+
+
+_SHARED = (
+    ("--api-key", {"metavar": "KEY", "help": "API key (default: HOLYSHEEP_API_KEY); never printed"}),
+    ("--base-url", {"metavar": "URL",
+                    "help": "API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)"}),
+    ("--json", {"action": "store_true", "help": "machine-readable output on stdout"}),
+)
+
+
+def _add_shared_options(parser: argparse.ArgumentParser) -> None:
+    """Let every sub-command take the global options after its name too (``holysheep batch ... --api-key K``);
+    a sub-command's own option of the same name (mock-server's --api-key: the key it accepts) wins."""
+    taken = {opt for action in parser._actions for opt in action.option_strings}
+    for flag, kwargs in _SHARED:
+        if flag not in taken:
+            parser.add_argument(flag, default=None, **kwargs)  # type: ignore[arg-type]
 
 
 def _merge_globals(args: argparse.Namespace) -> None:

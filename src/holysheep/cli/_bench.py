@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from ._bench_stats import Sample, sample_fields, summarize, tpot
-from ._common import add_connection_options, make_client
+from ._common import add_connection_options, make_client, positive_seconds
 from ._output import (
     EXIT_API,
     EXIT_INTERRUPTED,
@@ -60,7 +60,7 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=200, help="max_tokens per request (default 200)")
     p.add_argument("--prompt", help="prompt text instead of the built-in ~150-token prompt")
     p.add_argument("--prompt-file", help="read the prompt from this file")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    p.add_argument("--timeout", type=positive_seconds, default=120.0, help="seconds per request (default 120)")
     p.add_argument("--max-retries", type=int, default=0,
                    help="SDK retries per request (default 0, so failures count against the success rate)")
     p.add_argument("--no-usage", action="store_true",

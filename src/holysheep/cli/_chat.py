@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from ._common import add_connection_options, make_client
+from ._common import add_connection_options, make_client, positive_seconds
 from ._output import EXIT_OK, EXIT_USAGE, error, print_json
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def add_chat_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-stream", action="store_true", help="wait for the whole reply instead of streaming")
     p.add_argument("--max-tokens", type=int, help="max_tokens")
     p.add_argument("--temperature", type=float, help="sampling temperature")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per attempt (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds per attempt (default 600)")
     add_connection_options(p)
     p.set_defaults(func=run_chat)
     return p

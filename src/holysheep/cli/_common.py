@@ -10,7 +10,20 @@ from ._output import api_key_in_use
 if TYPE_CHECKING:
     from .. import Client
 
-__all__ = ["add_connection_options", "make_client"]
+__all__ = ["add_connection_options", "make_client", "positive_seconds"]
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type`` for ``--timeout``: a number of seconds > 0 (0 would fail every request)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if value <= 0 or math.isnan(value) or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text!r}: no request can finish in that time")
+    return value
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +36,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> Client:
-    """A :class:`holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
+    """A `holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
     from .. import Client
 
     api_key_in_use(args.api_key)

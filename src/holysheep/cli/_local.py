@@ -72,6 +72,8 @@ def add_local_parsers(sub: Any) -> None:
     m.add_argument("--fault-rate", type=float, default=0.0, help="share of chat requests that fail (0..1)")
     m.add_argument("--seed", type=int, help="seed for the fault draw")
     m.add_argument("--api-key", dest="server_api_key", metavar="KEY", help="the key to accept (default: random)")
+    m.add_argument("--strict-models", action="store_true",
+                   help="answer unknown model names with a 404 listing the served models (default: accept any)")
     m.set_defaults(func=run_mock_server)
 
 
@@ -131,7 +133,8 @@ def run_mock_server(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         serve(args.host, args.port, latency_ms=args.latency_ms, fault_rate=args.fault_rate,
-              api_key=args.server_api_key, stream_chunk_delay_ms=args.chunk_delay_ms, seed=args.seed)
+              api_key=args.server_api_key, stream_chunk_delay_ms=args.chunk_delay_ms, seed=args.seed,
+              strict_models=args.strict_models)
     except RuntimeError as exc:
         error(f"cannot serve on {args.host}:{args.port} ({exc.__cause__ or exc}); try another --port")
         return EXIT_API

@@ -78,6 +78,9 @@ def message_for(exc: BaseException) -> str:
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
         return f"{text} Pass --api-key or set {ENV_API_KEY}."
     if isinstance(exc, NotFoundError):
+        path = exc.request.url.path.rstrip("/") if exc.request is not None else ""
+        if path.endswith(("/models", "/quota")) or "did you mean" in text.lower():
+            return text  # `holysheep models` is what failed, or the message already says what to do
         return f"{text} Run 'holysheep models' to list the served models."
     if isinstance(exc, APIConnectionError):
         return f"{text} Pass --base-url or set HOLYSHEEP_BASE_URL."

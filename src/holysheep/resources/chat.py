@@ -26,6 +26,18 @@ class Executor(Protocol):
 
 
 def parse_chat_completion(content: bytes) -> ChatCompletion:
+    """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
+    serve 4.x) have their chunks folded into one completion."""
+    if content[:64].lstrip().startswith((b"data:", b"event:")):
+        import time
+
+        from .._stream_state import StreamState
+
+        state = StreamState(time.perf_counter())
+        state.feed(content)
+        state.finish_stream()
+        if state.chunks:
+            return state.final_completion()
     return ChatCompletion.model_validate_json(content)
 
 
@@ -79,8 +91,8 @@ class BaseCompletions(Generic[_RC, _RS]):
         ``seed``, ``tools``, ``tool_choice``, ``response_format``, ``user``, ...), plus ``extra_body``,
         ``extra_headers``, and per-call ``timeout``/``max_retries``/``stream_idle_timeout``.
         Arguments are checked before any I/O (``InvalidRequestError``). With ``stream=True`` returns a
-        stream of :class:`~holysheep.types.ChatCompletionChunk`; otherwise a
-        :class:`~holysheep.types.ChatCompletion`.
+        stream of `ChatCompletionChunk`; otherwise a
+        `ChatCompletion`.
         """
         spec = build_chat_spec(model=model, messages=messages, stream=stream, params=params,
                                parse=parse_chat_completion)

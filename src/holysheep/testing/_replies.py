@@ -89,7 +89,7 @@ class ScriptedReply:
 
 ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
 """``"echo"`` (the last user message), ``"lorem"`` (``max_tokens`` words, 16 by default), any other
-string (returned as is), a :class:`ScriptedReply`, or a callable taking the request body."""
+string (returned as is), a `ScriptedReply`, or a callable taking the request body."""
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -346,7 +346,7 @@ def chat_endpoint(
         msg = "'messages' must be a non-empty array."
         return error_response(400, msg, "invalid_request_error", None, "messages"), 0
     if strict_models and model not in models:
-        return _unknown_model(model), 0
+        return _unknown_model(model, models), 0
     if quota_exhausted:
         msg = "You exceeded your current quota, please check your plan and billing details."
         return error_response(429, msg, "insufficient_quota", "insufficient_quota"), 0
@@ -358,8 +358,9 @@ def chat_endpoint(
     return Response(200, chat_completion(body, reply, model)), tokens
 
 
-def _unknown_model(model_id: str) -> Response:
-    msg = f"The model `{model_id}` does not exist or you do not have access to it."
+def _unknown_model(model_id: str, models: Mapping[str, str]) -> Response:
+    served = ", ".join(f"`{name}`" for name in models)
+    msg = f"The model `{model_id}` does not exist or you do not have access to it. Served models: {served}."
     return error_response(404, msg, "invalid_request_error", "model_not_found", "model")
 
 
@@ -368,5 +369,5 @@ def model_endpoint(model_id: str, models: Mapping[str, str]) -> Response:
     return (
         Response(200, model_object(model_id, models[model_id]))
         if model_id in models
-        else _unknown_model(model_id)
+        else _unknown_model(model_id, models)
     )

@@ -18,16 +18,18 @@ def serve(
     *,
     stream_chunk_delay_ms: float = 0.0,
     seed: int | None = None,
+    strict_models: bool = False,
 ) -> None:
     """Run a FakeServer in the foreground (``holysheep mock-server``) until Ctrl-C or SIGTERM.
 
     Prints one line with the base URL and the API key to use; keeps the last 1,000 requests in memory.
+    With ``strict_models`` an unknown model gets a 404 that lists the served ones.
     """
     from ._server import FakeServer  # here, not at the top: _server re-exports serve()
 
     server = FakeServer(
         host=host, port=port, api_key=api_key, latency=latency_ms / 1000, fault_rate=fault_rate, seed=seed,
-        stream_chunk_delay=stream_chunk_delay_ms / 1000, max_recorded=1000,
+        stream_chunk_delay=stream_chunk_delay_ms / 1000, max_recorded=1000, strict_models=strict_models,
     )  # fmt: skip
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -38,6 +40,8 @@ def serve(
     try:
         server.start()
         print(f"holysheep mock server at {server.url} api key {server.api_key} (Ctrl-C to stop)", flush=True)
+        if strict_models:
+            print(f"serving only: {', '.join(server.models)}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ class Model(HolySheepModel):
 
     id: str
     object: str = "model"
-    created: int | None = None
+    created: int | float | None = None  # Unix seconds; some servers (transformers serve) send a float
     owned_by: str | None = None
 
 

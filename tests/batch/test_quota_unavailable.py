@@ -1,0 +1,83 @@
+"""Servers without ``/quota`` (issue 17 item 8): a typed QuotaUnavailableError, require_quota stops before
+sending anything, and without it the batch warns once and runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from holysheep import NotFoundError, QuotaUnavailableError
+from holysheep.batch import _iterator as _runner
+from holysheep.testing import FakeServer
+
+from .conftest import MODEL, async_client, chat_requests, sync_client
+
+
+@pytest.fixture
+def no_quota() -> FakeServer:
+    _runner._warned_no_quota.clear()
+    with FakeServer(quota_limit=None) as server:
+        yield server
+
+
+def test_retrieve_raises_quota_unavailable(no_quota: FakeServer) -> None:
+    with sync_client(no_quota) as client, pytest.raises(QuotaUnavailableError) as info:
+        client.quota.retrieve()
+    assert isinstance(info.value, NotFoundError) and info.value.status_code == 404
+    assert "This server has no quota endpoint (GET /quota answered 404)" in str(info.value)
+    assert "model name" not in str(info.value)
+
+
+async def test_async_retrieve_raises_quota_unavailable(no_quota: FakeServer) -> None:
+    async with async_client(no_quota) as client:
+        with pytest.raises(QuotaUnavailableError, match="no quota endpoint"):
+            await client.quota.retrieve()
+
+
+async def test_require_quota_stops_before_sending(no_quota: FakeServer) -> None:
+    async with async_client(no_quota) as client:
+        with pytest.raises(QuotaUnavailableError, match=r"require_quota=True: nothing was sent"):
+            await client.chat.completions.batch(["x"] * 5, model=MODEL, require_quota=True)
+    assert chat_requests(no_quota) == []
+    assert [r.path for r in no_quota.requests] == ["/v1/quota"]
+
+
+def test_sync_require_quota_stops_before_sending(no_quota: FakeServer) -> None:
+    with sync_client(no_quota) as client, pytest.raises(QuotaUnavailableError, match="nothing was sent"):
+        client.chat.completions.batch(["x"] * 5, model=MODEL, require_quota=True)
+    assert chat_requests(no_quota) == []
+
+
+async def test_without_require_quota_warns_once_and_runs(no_quota: FakeServer,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="holysheep.batch")
+    async with async_client(no_quota) as client:
+        with pytest.warns(RuntimeWarning, match="this server has no quota endpoint"):
+            first = await client.chat.completions.batch(["a", "b", "c"], model=MODEL)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            second = await client.chat.completions.batch(["d"], model=MODEL)
+    assert [r.choices[0].message.content for r in first.responses] == ["a", "b", "c"]
+    assert len(second.responses) == 1 and len(chat_requests(no_quota)) == 4
+    warned = [r for r in caplog.records if "no quota endpoint" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
+
+
+@pytest.mark.integration
+def test_cli_require_quota_exits_2_and_writes_nothing(no_quota: FakeServer, tmp_path: Path) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps({"custom_id": f"r{i}", "messages": [{"role": "user", "content": "hi"}]})
+                           + "\n" for i in range(3)))
+    done = subprocess.run([sys.executable, "-m", "holysheep", "batch", str(src), "-o", str(out), "--model", MODEL,
+                           "--require-quota", "--base-url", no_quota.url, "--api-key", no_quota.api_key,
+                           "--no-progress"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "no quota endpoint" in done.stderr and "nothing was sent" in done.stderr
+    assert chat_requests(no_quota) == []
+    assert not out.exists() or out.read_text() == ""
