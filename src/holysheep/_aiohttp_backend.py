@@ -1,4 +1,4 @@
-"""Optional aiohttp backend for :class:`~holysheep.AsyncClient` (``http_backend="aiohttp"``).
+"""Optional aiohttp backend for `AsyncClient` (``http_backend="aiohttp"``).
 
 httpx's async pool scans every connection on each request, which costs more CPU per request as the
 number in flight grows; aiohttp's connector does not. This backend sends the ``httpx.Request`` the
@@ -87,7 +87,7 @@ class AiohttpBackend:
 
     async def send(self, call: Call, *, stream: bool = False) -> httpx.Response | RawResponse:
         """Send the call's current attempt. A 2xx non-stream reply comes back as a light
-        :class:`RawResponse`; streams and errors as ``httpx.Response`` (errors need one)."""
+        `RawResponse`; streams and errors as ``httpx.Response`` (errors need one)."""
         import asyncio
 
         session = self._session or self._open()

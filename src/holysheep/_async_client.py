@@ -54,7 +54,7 @@ class AsyncCompletions(BaseCompletions[Coroutine[Any, Any, ChatCompletion],
         """Run many chat completions concurrently; one result per input, in input order.
 
         Same arguments and behaviour as the sync ``Client.chat.completions.batch``. Cancelling the
-        awaiting task cancels what is in flight and re-raises ``CancelledError``; use :meth:`batch_iter`
+        awaiting task cancels what is in flight and re-raises ``CancelledError``; use `batch_iter`
         or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
         """
         from .batch._api import abatch  # lazy: `import holysheep` does not load the batch engine
@@ -83,7 +83,7 @@ class AsyncCompletions(BaseCompletions[Coroutine[Any, Any, ChatCompletion],
         on_progress: Callable[[BatchStats], None] | None = None,
         **params: Any,
     ) -> BatchIterator:
-        """Like :meth:`batch`, but yields each :class:`~holysheep.batch.BatchResult` as it completes
+        """Like `batch`, but yields each `BatchResult` as it completes
         (``result.index`` is its input position). Reads ``requests`` (any iterable or async iterable)
         lazily with bounded read-ahead. Use ``async with`` or ``aclose()`` if you may stop early.
         """

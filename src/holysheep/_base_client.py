@@ -58,7 +58,7 @@ def _warn_if_tls_unverified(http_client: object) -> None:
 
 
 class BaseClient:
-    """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
+    """Configuration holder behind `Client` and `AsyncClient`."""
 
     _config: ClientConfig
     _owns_http: bool

@@ -1,7 +1,7 @@
 """The life of one API call as a sans-I/O state machine shared by the sync and async clients.
 
 The shells loop: ``request = call.next_request(http)`` → send → ``call.on_response`` or
-``call.on_transport_error`` → an :class:`Outcome` says return, raise, or sleep and retry.
+``call.on_transport_error`` → an `Outcome` says return, raise, or sleep and retry.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class Completions(BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
         ``retry_budget`` of 20 % extra requests); a 429 pauses the whole batch for its Retry-After and
         halves concurrency (AIMD, ``adaptive``); a 401 or exhausted quota stops the batch. ``progress=True``
         shows a bar. Runs on a private event loop in a worker thread, so it also works inside Jupyter;
-        Ctrl-C raises :class:`~holysheep.batch.BatchInterrupted` carrying the partial results.
+        Ctrl-C raises `BatchInterrupted` carrying the partial results.
         See ``docs/batch.md``.
         """
         from .batch._api import batch_sync  # lazy: `import holysheep` does not load the batch engine

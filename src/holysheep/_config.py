@@ -190,7 +190,7 @@ def make_config(
     allow_insecure_http: bool,
     on_retry: OnRetry | None,
 ) -> ClientConfig:
-    """Resolve arguments and environment variables into a validated :class:`ClientConfig`."""
+    """Resolve arguments and environment variables into a validated `ClientConfig`."""
     url = _normalize_base_url(base_url if base_url is not None else os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
     key = api_key if api_key is not None else os.environ.get(ENV_API_KEY) or None
     host = url.host

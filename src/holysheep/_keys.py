@@ -33,7 +33,7 @@ def redact(text: str, *secrets: str | None) -> str:
 
 
 def validate_holysheep_key(key: str) -> None:
-    """Raise :class:`InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
+    """Raise `InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
     if not isinstance(key, str):
         raise InvalidAPIKeyError(
             f"api_key must be a string, got {type(key).__name__}. Pass api_key='hs_...' or set {ENV_API_KEY}."

@@ -36,7 +36,7 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Turns a byte stream into :class:`ServerSentEvent` objects."""
+    """Turns a byte stream into `ServerSentEvent` objects."""
 
     __slots__ = ("_buf", "_data", "_event", "_last_id", "_retry", "_skip_lf")
 

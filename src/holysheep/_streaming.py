@@ -1,4 +1,4 @@
-"""Sync and async chat streams: thin shells that pull bytes and hand them to :class:`StreamState`."""
+"""Sync and async chat streams: thin shells that pull bytes and hand them to `StreamState`."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ class Stream(_StreamBase[_T]):
         return self
 
     def get_final_completion(self) -> ChatCompletion:
-        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
         self.until_done()
         return self._final()
 
@@ -256,6 +256,6 @@ class AsyncStream(_StreamBase[_T]):
         return self
 
     async def get_final_completion(self) -> ChatCompletion:
-        """Read to the end, then return the chunks folded into one :class:`ChatCompletion`."""
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
         await self.until_done()
         return self._final()

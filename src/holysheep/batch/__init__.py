@@ -3,7 +3,7 @@ and resumable JSONL files.
 
 Usually reached through ``client.chat.completions.batch(...)`` (sync), ``await
 aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(...)``; for files,
-:func:`run_jsonl` or ``holysheep batch IN.jsonl -o OUT.jsonl``. See ``docs/batch.md``.
+`run_jsonl` or ``holysheep batch IN.jsonl -o OUT.jsonl``. See ``docs/batch.md``.
 """
 
 from __future__ import annotations

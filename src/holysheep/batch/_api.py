@@ -52,7 +52,7 @@ def iterator_for(
     total: int | None = None,
     estimated_tokens: int | None = None,
 ) -> BatchIterator:
-    """A :class:`BatchIterator` over ``requests``; ``kwargs`` mixes batch options and create() defaults."""
+    """A `BatchIterator` over ``requests``; ``kwargs`` mixes batch options and create() defaults."""
     options, defaults = _split(dict(kwargs))
     sized = _sized(requests)
     if sized is not None:
@@ -94,7 +94,7 @@ async def abatch(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[An
 
 
 def abatch_iter(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any], **kwargs: Any) -> BatchIterator:
-    """A :class:`BatchIterator` for an AsyncClient."""
+    """A `BatchIterator` for an AsyncClient."""
     hooks = {k: kwargs.pop(k) for k in ("progress", "on_result", "on_progress") if k in kwargs}
     return iterator_for(client_sender(client.chat.completions.create), client.quota.retrieve, requests, kwargs,
                         **hooks)
@@ -103,7 +103,7 @@ def abatch_iter(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any
 def batch_sync(client: Client, requests: Iterable[Any], **kwargs: Any) -> BatchResults:
     """Run a batch for the sync client on a private loop in a worker thread (safe inside Jupyter).
 
-    Ctrl-C stops dispatching, cancels what is in flight and raises :class:`BatchInterrupted` with the
+    Ctrl-C stops dispatching, cancels what is in flight and raises `BatchInterrupted` with the
     partial results.
     """
     hooks = {k: kwargs.pop(k) for k in ("progress", "on_result", "on_progress") if k in kwargs}

@@ -1,7 +1,7 @@
 """One attempt of one batch item: send it, then finish it, retry it (backoff or pause) or stop the batch.
 
-:class:`AttemptHandler` is the part of :class:`~holysheep.batch.BatchIterator` that runs after the
-dispatcher has granted an item its slot; it also turns every finished item into a :class:`BatchResult`.
+`AttemptHandler` is the part of `BatchIterator` that runs after the
+dispatcher has granted an item its slot; it also turns every finished item into a `BatchResult`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``holysheep batch INPUT.jsonl -o OUTPUT.jsonl``: the command-line face of :func:`run_jsonl`.
+"""``holysheep batch INPUT.jsonl -o OUTPUT.jsonl``: the command-line face of `run_jsonl`.
 
 Exit status: 0 every line succeeded; 1 some lines failed or were not run; 2 bad arguments or input
 (duplicate custom_ids, missing file, output exists without --resume); 130 interrupted (resume later).

@@ -1,6 +1,6 @@
 """The dispatcher loop: read inputs lazily (bounded read-ahead), wait for the limits, start attempts.
 
-:class:`Dispatcher` is the scheduling part of :class:`~holysheep.batch.BatchIterator`: one task that
+`Dispatcher` is the scheduling part of `BatchIterator`: one task that
 takes retries first, then fresh inputs, and waits for the pause gate, a concurrency slot and the RPM/TPM
 buckets before it starts one task per attempt.
 """

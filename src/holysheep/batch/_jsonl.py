@@ -227,7 +227,7 @@ async def _run(send: Send, quota: QuotaFn | None, src: Path, dst: Path, report: 
 
 async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
                      overwrite: bool = False, **kwargs: Any) -> JsonlReport:
-    """Async :func:`run_jsonl` for an AsyncClient."""
+    """Async `run_jsonl` for an AsyncClient."""
     src, dst, report, done, tokens = _prepare(input_path, output_path, resume, overwrite, _defaults_of(kwargs))
     send = client_sender(client.chat.completions.create)
     return await _run(send, client.quota.retrieve, src, dst, report, done, tokens, kwargs)

@@ -1,4 +1,4 @@
-"""Batch options and the callables the engine runs on: :class:`BatchOptions`, :data:`Send`, :data:`QuotaFn`."""
+"""Batch options and the callables the engine runs on: `BatchOptions`, `Send`, `QuotaFn`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ OnResult = Callable[[BatchResult], None]
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """How a batch runs. See :meth:`holysheep.AsyncClient.chat.completions.batch` for the meaning."""
+    """How a batch runs. See `holysheep.AsyncClient.chat.completions.batch` for the meaning."""
 
     concurrency: int = 16
     rpm: float | None = None
@@ -58,7 +58,7 @@ def is_quota_exhausted(error: BaseException) -> bool:
 
 
 def client_sender(create: Callable[..., Awaitable[ChatCompletion]]) -> Send:
-    """A :data:`Send` over an async ``chat.completions.create`` (client retries off: the batch retries)."""
+    """A `Send` over an async ``chat.completions.create`` (client retries off: the batch retries)."""
 
     async def send(params: dict[str, Any]) -> ChatCompletion:
         return await create(**params)

@@ -1,7 +1,7 @@
 """Progress display for a batch: a rich bar when rich is installed (the ``cli`` extra), else plain lines.
 
 Both show done/total, failed, rate, ETA, tokens and cost, refreshed at most a few times a second. For
-your own display pass ``on_progress=callback`` (called with :class:`BatchStats` after every result),
+your own display pass ``on_progress=callback`` (called with `BatchStats` after every result),
 or any object with ``start``/``update``/``close`` methods as ``progress=``.
 """
 

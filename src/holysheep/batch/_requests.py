@@ -102,7 +102,7 @@ def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where: str = "",
                    custom_id: str | None = None) -> BatchRequest:
-    """A :class:`BatchRequest` for ``item``; a malformed item gives one whose ``invalid`` holds the error.
+    """A `BatchRequest` for ``item``; a malformed item gives one whose ``invalid`` holds the error.
 
     ``defaults`` (``model``, ``max_tokens``, ...) apply where the item does not set them.
     """

@@ -1,4 +1,4 @@
-"""What a batch returns: one :class:`BatchResult` per input, :class:`BatchResults`, live stats and the summary."""
+"""What a batch returns: one `BatchResult` per input, `BatchResults`, live stats and the summary."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class BatchResult:
 
 
 class BatchFailedError(HolySheepError):
-    """Raised by :attr:`BatchResults.responses` when items failed; ``failed`` lists their results."""
+    """Raised by `BatchResults.responses` when items failed; ``failed`` lists their results."""
 
     def __init__(self, failed: Sequence[BatchResult], total: int) -> None:
         kinds = Counter(type(r.error).__name__ for r in failed)
@@ -200,7 +200,7 @@ class BatchResults(Sequence[BatchResult]):
 
     @property
     def responses(self) -> list[ChatCompletion]:
-        """Every response in input order; raises :class:`BatchFailedError` if any item failed."""
+        """Every response in input order; raises `BatchFailedError` if any item failed."""
         failed = self.failed
         if failed:
             raise BatchFailedError(failed, len(self._results))
@@ -238,7 +238,7 @@ class BatchResults(Sequence[BatchResult]):
 
 class BatchInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
-    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script like Ctrl-C."""
+    as they ended, the rest with `BatchCancelledError`. Uncaught, it ends a script like Ctrl-C."""
 
     def __init__(self, results: BatchResults) -> None:
         super().__init__(f"batch interrupted: {results._stats.done} of {len(results)} items finished")

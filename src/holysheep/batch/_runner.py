@@ -1,8 +1,8 @@
 """The async batch engine: bounded, rate-limited, order-tagged dispatch with batch-wide retries.
 
-One dispatcher task (:mod:`._dispatch`) reads inputs lazily (bounded read-ahead), waits for the pause
-gate, a concurrency slot and the RPM/TPM buckets, and starts one task per attempt (:mod:`._attempts`).
-Every input ends as exactly one :class:`BatchResult`, delivered through :class:`BatchIterator` as it
+One dispatcher task (`._dispatch`) reads inputs lazily (bounded read-ahead), waits for the pause
+gate, a concurrency slot and the RPM/TPM buckets, and starts one task per attempt (`._attempts`).
+Every input ends as exactly one `BatchResult`, delivered through `BatchIterator` as it
 completes. This module holds that public iterator: setup, the consumer side and the quota check.
 """
 
@@ -48,7 +48,7 @@ def _warn_no_quota_once(exc: QuotaUnavailableError) -> None:
 class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
     """Results of a running batch as they complete (``async for``); each carries its input ``index``.
 
-    Use ``async with`` (or call :meth:`aclose`) when you may stop early: closing cancels what is in
+    Use ``async with`` (or call `aclose`) when you may stop early: closing cancels what is in
     flight. Reading the input is lazy with bounded read-ahead, so any (async) iterable works.
     """
 

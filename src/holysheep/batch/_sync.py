@@ -30,7 +30,7 @@ Close = Callable[[], Awaitable[None]]
 
 
 def clone_async_client(client: Client) -> AsyncClient:
-    """An :class:`~holysheep.AsyncClient` with the same configuration as the sync ``client``."""
+    """An `AsyncClient` with the same configuration as the sync ``client``."""
     from .._async_client import AsyncClient
 
     factory = getattr(AsyncClient, "_from_config", None)

@@ -36,7 +36,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> Client:
-    """A :class:`holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
+    """A `holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
     from .. import Client
 
     api_key_in_use(args.api_key)

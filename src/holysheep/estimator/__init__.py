@@ -1,6 +1,6 @@
 """GPU memory estimates for serving and training open LLMs, from their real architecture.
 
-``estimate_inference_memory`` sizes weights (any of the :func:`quant_spec` formats), KV cache
+``estimate_inference_memory`` sizes weights (any of the `quant_spec` formats), KV cache
 (GQA/MQA, MLA, sliding windows, fp8), prefill activations and runtime overhead, optionally as vLLM
 would allocate them. ``estimate_training_memory`` sizes model states under ZeRO 0-3, LoRA/QLoRA and
 Korthikanti-style activations. Figures are GB (10^9 bytes); ``*_gib`` properties give GiB.

@@ -68,7 +68,7 @@ class Architecture:
     """Shape of a decoder-only transformer, enough to count parameters and KV-cache bytes exactly.
 
     Field names follow Hugging Face ``config.json``. MoE, MLA (DeepSeek) and sliding-window layers
-    are optional. Build one from a config with :meth:`from_hf_config`.
+    are optional. Build one from a config with `from_hf_config`.
     """
 
     name: str

@@ -108,7 +108,7 @@ def catalog_entry(name: str) -> CatalogEntry:
 
 
 def get_architecture(name: str) -> Architecture:
-    """The :class:`Architecture` of a catalog model; raises UnknownModelError with the nearest names."""
+    """The `Architecture` of a catalog model; raises UnknownModelError with the nearest names."""
     return catalog_entry(name).architecture
 
 

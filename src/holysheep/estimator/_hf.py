@@ -1,4 +1,4 @@
-"""Translate Hugging Face ``config.json`` fields into :class:`Architecture` keyword arguments."""
+"""Translate Hugging Face ``config.json`` fields into `Architecture` keyword arguments."""
 
 from __future__ import annotations
 

@@ -279,8 +279,8 @@ def estimate_inference_memory(
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
-    ``model`` is a catalog name, an :class:`Architecture`, a ``config.json`` path or dict, or a size in
-    billions (approximate; warns). ``quant`` names a weight format (see :func:`quant_spec`);
+    ``model`` is a catalog name, an `Architecture`, a ``config.json`` path or dict, or a size in
+    billions (approximate; warns). ``quant`` names a weight format (see `quant_spec`);
     ``kv_dtype`` defaults to the compute dtype. ``runtime="vllm"`` models vLLM's preallocated KV pool:
     with ``gpu_memory_gb`` (total memory CUDA reports, in GB) the result's ``vllm`` field gives the
     block and token counts at ``gpu_memory_utilization``. ``prefill_chunk`` bounds the tokens of one

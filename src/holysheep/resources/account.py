@@ -29,7 +29,7 @@ class BaseModels(Generic[_RL]):
         self._client = client
 
     def list(self) -> _RL:
-        """The models the API serves (``GET /models``), as a list of :class:`~holysheep.types.Model`."""
+        """The models the API serves (``GET /models``), as a list of `Model`."""
         result: _RL = self._client._execute(RequestSpec("GET", "models", None, _parse_models))
         return result
 

@@ -91,8 +91,8 @@ class BaseCompletions(Generic[_RC, _RS]):
         ``seed``, ``tools``, ``tool_choice``, ``response_format``, ``user``, ...), plus ``extra_body``,
         ``extra_headers``, and per-call ``timeout``/``max_retries``/``stream_idle_timeout``.
         Arguments are checked before any I/O (``InvalidRequestError``). With ``stream=True`` returns a
-        stream of :class:`~holysheep.types.ChatCompletionChunk`; otherwise a
-        :class:`~holysheep.types.ChatCompletion`.
+        stream of `ChatCompletionChunk`; otherwise a
+        `ChatCompletion`.
         """
         spec = build_chat_spec(model=model, messages=messages, stream=stream, params=params,
                                parse=parse_chat_completion)

@@ -1,6 +1,6 @@
 """How FakeServer answers a request: auth, latency, routing, faults, the built-in endpoints, the reply.
 
-:class:`EndpointHandler` is the request side of :class:`~holysheep.testing.FakeServer`; it runs on the
+`EndpointHandler` is the request side of `FakeServer`; it runs on the
 server's loop thread (state is set by ``FakeServer``).
 """
 

@@ -60,7 +60,7 @@ class HTTPRequest:
 async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HTTPRequest | None:
     """Read the next request, or return ``None`` when the peer closed the connection between requests.
 
-    Raises :class:`HTTPError` for a malformed request and ``asyncio.IncompleteReadError`` when the peer
+    Raises `HTTPError` for a malformed request and ``asyncio.IncompleteReadError`` when the peer
     goes away in the middle of one.
     """
     try:

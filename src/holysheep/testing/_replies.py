@@ -87,7 +87,7 @@ class ScriptedReply:
 
 ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
 """``"echo"`` (the last user message), ``"lorem"`` (``max_tokens`` words, 16 by default), any other
-string (returned as is), a :class:`ScriptedReply`, or a callable taking the request body."""
+string (returned as is), a `ScriptedReply`, or a callable taking the request body."""
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)

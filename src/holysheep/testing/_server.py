@@ -1,7 +1,7 @@
 """FakeServer: a local OpenAI-compatible HTTP/1.1 server on its own asyncio loop in a background thread.
 
-This module holds its public API and its loop thread; requests are answered by :mod:`._endpoints` and
-the foreground command (``holysheep mock-server``) is :func:`serve` in :mod:`._serve`.
+This module holds its public API and its loop thread; requests are answered by `._endpoints` and
+the foreground command (``holysheep mock-server``) is `serve` in `._serve`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pytest fixtures for testing code that calls HolySheep (registered as a ``pytest11`` plugin).
 
-- ``holysheep_server``: a started :class:`~holysheep.testing.FakeServer`, stopped after the test.
+- ``holysheep_server``: a started `FakeServer`, stopped after the test.
   Configure it with ``@pytest.mark.holysheep_server(latency=0.05, faults=[...])``.
 - ``holysheep_mock``: a respx router that mocks ``https://api.holysheep.ai/v1`` (chat completions,
   models, quota) with canned OpenAI-format responses; its routes are named ``"chat"``, ``"models"``

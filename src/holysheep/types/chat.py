@@ -43,7 +43,7 @@ class ChatCompletionMessageParam(TypedDict, total=False):
 
 
 class Message(HolySheepModel):
-    """A chat message as a typed object; interchangeable with :class:`ChatCompletionMessageParam`."""
+    """A chat message as a typed object; interchangeable with `ChatCompletionMessageParam`."""
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
