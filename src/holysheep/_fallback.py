@@ -3,7 +3,8 @@
 A call goes to the primary unless its circuit is open. It moves to the next endpoint only when the
 previous one failed with a retryable error (connection, timeout, 408/409/429/5xx) after its own
 retries; 400/401/403/404/422 are the caller's problems and are raised as they are. A stream falls
-back only before its first event, since the shells return the stream once the headers arrive.
+back only before its first event: the shells read up to that event before returning the stream, so a
+200 that closes with nothing in it is retried and then falls back like a connection error.
 """
 
 from __future__ import annotations
