@@ -4,8 +4,9 @@ The test clones this repository into a temporary folder and runs the README's ``
 bash shell with ``set -e``, so a command that needs an activated venv fails as it would for a newcomer.
 Skipped lines: long-running servers (``mkdocs serve``, ``holysheep mock-server``) and commands that need
 a key or the network (``holysheep chat|models|quota|batch|bench``). Marker ``readme`` (run by .ci/run);
-it installs for real, reusing pip's cache. Inside the clone this test skips itself (the README runs the
-test suite).
+it installs for real, reusing pip's cache. The README's test command runs in the clone with
+``--collect-only`` (it must find and import every test there; the full run is CI's own step, which
+calls that same command), and inside the clone this test skips itself.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def test_readme_commands_run_on_a_fresh_clone(tmp_path: Path) -> None:
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                   if not p.startswith(str(ROOT)))  # not this checkout's venv
     for command in commands:
+        if re.search(r"-m pytest\s*$", command):
+            command += " --collect-only -q"  # collected and imported in the clone; CI runs the suite itself
         done = subprocess.run(["bash", "-c", f"set -euo pipefail\n{command}"], cwd=clone, env=env,
                               capture_output=True, text=True, timeout=1500)
         assert done.returncode == 0, (f"README command failed on a fresh clone (exit {done.returncode}): "
