@@ -17,6 +17,7 @@ from typing import Any
 
 from ._faults import FaultPlan, apply_fault, fault_response, normalize_path
 from ._http import HTTPRequest, reset_connection, serve_connection, write_body, write_sse
+from ._ratelimit import RequestRateLimit
 from ._replies import (
     Handler,
     RecordedRequest,
@@ -59,6 +60,7 @@ class EndpointHandler:
     quota_used: int
     quota_reset_at: str | int | None
     enforce_quota: bool
+    rate_limit: RequestRateLimit | None
     in_flight: int
     max_in_flight: int
     open_connections: int
@@ -107,6 +109,14 @@ class EndpointHandler:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
+        limit = self.rate_limit
+        if limit is not None and req.method == "POST" and req.path.rstrip("/").endswith("/chat/completions"):
+            wait = limit.take()
+            if wait is not None:
+                limited = error_response(429, "Rate limit reached for requests per minute.", "rate_limit_exceeded",
+                                         "rate_limit_exceeded")
+                response = Response(429, limited.body, {**limited.headers, **limit.headers(wait)})
+                return await self._write(req, rec, writer, response)
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if self.require_auth and not self._authorized(req.headers.get("authorization", "")):
