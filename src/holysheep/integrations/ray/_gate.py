@@ -133,8 +133,6 @@ class GatedSender:
                     return
                 want_requests = self._chunk if self._requests < 1 else 0
                 want_tokens = tokens - self._tokens + self._token_chunk if self._tokens < tokens else 0
-                if not self._confirmed:
-                    want_requests = min(want_requests, 1)
                 lease = await self._link.lease(want_requests, want_tokens)
                 if lease.stopped is not None:
                     raise AuthenticationError(f"{lease.stopped} (another replica's request was rejected; "

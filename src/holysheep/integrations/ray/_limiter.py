@@ -35,6 +35,7 @@ class _Bucket:
     """A token bucket: `rate` per second, at most `capacity`; may go into debt for one oversized take."""
 
     def __init__(self, per_minute: float, burst_s: float, now: float) -> None:
+        self.per_minute = per_minute
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * burst_s)
         self.level = self.capacity
@@ -49,6 +50,7 @@ class _Bucket:
         return max(0.0, need / self.rate)
 
     def set_rate(self, per_minute: float, burst_s: float) -> None:
+        self.per_minute = per_minute
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * burst_s)
         self.level = min(self.level, self.capacity)
@@ -108,7 +110,7 @@ class ClusterRateLimiter:
         grant = requests
         if self._rpm is not None and requests:
             self._rpm.refill(now)
-            grant = min(requests, math.floor(self._rpm.level))
+            grant = min(requests, math.floor(self._rpm.level + 1e-9))
             if grant < 1:
                 waits.append(self._rpm.wait_for(1))
         if self._tpm is not None and tokens:
@@ -167,8 +169,8 @@ class ClusterRateLimiter:
     # ------------------------------------------------------------------ inspection
     def limits(self) -> tuple[float | None, float | None]:
         """The per-minute request and token limits in force."""
-        return (None if self._rpm is None else self._rpm.rate * 60.0,
-                None if self._tpm is None else self._tpm.rate * 60.0)
+        return (None if self._rpm is None else self._rpm.per_minute,
+                None if self._tpm is None else self._tpm.per_minute)
 
     def __repr__(self) -> str:
         rpm, tpm = self.limits()

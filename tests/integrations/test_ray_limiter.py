@@ -1,0 +1,147 @@
+"""The cluster limiter and a replica's gate, in-process with an injected clock (no Ray needed)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from holysheep import AuthenticationError, RateLimitError
+from holysheep.integrations.ray._gate import GatedSender, LocalLink, estimate_tokens
+from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rpm_bucket_grants_chunks_then_says_how_long_to_wait() -> None:
+    clock = Clock()
+    limiter = ClusterRateLimiter(rpm=600, burst_s=0.5, canary=False, clock=clock)  # 10/s, bucket of 5
+    assert limiter.lease(4) == Lease(requests=4)
+    assert limiter.lease(4) == Lease(requests=1)  # what is left: a partial grant
+    assert limiter.lease(4) == Lease(wait_s=pytest.approx(0.1))
+    clock.now += 0.3
+    assert limiter.lease(4) == Lease(requests=3)
+    assert limiter.granted_requests == 8
+
+
+def test_tokens_are_all_or_nothing_and_an_oversized_request_runs_into_debt() -> None:
+    clock = Clock()
+    limiter = ClusterRateLimiter(tpm=60_000, burst_s=1.0, canary=False, clock=clock)  # 1000/s, bucket 1000
+    assert limiter.lease(1, 800) == Lease(requests=1, tokens=800)
+    assert limiter.lease(1, 300) == Lease(wait_s=pytest.approx(0.1))
+    clock.now += 0.1
+    assert limiter.lease(1, 300) == Lease(requests=1, tokens=300)
+    clock.now += 10
+    assert limiter.lease(1, 5000) == Lease(requests=1, tokens=5000)  # larger than the bucket: allowed when full
+    assert limiter.lease(1, 10) == Lease(wait_s=pytest.approx(4.01))
+
+
+def test_pause_holds_every_lease_and_the_longest_pause_wins() -> None:
+    clock = Clock()
+    limiter = ClusterRateLimiter(rpm=6000, canary=False, clock=clock)
+    limiter.pause(2.0)
+    limiter.pause(0.5)
+    assert limiter.lease(1) == Lease(wait_s=2.0)
+    clock.now += 2.0
+    assert limiter.lease(1).requests == 1
+    assert limiter.pauses == 2
+
+
+def test_canary_lets_one_request_out_until_confirmed_then_stop_refuses_everyone() -> None:
+    clock = Clock()
+    limiter = ClusterRateLimiter(clock=clock)
+    assert limiter.lease(8) == Lease(requests=1)
+    assert limiter.lease(8) == Lease(wait_s=0.02)
+    limiter.stop("Incorrect API key provided.")
+    assert limiter.lease(8) == Lease(stopped="Incorrect API key provided.")
+
+    other = ClusterRateLimiter(clock=clock)
+    assert other.lease(8) == Lease(requests=1)
+    other.release_canary()  # no answer: another canary may go
+    assert other.lease(8) == Lease(requests=1)
+    other.confirm()
+    assert other.lease(8) == Lease(requests=8)
+
+
+def test_learned_limits_lower_the_configured_ones_only() -> None:
+    clock = Clock()
+    limiter = ClusterRateLimiter(rpm=1000, canary=False, clock=clock)
+    limiter.learn(limit_requests=5000, limit_tokens=90_000)
+    assert limiter.limits() == (1000, 90_000)
+    limiter.learn(limit_requests=120)
+    assert limiter.limits() == (120, 90_000)
+
+
+class FakeCreate:
+    def __init__(self, errors: list[BaseException | None] | None = None) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.errors = list(errors or [])
+
+    async def __call__(self, **params: Any) -> Any:
+        self.calls.append(params)
+        error = self.errors.pop(0) if self.errors else None
+        if error is not None:
+            raise error
+        return {"ok": True}
+
+
+def _params(text: str = "x" * 40) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": text}], "max_tokens": 10}
+
+
+def test_estimate_tokens() -> None:
+    assert estimate_tokens(_params("x" * 41)) == 11 + 10
+    assert estimate_tokens({"messages": [{"content": [{"type": "text", "text": "abcd"}]}]}) == 1 + 256
+
+
+async def test_sender_leases_in_chunks_not_per_request() -> None:
+    limiter = ClusterRateLimiter(rpm=60_000, canary=False)
+    link = LocalLink(limiter)
+    create = FakeCreate()
+    sender = GatedSender(create, link, chunk=8)
+    await asyncio.gather(*(sender(_params()) for _ in range(32)))
+    assert len(create.calls) == 32
+    assert link.lease_calls == 4
+    assert limiter.granted_requests == 32
+
+
+async def test_tpm_charges_the_estimate_of_each_request() -> None:
+    limiter = ClusterRateLimiter(tpm=6_000_000, canary=False)
+    sender = GatedSender(FakeCreate(), LocalLink(limiter), chunk=4, limit_tokens=True)
+    for _ in range(3):
+        await sender(_params())
+    assert limiter.granted_tokens == 3 * (10 + 10)
+
+
+def _status_error(cls: type[Any], status: int, retry_after: float | None = None) -> Any:
+    err = cls("boom", status_code=status)
+    err.retry_after = retry_after
+    return err
+
+
+async def test_a_429_pauses_the_whole_cluster_for_its_retry_after() -> None:
+    limiter = ClusterRateLimiter(rpm=60_000, canary=False)
+    sender = GatedSender(FakeCreate([_status_error(RateLimitError, 429, 1.5)]), LocalLink(limiter), chunk=4)
+    with pytest.raises(RateLimitError):
+        await sender(_params())
+    assert limiter.pauses == 1
+    lease = limiter.lease(1)
+    assert lease.requests == 0 and 1.4 < lease.wait_s <= 1.5
+
+
+async def test_a_rejected_key_stops_every_replica_before_it_sends() -> None:
+    limiter = ClusterRateLimiter(rpm=60_000)  # canary on
+    link = LocalLink(limiter)
+    first = FakeCreate([_status_error(AuthenticationError, 401)])
+    others = [FakeCreate() for _ in range(3)]
+    senders = [GatedSender(first, link, chunk=8)] + [GatedSender(c, link, chunk=8) for c in others]
+    outcomes = await asyncio.gather(*(s(_params()) for s in senders for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(o, AuthenticationError) for o in outcomes)
+    assert len(first.calls) == 1 and all(not c.calls for c in others)  # one request reached the server
