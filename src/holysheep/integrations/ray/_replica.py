@@ -22,9 +22,20 @@ if TYPE_CHECKING:
 
     from ..._async_client import AsyncClient
 
-__all__ = ["Replica", "run_rows"]
+__all__ = ["JobAuthenticationError", "Replica", "run_rows"]
 
 _T = TypeVar("_T")
+
+
+class JobAuthenticationError(AuthenticationError):
+    """The rejected key that ended a Ray job: an `AuthenticationError` that survives pickling between processes."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (str(self), self.status_code, self.request_id))
+
+
+def _rebuild(message: str, status_code: int, request_id: str | None) -> JobAuthenticationError:
+    return JobAuthenticationError(message, status_code=status_code, request_id=request_id)
 
 
 async def run_rows(rows: list[dict[str, Any]], config: ReplicaConfig, sender: GatedSender) -> list[BatchResult]:
@@ -87,7 +98,15 @@ class Replica:
             raise InvalidRequestError(f"the dataset already has column(s) {clash} that the processor writes; "
                                       "rename them first (ds.rename_columns({...})).", field="dataset")
         rows = table.to_pylist()
-        results = self._on_loop(run_rows(rows, self._config, self._sender))
+        try:
+            results = self._on_loop(run_rows(rows, self._config, self._sender))
+        except AuthenticationError as exc:
+            # Ray Data would hide it in a UserCodeException; the job should end with the SDK's typed error.
+            # This actor serves only this processor, so changing its own context is local to the job.
+            import ray.data
+
+            ray.data.DataContext.get_current().raise_original_map_exception = True
+            raise JobAuthenticationError(str(exc), status_code=401, request_id=exc.request_id) from None
         values = [output_values(r) for r in results]
         for i, (name, type_name) in enumerate(OUTPUT_COLUMNS):
             table = table.append_column(pa.field(name, getattr(pa, type_name)()),
