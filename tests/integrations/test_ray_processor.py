@@ -143,3 +143,30 @@ def test_settings_come_from_the_environment(cluster: None, monkeypatch: pytest.M
         rows = processor(ray.data.from_items(_rows(5))).take_all()
     assert [r["error"] for r in rows] == [None] * 5
     assert os.environ["HOLYSHEEP_API_KEY"] not in repr(processor)
+
+
+def test_cli_runs_a_jsonl_job_on_ray_and_resumes(cluster: None, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from holysheep.batch._cli import build_parser, run_batch_command
+
+    source = tmp_path / "in.jsonl"
+    lines = [{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+              "body": {"messages": [{"role": "user", "content": "alpha"}], "max_tokens": 5}},
+             {"custom_id": "b", "prompt": "beta"},
+             {"custom_id": "c", "messages": [{"role": "user", "content": "gamma"}]}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+    with FakeServer() as server:
+        monkeypatch.setenv("HOLYSHEEP_API_KEY", server.api_key)
+        argv = [str(source), "-o", str(out), "--ray", "--replicas", "2", "--model", "deepseek-v3.2"]
+        assert run_batch_command(build_parser().parse_args([*argv, "--base-url", server.url])) == 0
+        first = len(_chat_requests(server))
+        assert run_batch_command(build_parser().parse_args([*argv, "--base-url", server.url])) == 2  # no --resume
+        assert run_batch_command(build_parser().parse_args([*argv, "--base-url", server.url, "--resume"])) == 0
+        total = len(_chat_requests(server))
+    rows = [json.loads(line) for path in sorted(out.glob("*.jsonl")) for line in path.read_text().splitlines()]
+    assert (first, total) == (3, 3)  # the resumed run sent nothing
+    assert sorted((r["custom_id"], r["response"]) for r in rows) == [("a", "alpha"), ("b", "beta"), ("c", "gamma")]
+    assert all(r["error"] is None for r in rows)

@@ -69,7 +69,7 @@ def _positive(name: str, value: Any, *, integer: bool = False) -> None:
 
 def build_processor(
     *,
-    model: str,
+    model: str | None,
     replicas: int = 4,
     concurrency_per_replica: int = 32,
     rpm: float | None = None,
@@ -120,7 +120,7 @@ def build_processor(
     for name, value in (("rpm", rpm), ("tpm", tpm)):
         if value is not None:
             _positive(name, value)
-    if not isinstance(model, str) or not model:
+    if not _whole_row and (not isinstance(model, str) or not model):
         raise InvalidRequestError(f"model must be a non-empty string, got {model!r}.", field="model")
     if messages_column is None and prompt_column is None and not _whole_row:
         raise InvalidRequestError("set prompt_column= or messages_column=.", field="prompt_column")
@@ -138,9 +138,9 @@ def build_processor(
     else:
         chunk = concurrency_per_replica
     token_chunk = math.floor(tpm / 60 * _BURST_S / (2 * replicas)) if tpm else 0
+    shared = {**({"model": model} if model else {}), **params}
     rows = RowSpec(prompt_column=None if messages_column is not None else prompt_column,
-                   messages_column=messages_column, id_column=id_column, params={"model": model, **params},
-                   whole_row=_whole_row)
+                   messages_column=messages_column, id_column=id_column, params=shared, whole_row=_whole_row)
     config = ReplicaConfig(
         api_key=Secret(api_key), base_url=base_url, timeout=timeout, client_max_retries=0, fallbacks=fallbacks,
         rows=rows, concurrency=concurrency_per_replica, batch_options=batch_options,

@@ -46,7 +46,7 @@ class RowSpec:
         A missing or malformed value is handed to the engine as is, so the row ends with an error.
         """
         if self.whole_row:
-            return {k: _clean(v) for k, v in row.items() if v is not None}
+            return {k: _clean(v) for k, v in row.items() if not _missing(v)}
         if self.messages_column is not None:
             value = row.get(self.messages_column)
             messages = _clean(value)
@@ -71,10 +71,14 @@ class RowSpec:
         return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)  # None, or NaN from a pandas reader
+
+
 def _clean(value: Any) -> Any:
     """Arrow gives a struct every field of its type; drop the ones this value does not set (recursively)."""
     if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items() if v is not None}
+        return {k: _clean(v) for k, v in value.items() if not _missing(v)}
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return value
