@@ -49,3 +49,6 @@ class ReplicaConfig:
     chunk: int = 1
     token_chunk: int = 0
     limit_tokens: bool = False
+    rpm: float | None = None
+    tpm: float | None = None
+    burst_s: float = 0.5

@@ -32,7 +32,8 @@ class Processor:
         self.rpm, self.tpm = rpm, tpm
         self.skip_done = skip_done
         self.limiter: Any = None
-        """The named limiter actor's handle, once the processor has been called."""
+        """The named limiter actor's handle, once the processor has been called (a detached actor that
+        ends itself after 10 idle minutes, so a lazy dataset outlives this object safely)."""
 
     def __call__(self, ds: ray.data.Dataset) -> ray.data.Dataset:
         """A lazy dataset: `ds`'s rows (less those `skip_done` finds done), each with the answer columns."""
@@ -145,6 +146,6 @@ def build_processor(
         api_key=Secret(api_key), base_url=base_url, timeout=timeout, client_max_retries=0, fallbacks=fallbacks,
         rows=rows, concurrency=concurrency_per_replica, batch_options=batch_options,
         limiter_name=limiter_name or f"holysheep-limiter-{uuid.uuid4().hex[:12]}", chunk=chunk,
-        token_chunk=token_chunk, limit_tokens=tpm is not None)
+        token_chunk=token_chunk, limit_tokens=tpm is not None, rpm=rpm, tpm=tpm, burst_s=_BURST_S)
     return Processor(config, replicas=replicas, num_cpus=num_cpus_per_replica, batch_size=batch_size, rpm=rpm,
                      tpm=tpm, skip_done=skip_done)

@@ -88,7 +88,9 @@ class Replica:
     def _link(self) -> LimiterLink:
         from ._actors import ActorLink
 
-        return ActorLink.named(self._config.limiter_name, self._config.limiter_namespace)
+        config = self._config
+        return ActorLink.named(config.limiter_name, rpm=config.rpm, tpm=config.tpm,
+                               namespace=config.limiter_namespace, burst_s=config.burst_s)
 
     def __call__(self, table: pa.Table) -> pa.Table:
         import pyarrow as pa
