@@ -32,14 +32,13 @@ async def run(base_url: str | None, api_key: str | None) -> None:
     from holysheep import AsyncClient
 
     prompts = [f"Label item {i}: positive or negative?" for i in range(200)]
-    async with AsyncClient(base_url=base_url, api_key=api_key) as client:
+    async with AsyncClient(base_url=base_url, api_key=api_key, initial_retry_delay=0.05) as client:
         results = await client.chat.completions.batch(
             prompts,
             model="deepseek-v3.2",
             max_tokens=16,
             concurrency=32,     # never more than 32 requests in flight
-            rpm=6000,           # client-side requests-per-minute bucket (tpm= paces tokens)
-            initial_retry_delay=0.05,
+            rpm=6000,           # requests per minute (default "auto": the limits the server announces)
         )
         assert len(results) == len(prompts)  # exactly one result per prompt, in input order
         print(results.summary())

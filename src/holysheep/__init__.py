@@ -10,26 +10,40 @@ from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from ._exceptions import *  # noqa: F403
 from ._exceptions import __all__ as _exc_all
 from ._fallback import CircuitBreaker, Fallback
+from ._parsed_stream import AsyncParsedStream, ParsedStream
 from ._stream_state import StreamMetrics
 from ._streaming import AsyncStream, Stream
+from ._structured_errors import (
+    ContentFilterFinishReasonError,
+    LengthFinishReasonError,
+    RefusalError,
+    StructuredOutputError,
+)
 from ._version import __version__
-from .types import ChatCompletion, ChatCompletionChunk, Message, Model, Quota
+from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ParsedChatCompletion, Quota
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
     "AsyncClient",
+    "AsyncParsedStream",
     "AsyncStream",
     "ChatCompletion",
     "ChatCompletionChunk",
     "CircuitBreaker",
     "Client",
+    "ContentFilterFinishReasonError",
     "Fallback",
+    "LengthFinishReasonError",
     "Message",
     "Model",
+    "ParsedChatCompletion",
+    "ParsedStream",
     "Quota",
+    "RefusalError",
     "Stream",
     "StreamMetrics",
+    "StructuredOutputError",
     "__version__",
     *_exc_all,
 ]

@@ -1,4 +1,4 @@
-"""Optional aiohttp backend for :class:`~holysheep.AsyncClient` (``http_backend="aiohttp"``).
+"""The aiohttp backend: the default transport of ``AsyncClient`` (``http_backend="aiohttp"``).
 
 httpx's async pool scans every connection on each request, which costs more CPU per request as the
 number in flight grows; aiohttp's connector does not. This backend sends the ``httpx.Request`` the
@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._call import RawResponse
+from ._limits import read_aiohttp_body
+from ._redirects import redirect_trace_config
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["AiohttpBackend"]
 
 _DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+_DROP_STREAM = frozenset({b"content-length", b"transfer-encoding"})
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
@@ -63,18 +66,20 @@ class AiohttpBackend:
     """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
 
     def __init__(self, *, max_connections: int = 1000) -> None:
-        import aiohttp  # fail at construction if the extra is missing
-
-        self._aiohttp = aiohttp
+        self._aiohttp: Any = None  # imported on first use: `import holysheep` and AsyncClient() stay light
         self._max_connections = max_connections
         self._session: Any = None
         self._timeouts: dict[tuple[Any, ...], Any] = {}
 
     def _open(self) -> Any:
-        aiohttp = self._aiohttp
+        import aiohttp
+
+        self._aiohttp = aiohttp
         connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True, skip_auto_headers=(
-            "User-Agent", "Content-Type"))
+        # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
+        # SSE caps), so a compression bomb never expands in full; redirects follow holysheep's policy.
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, skip_auto_headers=(
+            "User-Agent", "Content-Type"), trace_configs=[redirect_trace_config()])
         return self._session
 
     def _timeout(self, timeout: httpx.Timeout) -> Any:
@@ -85,33 +90,36 @@ class AiohttpBackend:
             self._timeouts[key] = value
         return value
 
-    async def send(self, call: Call, *, stream: bool = False) -> httpx.Response | RawResponse:
-        """Send the call's current attempt. A 2xx non-stream reply comes back as a light
-        :class:`RawResponse`; streams and errors as ``httpx.Response`` (errors need one)."""
+    async def send(self, call: Call) -> httpx.Response | RawResponse:
+        """Begin and send the call's next attempt. A 2xx non-stream reply comes back as a light
+        ``RawResponse``; 2xx streams and errors (read in full) as ``httpx.Response``."""
         import asyncio
 
+        call.begin_attempt()
+        stream = call.spec.stream
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
             resp = await session.request(call.method, call.url, data=call.content, headers=call.headers,
                                          timeout=self._timeout(call.timeout), allow_redirects=True)
+            limit = call.config.max_response_bytes
             if not stream and resp.status < 400:
-                try:
-                    return RawResponse(resp.status, resp.headers, await resp.read())
-                finally:
-                    resp.release()
+                return RawResponse(resp.status, resp.headers, await read_aiohttp_body(resp, limit))
             request = call.httpx_request()
-            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
-            if stream:
+            if stream and resp.status < 400:  # raw bytes: the stream shell inflates them (bounded)
+                headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP_STREAM]
                 return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
                                       request=request)
-            try:
-                content = await resp.read()
-            finally:
-                resp.release()
+            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
+            content = await read_aiohttp_body(resp, limit)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _map_error(exc, call.httpx_request()) from exc
         return httpx.Response(resp.status, headers=headers, content=content, request=request)
+
+    def in_use(self) -> int:
+        """Connections checked out of the connector (0 once every response is released)."""
+        connector = getattr(self._session, "connector", None)
+        return len(getattr(connector, "_acquired", ())) if connector is not None else 0
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""

@@ -9,91 +9,67 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from ._aiohttp_backend import AiohttpBackend
-from ._base_client import BaseClient, LazyPool
-from ._call import Call
-from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
-from ._exceptions import APIError, InvalidRequestError
+from ._backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
+from ._base_client import BaseClient, config_kwargs
+from ._call import Call, Outcome
+from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes
 from ._fallback import CircuitBreaker, Fallback
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, within_deadline
+from ._option_checks import check_choice
 from ._request import RequestSpec
+from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import AsyncStream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
+from .resources.structured import AsyncParse
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterable, Callable, Iterable
+    from collections.abc import AsyncIterable, Iterable
 
-    from .batch import BatchIterator, BatchResult, BatchResults, BatchStats
+    from typing_extensions import Unpack
+
+    from ._batch_params import BatchParams
+    from ._sender import AsyncSender
+    from .batch import BatchIterator, BatchResults
 
 __all__ = ["AsyncClient"]
 
 
-class AsyncCompletions(BaseCompletions[Coroutine[Any, Any, ChatCompletion],
-                                       Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
+async def _sleep(seconds: float) -> None:
+    import asyncio  # lazy: keeps `import holysheep` light
+
+    await asyncio.sleep(seconds)
+
+
+class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
+                                                   Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
     """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
 
-    async def batch(
-        self,
-        requests: Iterable[Any] | AsyncIterable[Any],
-        *,
-        model: str | None = None,
-        concurrency: int = 16,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        progress: Any = False,
-        max_retries: int = 5,
-        retry_budget: float | None = 0.2,
-        adaptive: bool = True,
-        check_quota: bool = True,
-        require_quota: bool = False,
-        on_result: Callable[[BatchResult], None] | None = None,
-        on_progress: Callable[[BatchStats], None] | None = None,
-        **params: Any,
-    ) -> BatchResults:
+    _client: AsyncClient
+
+    async def batch(self, requests: Iterable[Any] | AsyncIterable[Any],
+                    **params: Unpack[BatchParams]) -> BatchResults:
         """Run many chat completions concurrently; one result per input, in input order.
 
-        Same arguments and behaviour as the sync ``Client.chat.completions.batch``. Cancelling the
-        awaiting task cancels what is in flight and re-raises ``CancelledError``; use :meth:`batch_iter`
-        or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
+        Same arguments (``BatchParams``) and behaviour as the sync ``Client.chat.completions.batch``.
+        Cancelling the awaiting task cancels what is in flight and re-raises ``CancelledError``; use
+        ``batch_iter`` or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
         """
         from .batch._api import abatch  # lazy: `import holysheep` does not load the batch engine
 
-        return await abatch(
-            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
-            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
-            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
-        )
+        return await abatch(self._client, requests, params)
 
-    def batch_iter(
-        self,
-        requests: Iterable[Any] | AsyncIterable[Any],
-        *,
-        model: str | None = None,
-        concurrency: int = 16,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        progress: Any = False,
-        max_retries: int = 5,
-        retry_budget: float | None = 0.2,
-        adaptive: bool = True,
-        check_quota: bool = True,
-        require_quota: bool = False,
-        on_result: Callable[[BatchResult], None] | None = None,
-        on_progress: Callable[[BatchStats], None] | None = None,
-        **params: Any,
-    ) -> BatchIterator:
-        """Like :meth:`batch`, but yields each :class:`~holysheep.batch.BatchResult` as it completes
-        (``result.index`` is its input position). Reads ``requests`` (any iterable or async iterable)
-        lazily with bounded read-ahead. Use ``async with`` or ``aclose()`` if you may stop early.
+    def batch_iter(self, requests: Iterable[Any] | AsyncIterable[Any],
+                   **params: Unpack[BatchParams]) -> BatchIterator:
+        """Like ``batch``, but yields each ``BatchResult`` as it completes (``result.index`` is its input
+        position). Reads ``requests`` (any iterable or async iterable) lazily with bounded read-ahead.
+        Use ``async with`` or ``aclose()`` if you may stop early. Options are checked at once.
         """
         from .batch._api import abatch_iter  # lazy
 
-        return abatch_iter(
-            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
-            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
-            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
-        )
+        return abatch_iter(self._client, requests, params)
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -109,7 +85,11 @@ class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
 
 
 class AsyncClient(BaseClient):
-    """Asynchronous HolySheep client (``httpx.AsyncClient``); use ``async with`` or ``await aclose()``.
+    """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
+
+    It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
+    concurrency); ``http_backend="httpx"`` selects httpx (the SDK shards its own pool into clients of
+    at most 16 connections), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
 
     ``api_key`` defaults to ``HOLYSHEEP_API_KEY`` and ``base_url`` to ``HOLYSHEEP_BASE_URL`` or
     ``https://api.holysheep.ai/v1``. ``timeout`` is per attempt (seconds or ``httpx.Timeout``);
@@ -137,7 +117,9 @@ class AsyncClient(BaseClient):
         on_retry: OnRetry | None = None,
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
-        http_backend: Literal["httpx", "aiohttp"] = "httpx",
+        http_backend: Literal["httpx", "aiohttp"] = "aiohttp",
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -146,29 +128,21 @@ class AsyncClient(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
             http_client=http_client, http_client_type=httpx.AsyncClient,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
-        self._aiohttp: AiohttpBackend | None = None
-        if http_backend == "aiohttp":
-            if http_client is not None:
-                raise InvalidRequestError("Pass either http_client= or http_backend='aiohttp', not both.",
-                                          field="http_backend")
-            try:
-                self._aiohttp = AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
-            except ImportError:
-                raise InvalidRequestError("http_backend='aiohttp' needs aiohttp: pip install 'holysheep[aiohttp]'.",
-                                          field="http_backend") from None
-        elif http_backend != "httpx":
-            raise InvalidRequestError(f"http_backend must be 'httpx' or 'aiohttp', got {http_backend!r}.",
-                                      field="http_backend")
-        config = self._config
-        self._pool: LazyPool[httpx.AsyncClient] = LazyPool(
-            http_client,
-            lambda: httpx.AsyncClient(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
+        check_choice(http_backend, "http_backend", ("aiohttp", "httpx"))
+        if http_backend == "aiohttp" and http_client is None:
+            self._backend: AsyncBackend = AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
+        else:  # an httpx http_client is always used as it is
+            self._backend = AsyncHttpxBackend(http_client, self._config.timeout)
         self._bind_resources()
 
     @property
     def _http(self) -> httpx.AsyncClient:
-        return self._pool.get()
+        backend = self._backend
+        if not isinstance(backend, AsyncHttpxBackend):
+            raise AttributeError("this client sends with aiohttp (http_backend='aiohttp'); it has no httpx pool")
+        return backend.first
 
     def _bind_resources(self) -> None:
         self.chat = AsyncChat(AsyncCompletions(self))
@@ -176,68 +150,37 @@ class AsyncClient(BaseClient):
         self.quota = AsyncQuotaResource(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
-        router = self._router
-        if router is None:
-            return await self._attempts(Call(self._config, spec))
-        endpoints = router.plan()
-        last = len(endpoints) - 1
-        for i, endpoint in enumerate(endpoints):
-            config = self._config if endpoint is router.primary else endpoint.config
-            call = Call(config, endpoint.prepare(spec))
-            call.served_by = endpoint.name
-            try:
-                result = await self._attempts(call)
-            except APIError as err:
-                if router.failed(endpoint, err, i == last):
-                    continue
-                raise
-            router.succeeded(endpoint)
-            return result
-        raise AssertionError("unreachable: the last endpoint either returns or raises")  # pragma: no cover
+        plan = self.plan(spec)
+        while (delay := plan.after(await self._attempt(plan.call))) is not None:
+            await _sleep(delay)
+        return AsyncStream(plan.result(), plan.call) if spec.stream else plan.result()
 
-    async def _attempts(self, call: Call) -> Any:
-        """One endpoint: attempts with retries until a result or a final error."""
-        spec = call.spec
-        aio = self._aiohttp
-        http = self._http if aio is None else None  # with aiohttp, the httpx pool is never built
-        while True:
-            request: httpx.Request | None = None
-            try:
-                if aio is not None:
-                    call.begin_attempt()
-                    response = await aio.send(call, stream=spec.stream)
-                else:
-                    assert http is not None
-                    request = call.next_request(http if self._custom_http else None)
-                    response = await http.send(request, stream=spec.stream)
-                if spec.stream and response.status_code >= 400:
-                    assert isinstance(response, httpx.Response)
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
-            except httpx.RequestError as exc:
-                outcome = call.on_transport_error(exc, request or call.httpx_request())
-            else:
-                outcome = call.on_response(response)
-            if outcome.retry:
-                import asyncio  # lazy: keeps `import holysheep` light
+    async def _attempt(self, call: Call) -> Outcome:
+        """Send one attempt of ``call`` and return the call's decision on it."""
+        try:
+            return attempt_outcome(call, await within_deadline(self._backend.send(call), call.deadline_s), None)
+        except httpx.RequestError as exc:
+            return attempt_outcome(call, None, exc)
 
-                await asyncio.sleep(outcome.delay)
-                continue
-            if outcome.error is not None:
-                raise outcome.error from outcome.cause
-            if spec.stream:
-                return AsyncStream(outcome.value, call)
-            return outcome.value
+    def sender(self) -> AsyncSender:
+        """What the batch engine sends through: this client's plans and attempts, and its quota."""
+        from ._sender import AsyncSender
+
+        return AsyncSender(self)
+
+    @classmethod
+    def from_config(cls, config: ClientConfig, *, http_backend: Literal["httpx", "aiohttp"] = "aiohttp",
+                    fallbacks: Sequence[Fallback] | None = None,
+                    circuit_breaker: CircuitBreaker | None = None) -> AsyncClient:
+        """A new ``AsyncClient`` (with its own connection pool) built from another client's ``config``."""
+        kwargs = config_kwargs(config)
+        return cls(**kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker, http_backend=http_backend)
+
 
     async def aclose(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
         if self._owns_http:
-            if self._pool.created:
-                await self._http.aclose()
-            if self._aiohttp is not None:
-                await self._aiohttp.aclose()
+            await self._backend.aclose()
 
     close = aclose
 

@@ -2,40 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 import httpx
 
-from ._config import ClientConfig, OnRetry, TimeoutTypes, make_config
+from ._backends import LazyPool
+from ._call_plan import CallPlan
+from ._config import ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
 from ._fallback import CircuitBreaker, Fallback, Router
 from ._keys import mask_key
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES
 from ._logging import setup_logging
+from ._request import RequestSpec
+from ._sse import DEFAULT_MAX_SSE_BYTES
 
 __all__ = ["BaseClient", "LazyPool"]
 
-_P = TypeVar("_P")
-
-
-class LazyPool(Generic[_P]):
-    """The HTTP client, created on first use (building one loads TLS certificates: tens of ms) and shared
-    by every ``with_options`` copy."""
-
-    __slots__ = ("_factory", "_value")
-
-    def __init__(self, value: _P | None, factory: Callable[[], _P]) -> None:
-        self._value = value
-        self._factory = factory
-
-    @property
-    def created(self) -> bool:
-        return self._value is not None
-
-    def get(self) -> _P:
-        value = self._value
-        if value is None:
-            value = self._value = self._factory()
-        return value
 
 _Self = TypeVar("_Self", bound="BaseClient")
 
@@ -57,11 +40,37 @@ def _warn_if_tls_unverified(http_client: object) -> None:
         warnings.warn(message, stacklevel=4)
 
 
+def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
+    from ._exceptions import InvalidRequestError
+
+    if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
+        raise InvalidRequestError(f"fallbacks must be a list of holysheep.Fallback, got {type(fallbacks).__name__}.",
+                                  field="fallbacks")
+    if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+        raise InvalidRequestError(f"circuit_breaker must be a holysheep.CircuitBreaker, got "
+                                  f"{type(circuit_breaker).__name__}.", field="circuit_breaker")
+
+
+def config_kwargs(config: ClientConfig) -> dict[str, Any]:
+    """``__init__`` keyword arguments that rebuild ``config`` (the key included: keep the dict private)."""
+    c = config
+    return {
+        "api_key": c.api_key.reveal() or "",  # "": a keyless client must not pick up HOLYSHEEP_API_KEY
+        "base_url": str(c.base_url), "timeout": c.timeout, "max_retries": c.max_retries,
+        "default_headers": dict(c.default_headers), "initial_retry_delay": c.initial_retry_delay,
+        "max_retry_delay": c.max_retry_delay, "max_retry_after": c.max_retry_after,
+        "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
+        "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
+        "max_sse_event_bytes": c.max_sse_event_bytes,
+    }
+
+
 class BaseClient:
-    """Configuration holder behind :class:`~holysheep.Client` and :class:`~holysheep.AsyncClient`."""
+    """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
 
     _config: ClientConfig
     _owns_http: bool
+    _backend: Any
 
     def _init_config(
         self,
@@ -81,6 +90,8 @@ class BaseClient:
         http_client_type: type,
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         """Validate and store the configuration, the pool ownership flags and the fallback router."""
         setup_logging()
@@ -89,6 +100,7 @@ class BaseClient:
             initial_retry_delay=initial_retry_delay, max_retry_delay=max_retry_delay,
             max_retry_after=max_retry_after, stream_idle_timeout=stream_idle_timeout,
             default_headers=default_headers, allow_insecure_http=allow_insecure_http, on_retry=on_retry,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
         if http_client is not None and isinstance(http_client, http_client_type):
             _warn_if_tls_unverified(http_client)
@@ -100,9 +112,34 @@ class BaseClient:
                 f"got {type(http_client).__name__}.",
                 field="http_client",
             )
+        _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
-        self._custom_http = http_client is not None  # then its build_request applies its defaults
+        self._http_client = http_client
+        self._fallbacks = tuple(fallbacks or ())
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
+
+    def _init_kwargs(self) -> dict[str, Any]:
+        return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
+                "circuit_breaker": self._router.breaker if self._router is not None else None}
+
+    @property
+    def config(self) -> ClientConfig:
+        """The validated, immutable configuration (its key is a ``SecretKey``)."""
+        return self._config
+
+    @property
+    def has_fallbacks(self) -> bool:
+        """Whether fallbacks are configured (their circuit breaker lives in this client)."""
+        return self._router is not None
+
+    @property
+    def has_custom_http_client(self) -> bool:
+        """Whether an ``http_client`` was passed in (then it is used as it is)."""
+        return self._http_client is not None
+
+    def plan(self, spec: RequestSpec, *, idempotency_key: str | None = None) -> CallPlan:
+        """A ``CallPlan`` for ``spec`` on this client: its retry policy, hook and fallbacks."""
+        return CallPlan(self._config, spec, self._router, idempotency_key=idempotency_key)
 
     @property
     def base_url(self) -> httpx.URL:
@@ -132,22 +169,22 @@ class BaseClient:
     ) -> _Self:
         """A copy with some options changed. It shares this client's connection pool (closing the
         copy does not close the pool)."""
-        changes: dict[str, Any] = {}
+        kwargs = self._init_kwargs()
         if timeout is not ...:
-            changes["timeout"] = timeout
+            kwargs["timeout"] = timeout
         if stream_idle_timeout is not ...:
-            changes["stream_idle_timeout"] = stream_idle_timeout
+            kwargs["stream_idle_timeout"] = stream_idle_timeout
         for name, value in (("max_retries", max_retries), ("initial_retry_delay", initial_retry_delay),
                             ("max_retry_delay", max_retry_delay), ("on_retry", on_retry)):
             if value is not None:
-                changes[name] = value
+                kwargs[name] = value
         if default_headers is not None:
-            changes["default_headers"] = {**self._config.default_headers, **default_headers}
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new._config = self._config.replace(**changes)
+            kwargs["default_headers"] = {**self._config.default_headers,
+                                         **check_headers("default_headers", default_headers)}
+        cls: Any = type(self)
+        new: _Self = cls(**kwargs, http_client=self._http_client)  # through __init__: every setting checked
+        new._backend = self._backend  # share the connection pool; the copy does not own it
         new._owns_http = False
-        new._bind_resources()
         return new
 
     copy = with_options
@@ -157,7 +194,7 @@ class BaseClient:
 
     def stats(self) -> dict[str, Any]:
         """Fallback use and the primary's circuit state (empty counters when no fallbacks are set)."""
-        router = getattr(self, "_router", None)
+        router = self._router
         if router is None:
             return {"circuit": None, "circuit_opened": 0, "endpoints": {}, "fallback_served": 0}
         stats: dict[str, Any] = router.stats()

@@ -1,28 +1,33 @@
 """The life of one API call as a sans-I/O state machine shared by the sync and async clients.
 
 The shells loop: ``request = call.next_request(http)`` → send → ``call.on_response`` or
-``call.on_transport_error`` → an :class:`Outcome` says return, raise, or sleep and retry.
+``call.on_transport_error`` → an ``Outcome`` says return, raise, or sleep and retry.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from ._config import ClientConfig, normalize_timeout
-from ._errors import error_from_status, error_from_transport
-from ._exceptions import APIError, APIResponseValidationError, InvalidRequestError
+from ._error_mapping import error_from_status, error_from_transport
+from ._exceptions import APIError, APIResponseValidationError
 from ._keys import redact
+from ._limits import attempt_seconds
 from ._logging import logger
+from ._option_checks import check_idle_timeout, check_max_retries
 from ._request import RequestSpec
-from ._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+from ._retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
+from ._scrub import scrub_cause
+from ._validation import body_error
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
@@ -53,41 +58,51 @@ class Outcome:
 
 
 class Call:
-    """State of one logical call across its attempts (retry count, idempotency key, timing)."""
+    """State of one logical call across its attempts (retry count, idempotency key, timing).
 
-    __slots__ = ("_content", "_headers", "_url", "_url_str", "config", "idle_timeout", "policy", "retries_taken",
-                 "served_by", "spec", "started_at", "timeout")
+    It is the only writer of the attempt headers (``x-holysheep-retry-count`` from ``retries_taken``,
+    and one ``idempotency-key`` for every attempt, generated unless given) and the only place that
+    decides whether a failed attempt is retried (through ``is_retryable``), how long to wait, and
+    calls the ``on_retry`` hook. ``served_by`` names the endpoint (``"primary"`` or a fallback);
+    ``rand`` is the jitter source (injectable for tests).
+    """
 
-    def __init__(self, config: ClientConfig, spec: RequestSpec) -> None:
+    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "deadline_s", "idle_timeout",
+                 "policy", "response_headers", "retries_taken", "served_by", "spec", "started_at", "timeout")
+
+    def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
+                 idempotency_key: str | None = None, rand: Callable[[], float] = random.random) -> None:
         self.config = config
         self.spec = spec
+        self._rand = rand
         opts = spec.options
         max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InvalidRequestError(f"max_retries must be an integer >= 0, got {max_retries!r}.",
-                                      field="max_retries")
+        check_max_retries(max_retries)
         self.policy = RetryPolicy(max_retries, config.initial_retry_delay, config.max_retry_delay,
                                   config.max_retry_after)
         self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
+        self.deadline_s = attempt_seconds(self.timeout)  # the whole attempt (non-stream; stream: to headers)
         idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
-        if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0):
-            raise InvalidRequestError(f"stream_idle_timeout must be seconds > 0 or None, got {idle!r}.",
-                                      field="stream_idle_timeout")
+        check_idle_timeout(idle)
         self.idle_timeout: float | None = float(idle) if idle is not None and spec.stream else None
         if self.idle_timeout is not None:
             t = self.timeout
             self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
-        self.served_by = "primary"
+        self.served_by = served_by
+        self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
         self.retries_taken = 0
         cached = config.urls.get(spec.path)
         if cached is None:
             url = config.base_url.join(spec.path)
             cached = config.urls[spec.path] = (url, str(url))
         self._url, self._url_str = cached
-        self._content = to_json(spec.body) if spec.body is not None else None
+        try:
+            self._content = to_json(spec.body) if spec.body is not None else None
+        except (PydanticSerializationError, ValueError, TypeError) as exc:
+            raise body_error(spec.body or {}, exc) from None
         headers = config.base_headers.copy()
         if spec.method != "GET":
-            headers[IDEMPOTENCY_HEADER] = f"hs-{os.urandom(12).hex()}"
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"hs-{os.urandom(12).hex()}"
         else:
             del headers["content-type"]
         if opts.extra_headers:
@@ -147,12 +162,17 @@ class Call:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started_at
 
-    def _retry_or_fail(self, error: APIError, retryable: bool, server_delay: float | None) -> Outcome:
-        if not retryable or self.retries_taken >= self.policy.max_retries:
+    def decide(self, error: APIError, server_delay: float | None = None) -> Outcome:
+        """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.
+
+        Retried when ``is_retryable(error)``, retries are left, and the server's delay (if any) is at
+        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook.
+        """
+        if not is_retryable(error) or self.retries_taken >= self.policy.max_retries:
             return Outcome(error=error)
         if server_delay is not None and server_delay > self.policy.max_retry_after:
             return Outcome(error=error)  # the server wants a long pause: let the caller decide
-        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken)
+        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken, self._rand)
         self.retries_taken += 1
         if logger.isEnabledFor(10):
             logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
@@ -165,10 +185,14 @@ class Call:
     def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
         """Decide on a response. For non-stream calls the body must already be read."""
         status = response.status_code
+        self.response_headers = response.headers
         if status < 400:
             if self.spec.stream:
                 return Outcome(value=response)
-            return Outcome(value=self._parse(response))
+            try:
+                return Outcome(value=self._parse(response))
+            except APIResponseValidationError as exc:
+                return self.decide(exc)
         retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
@@ -176,27 +200,28 @@ class Call:
         if logger.isEnabledFor(20):
             logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
                         err.request_id)
-        return self._retry_or_fail(err, status_is_retryable(status, response.headers), retry_after)
+        return self.decide(err, retry_after)
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
         """Decide on a transport failure (timeout, refused, reset): always retryable."""
         err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
-        outcome = self._retry_or_fail(err, True, None)
-        text = str(exc)
-        if redact(text, self.api_key) == text:  # chain the httpx error only when it cannot leak the key
-            outcome.cause = exc
+        outcome = self.decide(err)
+        outcome.cause = scrub_cause(exc, self.api_key)  # a masked copy: never the raw request or key
         return outcome
 
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
+        failure: str | None = None
         try:
             result = self.spec.parse(response.content)
         except (ValidationError, ValueError) as exc:
+            failure = type(exc).__name__
+        if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.",
+                f"JSON ({failure}). Check that base_url points at an OpenAI-compatible API.",
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
-                body=response.content[:2000].decode("utf-8", "replace"),
-            ) from None
+                body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
+            )
         if hasattr(result, "_request_id"):
             result._request_id = response.headers.get("x-request-id")
             result._retries_taken = self.retries_taken

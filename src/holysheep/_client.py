@@ -9,66 +9,55 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._base_client import BaseClient, LazyPool
-from ._call import Call
-from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
-from ._exceptions import APIError
+from ._backends import SyncHttpxBackend, attempt_outcome
+from ._base_client import BaseClient
+from ._call import Call, Outcome
+from ._config import DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
 from ._fallback import CircuitBreaker, Fallback
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES
 from ._request import RequestSpec
+from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
+from .resources.structured import SyncParse
 from .types.account import Model, Quota
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
-    from .batch import BatchResult, BatchResults, BatchStats
+    from typing_extensions import Unpack
+
+    from ._batch_params import BatchParams
+    from ._sender import ThreadSender
+    from .batch import BatchResults
 
 __all__ = ["Client"]
 
 
-class Completions(BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
+class Completions(SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
     """``client.chat.completions`` for the sync client."""
 
-    def batch(
-        self,
-        requests: Iterable[Any],
-        *,
-        model: str | None = None,
-        concurrency: int = 16,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        progress: Any = False,
-        max_retries: int = 5,
-        retry_budget: float | None = 0.2,
-        adaptive: bool = True,
-        check_quota: bool = True,
-        require_quota: bool = False,
-        on_result: Callable[[BatchResult], None] | None = None,
-        on_progress: Callable[[BatchStats], None] | None = None,
-        **params: Any,
-    ) -> BatchResults:
+    _client: Client
+
+    def batch(self, requests: Iterable[Any], **params: Unpack[BatchParams]) -> BatchResults:
         """Run many chat completions concurrently; one result per input, in input order.
 
         ``requests``: prompt strings, message lists, or dicts of ``create()`` parameters (optionally with
-        ``"custom_id"``, or OpenAI Batch API lines). ``model`` and ``**params`` (``max_tokens``, ...) are
-        defaults for every item. At most ``concurrency`` requests are in flight; ``rpm``/``tpm`` pace
-        requests and estimated tokens. Failures are retried batch-wide (``max_retries`` per item, within a
-        ``retry_budget`` of 20 % extra requests); a 429 pauses the whole batch for its Retry-After and
-        halves concurrency (AIMD, ``adaptive``); a 401 or exhausted quota stops the batch. ``progress=True``
-        shows a bar. Runs on a private event loop in a worker thread, so it also works inside Jupyter;
-        Ctrl-C raises :class:`~holysheep.batch.BatchInterrupted` carrying the partial results.
+        ``"custom_id"``, or OpenAI Batch API lines); a bare string or one dict is refused. ``params`` are
+        the batch options of ``BatchParams`` (``concurrency``, ``rpm``, ``tpm``, ``retry_budget``, ...) and
+        defaults for every item (``model``, ``max_tokens``, ...), all checked before any request.
+        Retries follow this client's policy and ``on_retry`` hook (``max_retries`` overrides per batch);
+        a 429 pauses the whole batch and halves concurrency (``adaptive``); retries beyond the budget's
+        share are paced, never refused; an outage, a 401 or exhausted quota stops the batch (unfinished
+        items end with ``BatchUnfinishedError``). Runs on a private event loop in a worker thread, so it
+        also works inside Jupyter; Ctrl-C raises ``BatchInterrupted`` carrying the partial results.
         See ``docs/batch.md``.
         """
         from .batch._api import batch_sync  # lazy: `import holysheep` does not load the batch engine
 
-        return batch_sync(
-            self._client, requests, model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress,  # type: ignore[arg-type]
-            max_retries=max_retries, retry_budget=retry_budget, adaptive=adaptive, check_quota=check_quota,
-            require_quota=require_quota, on_result=on_result, on_progress=on_progress, **params,
-        )
+        return batch_sync(self._client, requests, params)
 
 
 class Chat(BaseChat[Completions]):
@@ -112,6 +101,8 @@ class Client(BaseClient):
         on_retry: OnRetry | None = None,
         fallbacks: Sequence[Fallback] | None = None,
         circuit_breaker: CircuitBreaker | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     ) -> None:
         self._init_config(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
@@ -120,15 +111,14 @@ class Client(BaseClient):
             stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
             on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
             http_client=http_client, http_client_type=httpx.Client,
+            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
         )
-        config = self._config
-        self._pool: LazyPool[httpx.Client] = LazyPool(
-            http_client, lambda: httpx.Client(timeout=config.timeout, limits=DEFAULT_LIMITS, follow_redirects=True))
+        self._backend: SyncHttpxBackend = SyncHttpxBackend(http_client, self._config.timeout)
         self._bind_resources()
 
     @property
     def _http(self) -> httpx.Client:
-        return self._pool.get()
+        return self._backend.pool.get()
 
     def _bind_resources(self) -> None:
         self.chat = Chat(Completions(self))
@@ -136,55 +126,29 @@ class Client(BaseClient):
         self.quota = QuotaResource(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
-        router = self._router
-        if router is None:
-            return self._attempts(Call(self._config, spec))
-        endpoints = router.plan()
-        last = len(endpoints) - 1
-        for i, endpoint in enumerate(endpoints):
-            config = self._config if endpoint is router.primary else endpoint.config
-            call = Call(config, endpoint.prepare(spec))
-            call.served_by = endpoint.name
-            try:
-                result = self._attempts(call)
-            except APIError as err:
-                if router.failed(endpoint, err, i == last):
-                    continue
-                raise
-            router.succeeded(endpoint)
-            return result
-        raise AssertionError("unreachable: the last endpoint either returns or raises")  # pragma: no cover
+        plan = self.plan(spec)
+        while (delay := plan.after(self._attempt(plan.call))) is not None:
+            time.sleep(delay)
+        return Stream(plan.result(), plan.call) if spec.stream else plan.result()
 
-    def _attempts(self, call: Call) -> Any:
-        """One endpoint: attempts with retries until a result or a final error."""
-        spec = call.spec
-        http = self._http
-        while True:
-            request = call.next_request(http if self._custom_http else None)
-            try:
-                response = http.send(request, stream=spec.stream)
-                if spec.stream and response.status_code >= 400:
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
-            except httpx.RequestError as exc:
-                outcome = call.on_transport_error(exc, request)
-            else:
-                outcome = call.on_response(response)
-            if outcome.retry:
-                time.sleep(outcome.delay)
-                continue
-            if outcome.error is not None:
-                raise outcome.error from outcome.cause
-            if spec.stream:
-                return Stream(outcome.value, call)
-            return outcome.value
+    def _attempt(self, call: Call) -> Outcome:
+        """Send one attempt of ``call`` and return the call's decision on it."""
+        try:
+            return attempt_outcome(call, self._backend.send(call), None)
+        except httpx.RequestError as exc:
+            return attempt_outcome(call, None, exc)
+
+    def sender(self, max_workers: int) -> ThreadSender:
+        """What the batch engine sends through: this client's plans and attempts, each attempt run in a
+        pool of ``max_workers`` threads (close it with ``await sender.aclose()``)."""
+        from ._sender import ThreadSender
+
+        return ThreadSender(self, max_workers)
 
     def close(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
-        if self._owns_http and self._pool.created:
-            self._http.close()
+        if self._owns_http:
+            self._backend.close()
 
     def __enter__(self) -> Client:
         return self

@@ -15,6 +15,9 @@ import httpx
 
 from ._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from ._keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
+from ._option_checks import check_max_retries
+from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._version import __version__
 
 __all__ = [
@@ -40,9 +43,12 @@ OnRetry = Callable[[int, Any, float], None]
 
 
 def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback IPs (127.0.0.0/8, ::1)."""
+    """True only for ``localhost``, 127.0.0.0/8 and ``::1``.
+
+    Names under ``.localhost`` do not count: the system resolver may send them to DNS.
+    """
     host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -90,10 +96,17 @@ def _check_non_negative(name: str, value: float) -> None:
 def _normalize_base_url(base_url: str) -> httpx.URL:
     if not isinstance(base_url, str) or not base_url.strip():
         raise InvalidRequestError(
-            f"base_url must be a non-empty URL such as {DEFAULT_BASE_URL!r}, got {base_url!r}.",
+            f"base_url must be a non-empty URL such as {DEFAULT_BASE_URL!r}, got "
+            f"{base_url if not isinstance(base_url, str) else 'an empty string'!r}.",
             field="base_url",
         )
-    parts = urlsplit(base_url.strip())
+    check_no_userinfo(base_url, "base_url")
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise InvalidRequestError(f"base_url {base_url!r} is not a valid URL: {exc}. Use a URL such as "
+                                  f"{DEFAULT_BASE_URL!r} or 'http://127.0.0.1:8000/v1'.", field="base_url") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InvalidRequestError(
             f"base_url {base_url!r} needs an http:// or https:// scheme and a host, "
@@ -107,6 +120,64 @@ def _normalize_base_url(base_url: str) -> httpx.URL:
     if not url.raw_path.endswith(b"/"):
         url = url.copy_with(raw_path=url.raw_path + b"/")
     return url
+
+
+def check_no_userinfo(url: str, field_name: str) -> None:
+    """Refuse ``user:password@`` in a URL, without ever printing it (it is often a key)."""
+    rest = url.strip().partition("://")[2] if "://" in url else url.strip()
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in netloc:
+        raise InvalidRequestError(
+            f"{field_name} contains user information ('user:password@host'), which is not sent as the API key and "
+            "would be printed wherever the URL is shown. Remove it from the URL (not shown here) and pass the key "
+            "as api_key=... instead.", field=field_name, reason="credentials in the URL")
+
+
+_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
+
+
+def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
+    """Validate a header mapping (str names and values, ASCII, no CR/LF/NUL) and return it as a dict.
+
+    A value of None removes a default header. Raises `InvalidRequestError` naming the header.
+    """
+    if not isinstance(headers, Mapping):
+        raise InvalidRequestError(
+            f"{field_name} must be a dict of header names to strings, got {type(headers).__name__}. "
+            f"For example {field_name}={{'x-trace-id': 'abc'}}.", field=field_name)
+    out: dict[str, str | None] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name or not name.isascii() or any(c in name for c in " :\r\n\0\t"):
+            raise InvalidRequestError(
+                f"{field_name} has an invalid header name {name!r}: use a non-empty ASCII token such as "
+                "'x-trace-id'.", field=field_name)
+        where = f"{field_name}[{name!r}]"
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidRequestError(
+                    f"{where} must be a string (or None to remove the header), got {type(value).__name__}. "
+                    "Convert it first, e.g. str(value).", field=where)
+            if any(c in value for c in "\r\n\0"):
+                raise InvalidRequestError(
+                    f"{where} contains a line break or NUL, which would split the HTTP header. Remove it.",
+                    field=where)
+            if not value.isascii():
+                raise InvalidRequestError(
+                    f"{where} contains non-ASCII characters, which HTTP headers cannot carry. Percent-encode or "
+                    "remove them.", field=where)
+        out[name] = value
+    return out
+
+
+def _sends_key(key: str | None, default_headers: Mapping[str, str | None]) -> bool:
+    return bool(key) or any(v and k.lower() in _KEY_HEADERS for k, v in default_headers.items())
+
+
+def _check_transport(url: httpx.URL, sends_key: bool, allow_insecure_http: bool) -> None:
+    if url.scheme == "http" and sends_key and not is_loopback_host(url.host) and not allow_insecure_http:
+        raise InsecureTransportError(
+            f"Refusing to send the API key over plain http:// to {url.host!r}, where anyone on the path can read "
+            "it. Use https://, or pass allow_insecure_http=True if this network is trusted.")
 
 
 @dataclass(frozen=True)
@@ -126,16 +197,30 @@ class ClientConfig:
     on_retry: OnRetry | None
     base_headers: dict[str, str] = field(repr=False, compare=False)
     urls: dict[str, tuple[httpx.URL, str]] = field(default_factory=dict, repr=False, compare=False)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
+        if "default_headers" in changes:
+            changes["default_headers"] = check_headers("default_headers", changes["default_headers"])
+            _check_transport(self.base_url, _sends_key(self.api_key.reveal(), changes["default_headers"]),
+                             self.allow_insecure_http)
+        for name in ("max_response_bytes", "max_sse_event_bytes"):
+            if name in changes:
+                check_limit(name, changes[name])
+        if "stream_idle_timeout" in changes and changes["stream_idle_timeout"] is not None:
+            _check_non_negative("stream_idle_timeout", changes["stream_idle_timeout"])
+        if "on_retry" in changes and not callable(changes["on_retry"]):
+            raise InvalidRequestError(f"on_retry must be a callable, got {type(changes['on_retry']).__name__}.",
+                                      field="on_retry")
         if "timeout" in changes:
             changes["timeout"] = normalize_timeout(changes["timeout"])
         for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
             if name in changes:
                 _check_non_negative(name, changes[name])
         if "max_retries" in changes:
-            _check_max_retries(changes["max_retries"])
+            check_max_retries(changes["max_retries"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -145,14 +230,6 @@ class ClientConfig:
         return (
             f"ClientConfig(base_url={str(self.base_url)!r}, api_key={mask_key(self.api_key.reveal())!r}, "
             f"max_retries={self.max_retries})"
-        )
-
-
-def _check_max_retries(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidRequestError(
-            f"max_retries must be an integer >= 0, got {value!r}. Use 0 to disable retries.",
-            field="max_retries",
         )
 
 
@@ -187,8 +264,10 @@ def make_config(
     default_headers: Mapping[str, str | None] | None,
     allow_insecure_http: bool,
     on_retry: OnRetry | None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
 ) -> ClientConfig:
-    """Resolve arguments and environment variables into a validated :class:`ClientConfig`."""
+    """Resolve arguments and environment variables into a validated `ClientConfig`."""
     url = _normalize_base_url(base_url if base_url is not None else os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
     key = api_key if api_key is not None else os.environ.get(ENV_API_KEY) or None
     host = url.host
@@ -201,12 +280,17 @@ def make_config(
         validate_holysheep_key(key)
     elif key is not None and not isinstance(key, str):
         raise InvalidAPIKeyError(f"api_key must be a string or None, got {type(key).__name__}.")
-    if url.scheme == "http" and key and not is_loopback_host(host) and not allow_insecure_http:
-        raise InsecureTransportError(
-            f"Refusing to send the API key over plain http:// to {host!r}, where anyone on the path can read "
-            "it. Use https://, or pass allow_insecure_http=True if this network is trusted."
-        )
-    _check_max_retries(max_retries)
+    headers = check_headers("default_headers", default_headers) if default_headers is not None else {}
+    if not isinstance(allow_insecure_http, bool):
+        raise InvalidRequestError(f"allow_insecure_http must be True or False, got {allow_insecure_http!r}.",
+                                  field="allow_insecure_http")
+    _check_transport(url, _sends_key(key, headers), allow_insecure_http)
+    if on_retry is not None and not callable(on_retry):
+        raise InvalidRequestError(f"on_retry must be a callable (attempt, error, delay), got "
+                                  f"{type(on_retry).__name__}.", field="on_retry")
+    check_limit("max_response_bytes", max_response_bytes)
+    check_limit("max_sse_event_bytes", max_sse_event_bytes)
+    check_max_retries(max_retries)
     for name, value in (
         ("initial_retry_delay", initial_retry_delay),
         ("max_retry_delay", max_retry_delay),
@@ -216,7 +300,6 @@ def make_config(
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
     secret = SecretKey(key)
-    headers = dict(default_headers or {})
     return ClientConfig(
         api_key=secret,
         base_url=url,
@@ -230,4 +313,6 @@ def make_config(
         allow_insecure_http=allow_insecure_http,
         on_retry=on_retry,
         base_headers=_base_headers(secret, headers),
+        max_response_bytes=max_response_bytes,
+        max_sse_event_bytes=max_sse_event_bytes,
     )

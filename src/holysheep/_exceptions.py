@@ -13,6 +13,8 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
         ├── APIResponseValidationError  a 2xx body that is not the expected JSON
         ├── APIStreamError          an ``error`` object arrived inside an SSE stream
+        ├── ResponseTooLargeError   a body, SSE line or event went past its size limit (never retried)
+        ├── RedirectRefusedError    a redirect the SDK will not follow (cross-origin POST, https -> http)
         └── APIConnectionError      no usable response (DNS, refused, reset, TLS)
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
@@ -45,6 +47,8 @@ __all__ = [
     "PermissionDeniedError",
     "QuotaExceededError",
     "RateLimitError",
+    "RedirectRefusedError",
+    "ResponseTooLargeError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
     "UnknownGPUError",
@@ -119,6 +123,41 @@ class APIError(HolySheepError):
         self.body = body
         self.type = type
         self.code = code
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Pickle without the raw request/response: they can hold the Authorization header or a body in
+        # which the server echoed the key. Everything else (message, body, status, ...) is kept.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("request", "response")}
+        return (_rebuild_api_error, (type(self), self.message, state))
+
+
+def _rebuild_api_error(cls: type[APIError], message: str, state: dict[str, Any]) -> APIError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    err.request = None
+    if isinstance(err, APIStatusError):
+        err.response = None
+    return err
+
+
+class ResponseTooLargeError(APIError):
+    """A response body (after decompression), an SSE line or an SSE event went past its size limit.
+
+    The connection is closed at once and the call is not retried: the same server would send the same
+    body again. ``limit`` is the limit in bytes; raise ``max_response_bytes`` or ``max_sse_event_bytes``
+    on the client if the server is trusted and really sends that much.
+    """
+
+    def __init__(self, message: str, *, limit: int | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.limit = limit
+
+
+class RedirectRefusedError(APIError):
+    """The server redirected a call somewhere the SDK will not follow: a non-GET request (which carries the
+    prompt and the idempotency key) to another origin, or any request from https down to plain http on a
+    host that is not loopback. Point ``base_url`` at the final URL instead."""
 
 
 class APIStreamError(APIError):

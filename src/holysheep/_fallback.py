@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import ClientConfig, make_config
-from ._exceptions import APIConnectionError, APIError, APIStatusError, InvalidRequestError
+from ._exceptions import APIError, InvalidRequestError
 from ._logging import logger
 from ._request import RequestSpec
-from ._retry import status_is_retryable
+from ._retry import is_retryable
 
 __all__ = ["CircuitBreaker", "Endpoint", "Fallback", "Router"]
 
@@ -51,8 +51,13 @@ class CircuitBreaker:
         if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, int) or failure_threshold < 1:
             raise InvalidRequestError(f"failure_threshold must be an integer >= 1, got {failure_threshold!r}.",
                                       field="failure_threshold")
-        if cooldown_s < 0:
-            raise InvalidRequestError(f"cooldown_s must be >= 0, got {cooldown_s!r}.", field="cooldown_s")
+        if (isinstance(cooldown_s, bool) or not isinstance(cooldown_s, (int, float)) or not cooldown_s >= 0
+                or cooldown_s == float("inf")):
+            raise InvalidRequestError(f"cooldown_s must be a number of seconds >= 0, got {cooldown_s!r}.",
+                                      field="cooldown_s")
+        if not callable(clock):
+            raise InvalidRequestError(f"clock must be a callable returning seconds, got {type(clock).__name__}.",
+                                      field="clock")
         self.failure_threshold = failure_threshold
         self.cooldown_s = cooldown_s
         self._clock = clock
@@ -121,13 +126,9 @@ class Endpoint:
 
 
 def may_fall_back(err: APIError) -> bool:
-    """Retryable failures move on to the next endpoint; the caller's own errors never do."""
-    if isinstance(err, APIConnectionError):
-        return True
-    if isinstance(err, APIStatusError):
-        headers = err.response.headers if err.response is not None else {}
-        return status_is_retryable(err.status_code, headers)
-    return False
+    """Retryable failures (the one ``is_retryable`` rule) move on to the next endpoint; the caller's own
+    errors, and exhausted quota, never do."""
+    return is_retryable(err)
 
 
 class Router:
@@ -150,10 +151,14 @@ class Router:
             max_retry_after=primary.max_retry_after, stream_idle_timeout=primary.stream_idle_timeout,
             default_headers=None, allow_insecure_http=fb.allow_insecure_http, on_retry=primary.on_retry,
         )
+        if not isinstance(fb.models, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in fb.models.items()):
+            raise InvalidRequestError(f"fallbacks[{index}].models must map model names to model names (str to str), "
+                                      f"got {type(fb.models).__name__}.", field=f"fallbacks[{index}].models")
         name = fb.name or urlsplit(fb.base_url).netloc or f"fallback-{index}"
         return Endpoint(name, config, dict(fb.models))
 
-    def plan(self) -> list[Endpoint]:
+    def endpoints(self) -> list[Endpoint]:
         """Endpoints to try for one call, in order (the primary is skipped while its circuit is open)."""
         if self.breaker.allow():
             return [self.primary, *self.fallbacks]

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ._exceptions import InvalidAPIKeyError
 
-__all__ = ["HOLYSHEEP_KEY_RE", "SecretKey", "mask_key", "redact", "validate_holysheep_key"]
+__all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "mask_key", "redact", "redact_value",
+           "validate_holysheep_key"]
 
 ENV_API_KEY = "HOLYSHEEP_API_KEY"
 HOLYSHEEP_KEY_RE = re.compile(r"hs_[A-Za-z0-9_-]{16,}")
 _ANY_HS_TOKEN = re.compile(r"hs_[A-Za-z0-9_-]{4,}")
+MIN_SECRET_LEN = 8  # shorter keys ("EMPTY", "ollama", "none", "db") are placeholders, not secrets
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    pattern = _patterns.get(secret)
+    if pattern is None:
+        if len(_patterns) > 64:
+            _patterns.clear()
+        pattern = _patterns[secret] = re.compile(
+            rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
+    return pattern
 
 
 def mask_key(key: str | None) -> str:
@@ -23,13 +38,32 @@ def mask_key(key: str | None) -> str:
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Scrub every given secret, and anything shaped like a HolySheep key, out of ``text``."""
+    """Scrub every given secret, and anything shaped like a HolySheep key, out of ``text``.
+
+    A secret is replaced only where it stands as a whole token (not inside a longer word) and only when
+    it is at least `MIN_SECRET_LEN` characters long, so placeholder keys such as ``EMPTY`` or ``db`` do
+    not mangle the server's text.
+    """
     for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, mask_key(secret))
+        if secret and len(secret) >= MIN_SECRET_LEN and secret in text:
+            text = _secret_pattern(secret).sub(mask_key(secret).replace("\\", "\\\\"), text)
     if "hs_" in text:
         text = _ANY_HS_TOKEN.sub(lambda m: mask_key(m.group(0)) if len(m.group(0)) > 8 else "hs_…", text)
     return text
+
+
+def redact_value(value: Any, *secrets: str | None) -> Any:
+    """`redact` applied to every string inside a JSON-like value; the structure is never changed."""
+    if isinstance(value, str):
+        return redact(value, *secrets)
+    if isinstance(value, dict):
+        return {redact(k, *secrets) if isinstance(k, str) else k: redact_value(v, *secrets)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, *secrets) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_value(v, *secrets) for v in value)
+    return value
 
 
 def validate_holysheep_key(key: str) -> None:

@@ -9,16 +9,16 @@ from typing import Any
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from ._config import TimeoutTypes
+from ._config import TimeoutTypes, check_headers
 from ._validation import normalize_messages, validate_sampling
 
-__all__ = ["ChatParams", "RequestOptions", "RequestSpec", "build_chat_spec"]
+__all__ = ["ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
 
 _NOT_GIVEN: Any = object()
 
 
-class ChatParams(TypedDict, total=False):
-    """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
+class ChatParamsNoFormat(TypedDict, total=False):
+    """``ChatParams`` without ``response_format`` (``chat.completions.parse`` takes it as its own argument)."""
 
     temperature: float
     top_p: float
@@ -35,10 +35,14 @@ class ChatParams(TypedDict, total=False):
     tools: list[dict[str, Any]]
     tool_choice: str | dict[str, Any]
     parallel_tool_calls: bool
-    response_format: dict[str, Any] | type[BaseModel]
     stream_options: dict[str, Any]
     user: str
     metadata: dict[str, str]
+    reasoning_effort: str
+    service_tier: str
+    store: bool
+    modalities: list[str]
+    prediction: dict[str, Any]
     # Per-call transport options (not sent in the body)
     extra_body: Mapping[str, Any]
     extra_headers: Mapping[str, str | None]
@@ -47,7 +51,30 @@ class ChatParams(TypedDict, total=False):
     stream_idle_timeout: float | None
 
 
+class ChatParams(ChatParamsNoFormat, total=False):
+    """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
+
+    response_format: dict[str, Any] | type[BaseModel]
+
+
 _TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
+_KNOWN_KEYS = frozenset(ChatParams.__annotations__)
+CHAT_PARAM_NAMES = _KNOWN_KEYS
+"""The optional keyword arguments ``create()`` accepts (the batch checks its defaults against them)."""
+
+
+def _check_known(params: Mapping[str, Any]) -> None:
+    for key in params:
+        if key not in _KNOWN_KEYS:
+            import difflib
+
+            from ._exceptions import InvalidRequestError
+
+            close = difflib.get_close_matches(str(key).lower(), sorted(_KNOWN_KEYS), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InvalidRequestError(
+                f"create() got an unknown parameter {key!r}.{hint} Send server-specific fields through "
+                f"extra_body={{{key!r}: ...}}.", field=str(key), reason="unknown parameter")
 
 
 @dataclass(frozen=True)
@@ -87,11 +114,10 @@ class RequestSpec:
 
 
 def _response_format(value: Any) -> Any:
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": value.__name__, "schema": value.model_json_schema(), "strict": True},
-        }
+    if not isinstance(value, Mapping):  # a pydantic model or another type: the strict json_schema envelope
+        from ._schema import response_format_for  # loads only when a type is passed
+
+        return response_format_for(value).param
     return value
 
 
@@ -108,7 +134,10 @@ def build_chat_spec(
         from ._exceptions import InvalidRequestError
 
         raise InvalidRequestError(f"stream must be True or False, got {stream!r}.", field="stream")
+    _check_known(params)
     validate_sampling(model, params)
+    if params.get("extra_headers") is not None:
+        check_headers("extra_headers", params["extra_headers"])
     body: dict[str, Any] = {"model": model, "messages": normalize_messages(messages)}
     for key, value in params.items():
         if key in _TRANSPORT_KEYS or value is None:

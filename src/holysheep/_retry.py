@@ -1,8 +1,12 @@
 """Retry decisions as pure functions: which outcomes retry, and how long to wait.
 
 Retried: HTTP 408, 409, 429, every status >= 500, connection errors and timeouts.
-Never retried: 400, 401, 403, 404, 422 (and any other 4xx). An ``x-should-retry: true|false``
-response header overrides the status rule.
+Never retried: 400, 401, 403, 404, 422 (and any other 4xx), and a 402/429 whose type or code is
+``insufficient_quota`` (exhausted quota: waiting cannot help). An ``x-should-retry: true|false``
+response header overrides the status rule. A 2xx whose body is not the expected JSON is retried.
+
+``is_retryable(error)`` is the one classification of an error the client, the batch and the fallback
+router all use.
 
 Delay: a server-directed ``retry-after-ms`` or ``Retry-After`` (seconds, integer or float, or an
 HTTP date) is honoured when it is finite and between 0 and ``max_retry_after`` (default 60 s).
@@ -20,10 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from ._exceptions import APIConnectionError, APIResponseValidationError, APIStatusError
+
 __all__ = [
     "NEVER_RETRY_STATUSES",
     "RetryPolicy",
     "backoff_delay",
+    "is_quota_exhausted",
+    "is_retryable",
     "parse_retry_after",
     "status_is_retryable",
 ]
@@ -91,3 +99,23 @@ def backoff_delay(policy: RetryPolicy, retries_taken: int, rand: Callable[[], fl
     """Exponential backoff with jitter (75–100% of the nominal delay), capped at ``max_delay``."""
     nominal = min(policy.initial_delay * (2.0 ** min(retries_taken, 60)), policy.max_delay)
     return nominal * (1.0 - 0.25 * rand())
+
+
+def is_quota_exhausted(error: BaseException) -> bool:
+    """A 402 or 429 whose type or code is ``insufficient_quota``: retrying cannot help."""
+    return (isinstance(error, APIStatusError) and error.status_code in (402, 429)
+            and "insufficient_quota" in (getattr(error, "type", None), getattr(error, "code", None)))
+
+
+def is_retryable(error: BaseException) -> bool:
+    """The retry classification shared by ``Call``, the batch and the fallback router.
+
+    Transport errors (connect, timeout, reset) and invalid 2xx bodies: yes. HTTP errors: by
+    ``status_is_retryable`` (status and ``x-should-retry``), except exhausted quota. Anything else: no.
+    """
+    if isinstance(error, APIStatusError):
+        if is_quota_exhausted(error):
+            return False
+        headers = error.response.headers if error.response is not None else {}
+        return status_is_retryable(error.status_code, headers)
+    return isinstance(error, (APIConnectionError, APIResponseValidationError))

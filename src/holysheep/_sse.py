@@ -5,12 +5,16 @@ reads counts once), ``:`` comments, the ``event``/``data``/``id``/``retry`` fiel
 ``data`` joined by ``\\n``, and one optional space after the colon. Lines are decoded as UTF-8 only
 once complete, so a multi-byte character split across reads is never broken. A blank line
 dispatches the event; an event with no ``data`` line is not dispatched, and neither is an event still
-open when the stream ends.
+open when the stream ends. Lines and events are capped (`DEFAULT_MAX_SSE_BYTES`).
 """
 
 from __future__ import annotations
 
-__all__ = ["SSEDecoder", "ServerSentEvent"]
+from ._exceptions import ResponseTooLargeError
+
+__all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "ServerSentEvent"]
+
+DEFAULT_MAX_SSE_BYTES = 16 * 1024 * 1024  # one line, and one event's data, at most (16 MiB)
 
 
 class ServerSentEvent:
@@ -36,17 +40,28 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Turns a byte stream into :class:`ServerSentEvent` objects."""
+    """Turns a byte stream into `ServerSentEvent` objects, in time linear in the bytes fed.
 
-    __slots__ = ("_buf", "_data", "_event", "_last_id", "_retry", "_skip_lf")
+    Each `feed` scans only the new bytes for line ends. A line longer than `max_line_bytes`, or an
+    event whose ``data`` lines add up to more than `max_event_bytes`, raises `ResponseTooLargeError`
+    at once (so endless data without a newline costs bounded memory). `events` counts dispatched events.
+    """
 
-    def __init__(self) -> None:
-        self._buf = b""
+    __slots__ = ("_buf", "_data", "_data_bytes", "_event", "_last_id", "_retry", "_skip_lf", "events",
+                 "max_event_bytes", "max_line_bytes")
+
+    def __init__(self, *, max_line_bytes: int = DEFAULT_MAX_SSE_BYTES,
+                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES) -> None:
+        self._buf = bytearray()
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self._data: list[str] = []
+        self._data_bytes = 0
         self._event: str | None = None
         self._last_id: str | None = None
         self._retry: int | None = None
+        self.events = 0
+        self.max_line_bytes = max_line_bytes
+        self.max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk`` and return the events it completes (possibly none)."""
@@ -59,21 +74,51 @@ class SSEDecoder:
         if b"\r" in chunk:
             self._skip_lf = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf = self._buf + chunk if self._buf else chunk
-        lines = buf.split(b"\n")
-        self._buf = lines.pop()
         events: list[ServerSentEvent] = []
-        for line in lines:
-            event = self._line(line)
+        newline = chunk.find(b"\n")
+        if newline < 0:  # no line end in the new bytes: only the pending line grows
+            self._buf += chunk
+            self._check_line(len(self._buf))
+            return events
+        buf = self._buf
+        if buf:  # the pending line ends inside this chunk
+            buf += chunk[:newline]
+            self._check_line(len(buf))
+            event = self._line(bytes(buf))
+            buf.clear()
             if event is not None:
                 events.append(event)
+            pos = newline + 1
+        else:
+            pos = 0
+        while True:
+            end = chunk.find(b"\n", pos)
+            if end < 0:
+                break
+            self._check_line(end - pos)
+            event = self._line(chunk[pos:end])
+            if event is not None:
+                events.append(event)
+            pos = end + 1
+        if pos < len(chunk):
+            buf += chunk[pos:]
+            self._check_line(len(buf))
         return events
+
+    def _check_line(self, size: int) -> None:
+        if size > self.max_line_bytes:
+            self._buf = bytearray()
+            raise ResponseTooLargeError(
+                f"A server-sent event line is longer than {self.max_line_bytes} bytes (the max_sse_event_bytes "
+                "limit); the stream was closed. Raise max_sse_event_bytes if this server really sends lines "
+                "that long.", limit=self.max_line_bytes)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream. As the standard says, an event not closed by a blank line is discarded (a
         stream cut mid-event must not yield half a JSON document); the decoder is reset."""
-        self._buf = b""
+        self._buf = bytearray()
         self._data = []
+        self._data_bytes = 0
         self._event = None
         return []
 
@@ -84,7 +129,9 @@ class SSEDecoder:
                 return None
             event = ServerSentEvent("\n".join(self._data), self._event, self._last_id, self._retry)
             self._data = []
+            self._data_bytes = 0
             self._event = None
+            self.events += 1
             return event
         if raw[:1] == b":":
             return None
@@ -93,6 +140,14 @@ class SSEDecoder:
         if sep and value[:1] == " ":
             value = value[1:]
         if name == "data":
+            self._data_bytes += len(raw) + 1
+            if self._data_bytes > self.max_event_bytes:
+                self._data = []
+                self._data_bytes = 0
+                raise ResponseTooLargeError(
+                    f"A server-sent event is larger than {self.max_event_bytes} bytes (the max_sse_event_bytes "
+                    "limit); the stream was closed. Raise max_sse_event_bytes if this server really sends "
+                    "events that big.", limit=self.max_event_bytes)
             self._data.append(value)
         elif name == "event":
             self._event = value

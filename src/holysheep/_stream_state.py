@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._exceptions import APIResponseValidationError, APIStreamError
-from ._sse import ServerSentEvent, SSEDecoder
+from ._keys import redact, redact_value
+from ._sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = ["StreamMetrics", "StreamState"]
@@ -49,11 +50,13 @@ def _p95(values: list[float]) -> float:
 class StreamState:
     """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion."""
 
-    __slots__ = ("_content_times", "_decoder", "_first", "_roles", "_texts", "_tools", "_usage", "chunks",
-                 "done", "ended_at", "finish", "started_at")
+    __slots__ = ("_content_times", "_decoder", "_first", "_roles", "_secret", "_texts", "_tools", "_usage",
+                 "chunks", "done", "ended_at", "finish", "started_at")
 
-    def __init__(self, started_at: float) -> None:
-        self._decoder = SSEDecoder()
+    def __init__(self, started_at: float, *, secret: str | None = None,
+                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES) -> None:
+        self._decoder = SSEDecoder(max_line_bytes=max_event_bytes, max_event_bytes=max_event_bytes)
+        self._secret = secret  # redacted out of every server text an error carries
         self.started_at = started_at
         self.ended_at: float | None = None
         self.done = False
@@ -65,6 +68,11 @@ class StreamState:
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
         self.finish: dict[int, str | None] = {}
         self._usage: Any = None
+
+    @property
+    def events(self) -> int:
+        """SSE events dispatched so far (what ``stream_idle_timeout`` counts)."""
+        return self._decoder.events
 
     @property
     def partial_text(self) -> str:
@@ -100,11 +108,15 @@ class StreamState:
             try:
                 chunk = ChatCompletionChunk.model_validate_json(data)
             except ValueError:  # pydantic's ValidationError is a ValueError
+                chunk = None
+            if chunk is None:  # raised outside the handler: pydantic's error (with the raw input) is not chained
                 self.mark_end()
+                shown = redact(data[:200], self._secret)
                 raise APIResponseValidationError(
-                    f"A stream event is not a valid chat.completion.chunk: {data[:200]!r}. The text so far "
+                    f"A stream event is not a valid chat.completion.chunk: {shown!r}. The text so far "
                     "is in .partial_text; check that base_url points at an OpenAI-compatible server.",
-                    status_code=200, partial_text=self.partial_text) from None
+                    status_code=200, partial_text=self.partial_text, body=redact(data[:2000], self._secret),
+                )
             self._absorb(chunk)
             out.append(chunk)
         return out
@@ -122,12 +134,15 @@ class StreamState:
         if not isinstance(err, dict):
             err = {"message": str(err)}
         self.mark_end()
+        err = redact_value(err, self._secret)  # the server may echo the key: mask it, keep the structure
         code = err.get("code")
+        message = redact(f"The server reported an error mid-stream: {err.get('message') or 'no message'} "
+                         f"(type={err.get('type')}, code={code}). The partial output is in .partial_text.",
+                         self._secret)
+        err_type = err.get("type")
         raise APIStreamError(
-            f"The server reported an error mid-stream: {err.get('message') or 'no message'} "
-            f"(type={err.get('type')}, code={code}). The partial output is in .partial_text.",
-            body=err, type=err.get("type"), code=str(code) if code is not None else None,
-            partial_text=self.partial_text,
+            message, body=err, type=err_type if isinstance(err_type, str) else None,
+            code=str(code) if code is not None else None, partial_text=self.partial_text,
         )
 
     def _absorb(self, chunk: ChatCompletionChunk) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -10,6 +11,8 @@ import httpx
 
 from ._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
 from ._keys import redact
+from ._limits import IdleClock, aiter_decoded, iter_decoded, within_deadline
+from ._scrub import scrub_cause
 from ._stream_state import StreamMetrics, StreamState
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -27,7 +30,7 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
     seen = f"after {state.chunks} chunks ({len(text)} characters)"
     if isinstance(exc, httpx.ReadTimeout) and idle is not None:
         return StreamIdleTimeoutError(
-            f"The stream stalled: no data for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
+            f"The stream stalled: no event for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
             "in .partial_text; raise stream_idle_timeout if the model is slow to start.",
             partial_text=text)
     cause = redact(str(exc), call.api_key) if exc is not None else "the server closed it before [DONE]"
@@ -37,68 +40,107 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
         partial_text=text)
 
 
+def _idle_error(idle: float) -> httpx.ReadTimeout:
+    return httpx.ReadTimeout(f"no server-sent event for {idle:g} s")
+
+
 _DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
+_DRAIN_SECONDS = 1.0  # ... for at most this long; a server that holds the connection open is not waited out
+
+
+def _framed(response: httpx.Response) -> bool:
+    """A body with its own end (chunked or Content-Length) can be drained so the connection is reused; one that
+    ends only when the server closes the connection cannot, so it is not waited for."""
+    headers = response.headers
+    return "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
 
 
 def _drain_sync(chunks: Iterator[bytes]) -> None:
     seen = 0
-    for data in chunks:
-        seen += len(data)
-        if seen > _DRAIN_LIMIT:
-            return
+    until = time.monotonic() + _DRAIN_SECONDS
+    try:
+        for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT or time.monotonic() > until:
+                return
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
 
 
 async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
-    seen = 0
-    async for data in chunks:
-        seen += len(data)
-        if seen > _DRAIN_LIMIT:
-            return
+    async def drain() -> None:
+        seen = 0
+        async for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT:
+                return
+
+    try:
+        await within_deadline(drain(), _DRAIN_SECONDS)
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
 
 
 def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
+    failure: httpx.RequestError | None = None
+    idle = call.idle_timeout
+    clock = IdleClock(idle) if idle is not None else None
     try:
-        chunks = response.iter_bytes()
+        chunks = iter_decoded(response)  # inflated in bounded pieces; the SSE decoder caps lines and events
         for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
             if state.done:
-                _drain_sync(chunks)
+                if _framed(response):
+                    _drain_sync(chunks)
                 return
+            if clock is not None and clock.expired(state.events):  # events, not bytes, reset the clock
+                raise _idle_error(clock.idle)
         yield from state.finish_stream()  # type: ignore[misc]
         if not (state.done or state.finish):
-            raise _interrupted(state, None, call, call.idle_timeout)
+            raise _interrupted(state, None, call, idle)
     except httpx.RequestError as exc:
-        raise _interrupted(state, exc, call, call.idle_timeout) from exc
+        failure = exc
     finally:
         state.mark_end()
         response.close()
+    if failure is not None:  # raised outside the handler: no __context__ holding the raw request
+        raise _interrupted(state, failure, call, idle) from scrub_cause(failure, call.api_key)
 
 
 async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
+    failure: httpx.RequestError | None = None
+    idle = call.idle_timeout
+    clock = IdleClock(idle) if idle is not None else None
     try:
-        chunks = response.aiter_bytes()
+        chunks = aiter_decoded(response)
         async for data in chunks:
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
             if state.done:
-                await _drain_async(chunks)
+                if _framed(response):
+                    await _drain_async(chunks)
                 return
+            if clock is not None and clock.expired(state.events):
+                raise _idle_error(clock.idle)
         for chunk in state.finish_stream():
             yield chunk  # type: ignore[misc]
         if not (state.done or state.finish):
-            raise _interrupted(state, None, call, call.idle_timeout)
+            raise _interrupted(state, None, call, idle)
     except httpx.RequestError as exc:
-        raise _interrupted(state, exc, call, call.idle_timeout) from exc
+        failure = exc
     finally:
         state.mark_end()
         await response.aclose()
+    if failure is not None:
+        raise _interrupted(state, failure, call, idle) from scrub_cause(failure, call.api_key)
 
 
 class _StreamBase(Generic[_T]):
     def __init__(self, response: httpx.Response, call: Call) -> None:
         self.response = response
         self._call = call
-        self._state = StreamState(call.started_at)
+        self._state = StreamState(call.started_at, secret=call.api_key,
+                                  max_event_bytes=call.config.max_sse_event_bytes)
 
     @property
     def request_id(self) -> str | None:

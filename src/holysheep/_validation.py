@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ._exceptions import InvalidRequestError
 
-__all__ = ["VALID_ROLES", "normalize_messages", "validate_sampling"]
+__all__ = ["VALID_ROLES", "body_error", "normalize_messages", "validate_sampling"]
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -89,9 +89,96 @@ def validate_sampling(model: object, params: Mapping[str, Any]) -> None:
         raise _fail("stop", f"must be a string or a list of strings, got {v!r}", "For example stop=['\\n\\n'].")
     if (v := params.get("seed")) is not None and (isinstance(v, bool) or not isinstance(v, int)):
         raise _fail("seed", f"must be an integer, got {v!r}", "For example seed=42.")
-    if (v := params.get("tools")) is not None and not isinstance(v, list):
-        raise _fail("tools", f"must be a list of tool definitions, got {type(v).__name__}",
-                    'Use tools=[{"type": "function", "function": {...}}].')
-    if (v := params.get("stream_options")) is not None and not isinstance(v, Mapping):
-        raise _fail("stream_options", f"must be a dict, got {type(v).__name__}",
-                    'Use stream_options={"include_usage": True}.')
+    if (v := params.get("tools")) is not None:
+        _tools(v)
+    if (v := params.get("stream_options")) is not None:
+        if not isinstance(v, Mapping):
+            raise _fail("stream_options", f"must be a dict, got {type(v).__name__}",
+                        'Use stream_options={"include_usage": True}.')
+        if "include_usage" in v and not isinstance(v["include_usage"], bool):
+            raise _fail("stream_options.include_usage", f"must be True or False, got {v['include_usage']!r}",
+                        'Use stream_options={"include_usage": True}.')
+    _typed_params(params)
+
+
+_TOOL_HINT = 'Use tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {...}}}].'
+
+
+def _tools(tools: object) -> None:
+    if not isinstance(tools, list):
+        raise _fail("tools", f"must be a list of tool definitions, got {type(tools).__name__}", _TOOL_HINT)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise _fail(f"tools[{i}]", f"must be a dict, got {type(tool).__name__}", _TOOL_HINT)
+        if tool.get("type", "function") == "function":
+            fn = tool.get("function")
+            if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn.get("name"):
+                raise _fail(f"tools[{i}].function", "must be a dict with a non-empty 'name'", _TOOL_HINT)
+
+
+def _typed_params(params: Mapping[str, Any]) -> None:
+    for name in ("logprobs", "parallel_tool_calls", "store"):
+        if (v := params.get(name)) is not None and not isinstance(v, bool):
+            raise _fail(name, f"must be True or False, got {v!r}", f"Pass {name}=True or {name}=False.")
+    if (v := params.get("top_logprobs")) is not None and (
+            isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 20):
+        raise _fail("top_logprobs", f"must be an integer from 0 to 20, got {v!r}", "For example top_logprobs=5.")
+    if (v := params.get("tool_choice")) is not None and not isinstance(v, (str, Mapping)):
+        raise _fail("tool_choice", f"must be a string or a dict, got {type(v).__name__}",
+                    "Use 'auto', 'none', 'required' or {'type': 'function', 'function': {'name': ...}}.")
+    # response_format is checked where its schema is built (_schema.response_format_for).
+    if (v := params.get("logit_bias")) is not None and not (
+            isinstance(v, Mapping) and all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                                           for b in v.values())):
+        raise _fail("logit_bias", f"must be a dict of token ids to numbers, got {v!r}"[:200],
+                    'For example logit_bias={"50256": -100}.')
+    for name in ("user", "reasoning_effort", "service_tier"):
+        if (v := params.get(name)) is not None and not isinstance(v, str):
+            raise _fail(name, f"must be a string, got {type(v).__name__}", f"Pass {name}='...'.")
+    if (v := params.get("metadata")) is not None and not (
+            isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())):
+        raise _fail("metadata", f"must be a dict of strings to strings, got {type(v).__name__}",
+                    'For example metadata={"run": "nightly"}.')
+    if (v := params.get("extra_body")) is not None:
+        if not isinstance(v, Mapping):
+            raise _fail("extra_body", f"must be a dict, got {type(v).__name__}",
+                        'Pass server-specific fields as extra_body={"top_k": 20}.')
+        found = _find_bad(v, "extra_body")
+        if found:
+            raise _fail(found[0], found[1], "Pass only JSON types (str, int, float, bool, None, lists, dicts).")
+
+
+def _find_bad(value: Any, path: str) -> tuple[str, str] | None:
+    if value is None or isinstance(value, (bool, int, float)):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path, f"contains a character that is not valid UTF-8 (position {exc.start}: a lone surrogate)"
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return path, f"has a key of type {type(k).__name__}; JSON object keys must be strings"
+            found = _find_bad(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _find_bad(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, BaseModel):
+        return None
+    return path, f"holds a {type(value).__name__}, which cannot be sent as JSON"
+
+
+def body_error(body: Mapping[str, Any], exc: Exception) -> InvalidRequestError:
+    """The error for a request body that could not be encoded as JSON, naming the offending field."""
+    found = _find_bad(body, "")
+    field, reason = found if found else ("body", f"cannot be encoded as JSON ({exc})")
+    return _fail(field or "body", reason,
+                 "Pass only JSON types (str, int, float, bool, None, lists and dicts with string keys).")

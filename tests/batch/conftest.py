@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,10 +13,20 @@ from holysheep.testing import FakeServer
 MODEL = "gpt-4.1"
 
 
+@pytest.fixture(autouse=True, params=["default", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every batch test runs on the default transport (aiohttp) and on httpx: for the AsyncClient and for
+    the AsyncClient the sync client's batch clones."""
+    if request.param == "httpx":
+        for fn in (AsyncClient.__init__, AsyncClient.from_config.__func__):  # type: ignore[attr-defined]
+            defaults = dict(fn.__kwdefaults__ or {})
+            defaults["http_backend"] = "httpx"
+            monkeypatch.setattr(fn, "__kwdefaults__", defaults)
+    return str(request.param)
+
+
 def async_client(server: FakeServer, **kwargs: Any) -> AsyncClient:
-    """An AsyncClient for ``server`` (aiohttp backend when this checkout has it)."""
-    if "http_backend" in inspect.signature(AsyncClient.__init__).parameters:
-        kwargs.setdefault("http_backend", "aiohttp")
+    """An AsyncClient for ``server`` on the transport this test run is parametrized with."""
     return AsyncClient(api_key=kwargs.pop("api_key", server.api_key), base_url=server.url, **kwargs)
 
 

@@ -94,8 +94,11 @@ def test_cli_exit_status_and_json_report(tmp_path: Path, server: FakeServer, mon
     data = json.loads(capsys.readouterr().out)
     assert (data["succeeded"], data["failed"], data["bad_lines"][0][0]) == (1, 1, 2)
     assert cli_main([str(src), "-o", str(dst), "--base-url", server.url]) == 2  # exists, no --resume
-    assert cli_main([str(src), "-o", str(dst), "--base-url", server.url, "--resume", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["skipped"] == 2
+    # --resume runs the failed (bad) line again: it fails again, so the exit status stays 1
+    assert cli_main([str(src), "-o", str(dst), "--base-url", server.url, "--resume", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["skipped"], data["rerun"], data["succeeded"], data["failed"]) == (1, 1, 0, 1)
+    assert [r["custom_id"] for r in _out(dst)] == ["a", "line-2"]
 
 
 def test_kill_9_mid_run_then_resume_gives_each_id_exactly_once(tmp_path: Path) -> None:
@@ -151,5 +154,5 @@ def test_quota_stop_leaves_unsent_lines_for_resume(tmp_path: Path) -> None:
         assert [r["custom_id"] for r in rows] == ["q0", "q1", "q2"]
         assert rows[2]["error"]["type"] == "insufficient_quota" and rows[2]["error"]["status_code"] == 429
         report = run_jsonl(client, src, dst, resume=True)
-    assert (report.skipped, report.succeeded, report.not_run) == (3, 7, 0)
+    assert (report.skipped, report.rerun, report.succeeded, report.failed, report.not_run) == (2, 1, 8, 0, 0)
     assert Counter(r["custom_id"] for r in _out(dst)) == Counter({f"q{i}": 1 for i in range(10)})

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from holysheep import InvalidRequestError
-from holysheep.batch._budget import RetryBudget
-from holysheep.batch._limits import AIMDLimiter, PauseGate, TokenBucket, TokenEstimator
+from holysheep.batch._limits import AIMDLimiter, OutageDetector, PauseGate, RetryPace, TokenBucket, TokenEstimator
 from holysheep.batch._requests import estimate_tokens, normalize_item
 
 
@@ -63,18 +61,46 @@ def test_estimator_learns_from_usage() -> None:
     assert est.estimate(1000) == pytest.approx(100, abs=2)
 
 
+class FakeClock:
+    """A clock that only moves when something sleeps on it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 9))
+        self.now += seconds
+
+
 async def test_token_bucket_paces_and_refunds() -> None:
-    bucket = TokenBucket(rate=100.0, capacity=10.0)
-    start = time.monotonic()
+    clock = FakeClock()
+    bucket = TokenBucket(rate=100.0, capacity=10.0, clock=clock, sleep=clock.sleep)
     for _ in range(30):
         await bucket.take(1)
-    elapsed = time.monotonic() - start
-    assert 0.18 <= elapsed < 0.5  # 10 from the burst, 20 more at 100/s
+    assert clock.sleeps == [0.01] * 20  # 10 from the burst, then one every 10 ms
+    assert clock.now == pytest.approx(0.2)
     bucket.adjust(+1000)
     assert bucket.level == bucket.capacity  # refunds never exceed capacity
-    big = TokenBucket(rate=1000.0, capacity=10.0)
+    big = TokenBucket(rate=1000.0, capacity=10.0, clock=clock, sleep=clock.sleep)
     await big.take(50)  # larger than capacity: allowed from a full bucket, leaves debt
-    assert big.level == pytest.approx(-40, abs=1)
+    assert big.level == -40
+
+
+async def test_rpm_bucket_schedule_over_a_minute() -> None:
+    """600 RPM with a one-second burst: 10 at once, then exactly one every 0.1 s."""
+    clock = FakeClock()
+    bucket = TokenBucket.per_minute(600, clock=clock, sleep=clock.sleep)
+    sent_at = []
+    for _ in range(70):
+        await bucket.take(1)
+        sent_at.append(round(clock.now, 6))
+    assert sent_at[:10] == [0.0] * 10
+    assert sent_at[10:] == [round(0.1 * k, 6) for k in range(1, 61)]
+    assert sum(1 for t in sent_at if t < 6.0) == 69  # never more than 600/min + the burst
 
 
 async def test_aimd_halves_once_per_epoch_and_climbs_back() -> None:
@@ -103,32 +129,54 @@ async def test_aimd_never_exceeds_limit() -> None:
     assert peak == 3 and lim.in_flight == 0 and lim.peak_in_flight == 3
 
 
-def test_retry_budget_is_20_percent_after_50() -> None:
-    budget = RetryBudget(0.2, 50)
-    assert sum(budget.try_take() for _ in range(100)) == 10  # first 50 share 10 retries
-    for _ in range(100):
-        budget.on_first_attempt()
-    assert sum(budget.try_take() for _ in range(100)) == 10  # 20 % of 100 in all
-    assert budget.denied == 180
-    assert RetryBudget(None).try_take() is True
+def test_retry_pace_never_refuses_and_paces_beyond_the_share() -> None:
+    clock = FakeClock()
+    pace = RetryPace(0.2, min_requests=50, floor_per_s=10.0, clock=clock)
+    waits = [pace.wait_for() for _ in range(14)]
+    assert waits[:10] == [0.0] * 10  # the first 50 requests share 10 retries, sent at once
+    assert waits[10:] == pytest.approx([0.0, 0.1, 0.2, 0.3])  # then the floor: 10 retries per second
+    assert pace.retries == 14 and pace.paced == 4
+    clock.now = 10.0
+    for _ in range(1000):
+        pace.on_first_attempt()
+    assert pace.rate() == pytest.approx(20.0)  # 20 % of 100 first attempts per second beats the floor
+    assert [pace.wait_for() for _ in range(186)][-1] == 0.0  # share is now 200 retries
+    assert RetryPace(None, clock=clock).wait_for() == 0.0
+
+
+def test_outage_detector_ratio_and_silence() -> None:
+    clock = FakeClock()
+    det = OutageDetector(no_success_s=30.0, failure_ratio=0.9, window=10, clock=clock)
+    assert [det.record(False) for _ in range(9)] == [None] * 9  # the window is not full yet
+    assert det.record(True) is None
+    assert det.record(False) == "outage: 9 of the last 10 attempts failed (outage_failure_ratio=0.9)"
+    flaky = OutageDetector(no_success_s=30.0, failure_ratio=0.9, window=10, clock=clock)
+    assert {flaky.record(i % 5 != 0) for i in range(200)} == {None}  # 20 % faults are not an outage
+    det2 = OutageDetector(no_success_s=30.0, failure_ratio=1.0, window=1000, clock=clock)
+    clock.now += 29.9
+    assert det2.record(False) is None
+    clock.now += 0.1
+    reason = det2.record(False)
+    assert reason == "outage: no success for 30 s (outage_after_s=30)"
+    det2.record(True)
+    assert det2.check() is None
 
 
 async def test_pause_gate_blocks_until_resume() -> None:
-    gate = PauseGate()
+    clock = FakeClock()
+    gate = PauseGate(clock=clock, sleep=clock.sleep)
     gate.pause_for(0.15)
     gate.pause_for(0.05)  # a shorter pause never shortens it
-    start = time.monotonic()
     await gate.wait()
-    assert time.monotonic() - start >= 0.14
-    assert gate.pauses == 1 and gate.paused_s == pytest.approx(0.15, abs=0.02)
+    assert clock.sleeps == [0.1, 0.05]
+    assert gate.pauses == 1 and gate.paused_s == 0.15
 
 
 def test_clone_of_keyless_client_does_not_pick_up_the_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from holysheep import Client
-    from holysheep.batch._sync import clone_async_client
+    from holysheep import AsyncClient, Client
 
     monkeypatch.setenv("HOLYSHEEP_API_KEY", "hs_EnvKeyMustNotTravel0123456789")
     client = Client(base_url="http://127.0.0.1:9/v1", api_key="")
-    clone = clone_async_client(client)
-    assert "authorization" not in clone._config.base_headers
-    assert clone._config.base_url == client._config.base_url
+    clone = AsyncClient.from_config(client.config)
+    assert "authorization" not in clone.config.base_headers
+    assert clone.config.base_url == client.config.base_url

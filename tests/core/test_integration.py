@@ -60,8 +60,8 @@ def _url(srv: _Server) -> str:
 
 
 def _pool_busy(client: Client | AsyncClient) -> int:
-    pool = client._http._transport._pool  # type: ignore[union-attr]
-    return sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
+    busy: int = client._backend.in_use()
+    return busy
 
 
 def test_json_401_and_429_sync(server: _Server) -> None:

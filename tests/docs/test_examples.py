@@ -12,7 +12,7 @@ from ._util import EXAMPLES, ROOT, offline_env
 
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 EXPECTED = {"quickstart.py", "streaming.py", "async_batch.py", "jsonl_batch.py", "estimate_and_pick.py",
-            "self_hosted_fallback.py"}
+            "self_hosted_fallback.py", "extract_batch.py"}
 
 
 def test_every_listed_example_exists() -> None:

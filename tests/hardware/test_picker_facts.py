@@ -64,7 +64,7 @@ def test_heads_limit_tensor_parallel_degree() -> None:
 def test_plan_text_and_json() -> None:
     text, data = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, api_model="deepseek-v3.2",
                           tokens_per_day=1e7, top=3)
-    assert text.startswith("Plan: llama-3.1-70b (inference), quant int4-awq, context 8192, batch 4")
+    assert text.startswith("Plan: llama-3.1-70b (inference, default), quant int4-awq, context 8192, batch 4")
     for section in ("Memory per GPU (tensor parallel 1)", "Options (objective: cost)", "Rejected",
                     "API comparison: deepseek-v3.2"):
         assert section in text
@@ -73,4 +73,6 @@ def test_plan_text_and_json() -> None:
     assert be["api_price_per_m"] == 0.42 and be["api_cost_per_day"] == pytest.approx(4.2)
     json.dumps(data)  # machine output must serialise
     ttext, tdata = run_plan("llama-2-7b", train=True, method="full", zero_stage=3, gpus=["a100 80gb"])
-    assert "train tok/s" in ttext and tdata["mode"] == "training" and tdata["options"][0]["count"] == 4
+    # 72.5 GB per GPU at 2 GPUs fits 80 GB: the CUDA context is already counted, no 0.9 on top
+    assert "train tok/s" in ttext and tdata["mode"] == "training" and tdata["options"][0]["count"] == 2
+    assert tdata["options"][0]["per_gpu_gb"] == pytest.approx(72.5, abs=0.05)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from holysheep import AuthenticationError, RateLimitError
+from holysheep._call import Outcome
 from holysheep.integrations.ray._gate import GatedSender, LocalLink, estimate_tokens
 from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
 
@@ -79,17 +81,38 @@ def test_learned_limits_lower_the_configured_ones_only() -> None:
     assert limiter.limits() == (120, 90_000)
 
 
-class FakeCreate:
-    def __init__(self, errors: list[BaseException | None] | None = None) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.errors = list(errors or [])
+class FakeInner:
+    """The client's `Sender` as `GatedSender` sees it: `attempt(call)` answers with the next scripted outcome."""
 
-    async def __call__(self, **params: Any) -> Any:
-        self.calls.append(params)
+    def __init__(self, errors: list[BaseException | None] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        self.calls: list[Any] = []
+        self.errors = list(errors or [])
+        self.headers = headers
+        self.closed = False
+
+    def plan(self, params: Any, *, idempotency_key: str | None = None) -> Any:
+        return SimpleNamespace(call=_call(params), key=idempotency_key)
+
+    async def attempt(self, call: Any) -> Outcome:
+        self.calls.append(call.spec.body)
+        call.response_headers = self.headers
         error = self.errors.pop(0) if self.errors else None
-        if error is not None:
-            raise error
-        return {"ok": True}
+        return Outcome(value={"ok": True}) if error is None else Outcome(error=error)  # type: ignore[arg-type]
+
+    async def quota(self) -> Any:
+        return "quota"
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _call(params: dict[str, Any]) -> Any:
+    return SimpleNamespace(spec=SimpleNamespace(body=params), response_headers=None)
+
+
+async def _send(sender: GatedSender, params: dict[str, Any]) -> Outcome:
+    return await sender.attempt(_call(params))  # type: ignore[arg-type]
 
 
 def _params(text: str = "x" * 40) -> dict[str, Any]:
@@ -104,9 +127,10 @@ def test_estimate_tokens() -> None:
 async def test_sender_leases_in_chunks_not_per_request() -> None:
     limiter = ClusterRateLimiter(rpm=60_000, canary=False)
     link = LocalLink(limiter)
-    create = FakeCreate()
+    create = FakeInner()
     sender = GatedSender(create, link, chunk=8)
-    await asyncio.gather(*(sender(_params()) for _ in range(32)))
+    outcomes = await asyncio.gather(*(_send(sender, _params()) for _ in range(32)))
+    assert all(o.error is None for o in outcomes)
     assert len(create.calls) == 32
     assert link.lease_calls == 4
     assert limiter.granted_requests == 32
@@ -114,9 +138,9 @@ async def test_sender_leases_in_chunks_not_per_request() -> None:
 
 async def test_tpm_charges_the_estimate_of_each_request() -> None:
     limiter = ClusterRateLimiter(tpm=6_000_000, canary=False)
-    sender = GatedSender(FakeCreate(), LocalLink(limiter), chunk=4, limit_tokens=True)
+    sender = GatedSender(FakeInner(), LocalLink(limiter), chunk=4, limit_tokens=True)
     for _ in range(3):
-        await sender(_params())
+        await _send(sender, _params())
     assert limiter.granted_tokens == 3 * (10 + 10)
 
 
@@ -128,9 +152,9 @@ def _status_error(cls: type[Any], status: int, retry_after: float | None = None)
 
 async def test_a_429_pauses_the_whole_cluster_for_its_retry_after() -> None:
     limiter = ClusterRateLimiter(rpm=60_000, canary=False)
-    sender = GatedSender(FakeCreate([_status_error(RateLimitError, 429, 1.5)]), LocalLink(limiter), chunk=4)
-    with pytest.raises(RateLimitError):
-        await sender(_params())
+    sender = GatedSender(FakeInner([_status_error(RateLimitError, 429, 1.5)]), LocalLink(limiter), chunk=4)
+    outcome = await _send(sender, _params())
+    assert isinstance(outcome.error, RateLimitError)  # handed back to the engine, which retries it
     assert limiter.pauses == 1
     lease = limiter.lease(1)
     assert lease.requests == 0 and 1.4 < lease.wait_s <= 1.5
@@ -139,9 +163,38 @@ async def test_a_429_pauses_the_whole_cluster_for_its_retry_after() -> None:
 async def test_a_rejected_key_stops_every_replica_before_it_sends() -> None:
     limiter = ClusterRateLimiter(rpm=60_000)  # canary on
     link = LocalLink(limiter)
-    first = FakeCreate([_status_error(AuthenticationError, 401)])
-    others = [FakeCreate() for _ in range(3)]
+    first = FakeInner([_status_error(AuthenticationError, 401)])
+    others = [FakeInner() for _ in range(3)]
     senders = [GatedSender(first, link, chunk=8)] + [GatedSender(c, link, chunk=8) for c in others]
-    outcomes = await asyncio.gather(*(s(_params()) for s in senders for _ in range(5)), return_exceptions=True)
-    assert all(isinstance(o, AuthenticationError) for o in outcomes)
+    outcomes = await asyncio.gather(*(_send(s, _params()) for s in senders for _ in range(5)),
+                                    return_exceptions=True)
+    assert all(isinstance(o, Outcome) and isinstance(o.error, AuthenticationError) for o in outcomes)
     assert len(first.calls) == 1 and all(not c.calls for c in others)  # one request reached the server
+
+
+async def test_announced_limits_are_learned_once_per_change() -> None:
+    limiter = ClusterRateLimiter(canary=False)
+    link = LocalLink(limiter)
+    calls: list[tuple[float | None, float | None]] = []
+    real_learn = link.learn
+    link.learn = lambda r, t: (calls.append((r, t)), real_learn(r, t))[-1]  # type: ignore[method-assign]
+    inner = FakeInner(headers={"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599",
+                               "x-ratelimit-limit-tokens": "100000"})
+    sender = GatedSender(inner, link, chunk=2)
+    for _ in range(3):
+        await _send(sender, _params())
+    assert calls == [(600 * 0.98, 100_000 * 0.98)]
+    assert limiter.limits() == (588.0, 98_000.0)
+    inner.headers = {"x-ratelimit-limit-requests": "60"}
+    await _send(sender, _params())
+    assert calls[-1] == (60 * 0.98, None) and limiter.limits()[0] == pytest.approx(58.8)
+
+
+async def test_plan_quota_and_close_go_to_the_inner_sender() -> None:
+    inner = FakeInner()
+    sender = GatedSender(inner, LocalLink(ClusterRateLimiter(canary=False)))
+    plan = sender.plan(_params(), idempotency_key="k1")
+    assert plan.key == "k1" and plan.call.spec.body == _params()
+    assert await sender.quota() == "quota"
+    await sender.aclose()
+    assert inner.closed

@@ -104,6 +104,22 @@ def test_four_replicas_share_one_rpm_limit_the_server_enforces(cluster: None) ->
     assert span >= (n - 40) / 40 * 0.95  # the limit held: no faster than rpm allows (less the first bursts)
 
 
+def test_without_rpm_the_cluster_learns_the_limit_the_server_announces(cluster: None) -> None:
+    server_rpm, n = 1200, 160  # 20 requests/s; only the x-ratelimit-* headers tell the processor
+    with FakeServer(rpm_limit=server_rpm) as server:
+        processor = build_processor(model="deepseek-v3.2", replicas=4, concurrency_per_replica=16,
+                                    api_key=server.api_key, base_url=server.url, batch_size=20)
+        rows = processor(ray.data.from_items(_rows(n))).take_all()
+        chats = _chat_requests(server)
+        learned = ray.get(processor.limiter.limits.remote())
+    limited = sum(1 for r in chats if r.status == 429)
+    assert len(rows) == n and all(r["error"] is None for r in rows)
+    assert learned == (server_rpm * 0.98, None)  # every replica follows one learned limit
+    assert limited <= 0.05 * len(chats), f"{limited} of {len(chats)} requests got 429"
+    span = max(r.started_at for r in chats) - min(r.started_at for r in chats)
+    assert span >= (n - 20) / 20 * 0.95
+
+
 def test_a_rejected_key_fails_fast_without_every_replica_hammering(cluster: None) -> None:
     with FakeServer() as server:
         processor = build_processor(model="deepseek-v3.2", replicas=4, concurrency_per_replica=16,

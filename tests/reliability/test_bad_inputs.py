@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import respx
 
@@ -126,8 +127,193 @@ def test_bad_input(respx_mock: respx.MockRouter, name: str, call: Callable[[], o
     assert route.call_count == 0
 
 
+def _async_create(**kw: Any) -> Callable[[], object]:
+    def run() -> object:
+        import asyncio
+
+        from holysheep import AsyncClient
+
+        async def go() -> object:
+            async with AsyncClient(api_key=KEY) as c:
+                return await c.chat.completions.create(**{"model": "deepseek-v3.2", "messages": MSG, **kw})
+        return asyncio.run(go())
+    return run
+
+
+def _async_client(**kw: Any) -> Callable[[], object]:
+    def run() -> object:
+        from holysheep import AsyncClient
+
+        return AsyncClient(**{"api_key": KEY, **kw})
+    return run
+
+
+def _with(**kw: Any) -> Callable[[], object]:
+    def run() -> object:
+        with Client(api_key=KEY) as c:
+            return c.with_options(**kw)
+    return run
+
+
+def _breaker(**kw: Any) -> Callable[[], object]:
+    def run() -> object:
+        from holysheep import CircuitBreaker
+
+        return CircuitBreaker(**kw)
+    return run
+
+
+def _fallback(**kw: Any) -> Callable[[], object]:
+    def run() -> object:
+        from holysheep import Fallback
+
+        return Client(api_key=KEY, fallbacks=[Fallback(**{"base_url": "http://127.0.0.1:9/v1", **kw})])
+    return run
+
+
+def _selfhosted(**kw: Any) -> Callable[[], object]:
+    return lambda: Client(**{"base_url": "http://127.0.0.1:9/v1", **kw}).close()
+
+
+U = "user"
+# (name, call, field the InvalidRequestError must name, text the message must contain)
+FIELD_CASES: list[tuple[str, Callable[[], object], str, str]] = [
+    # client construction
+    ("client: default_headers a string", _client(default_headers="x"), "default_headers", "dict"),
+    ("client: default_headers int value", _client(default_headers={"x": 1}), "default_headers['x']", "string"),
+    ("client: default_headers non-ascii", _client(default_headers={"x": "é"}), "default_headers['x']", "ASCII"),
+    ("client: default_headers CRLF", _client(default_headers={"x": "a\r\nb: c"}), "default_headers['x']",
+     "line break"),
+    ("client: default_headers int name", _client(default_headers={1: "a"}), "default_headers", "header name"),
+    ("client: default_headers name with colon", _client(default_headers={"a:b": "c"}), "default_headers",
+     "header name"),
+    ("url: unclosed IPv6", _client(base_url="http://[::1"), "base_url", "not a valid URL"),
+    ("url: not a string", _client(base_url=123), "base_url", "non-empty URL"),
+    ("url: port out of range", _client(base_url="http://127.0.0.1:99999/v1"), "base_url", "not a valid URL"),
+    ("url: userinfo", _client(base_url="https://u:p4ssw0rd-secret@api.example.com/v1"), "base_url",
+     "user information"),
+    ("client: timeout a string", _client(timeout="5"), "timeout", "seconds"),
+    ("client: timeout NaN", _client(timeout=float("nan")), "timeout", ">= 0"),
+    ("client: max_retries -1", _client(max_retries=-1), "max_retries", ">= 0"),
+    ("client: max_retries 1.5", _client(max_retries=1.5), "max_retries", "integer"),
+    ("client: initial_retry_delay -1", _client(initial_retry_delay=-1), "initial_retry_delay", ">= 0"),
+    ("client: initial_retry_delay str", _client(initial_retry_delay="x"), "initial_retry_delay", ">= 0"),
+    ("client: max_retry_delay NaN", _client(max_retry_delay=float("nan")), "max_retry_delay", ">= 0"),
+    ("client: max_retry_after str", _client(max_retry_after="x"), "max_retry_after", ">= 0"),
+    ("client: stream_idle_timeout -1", _client(stream_idle_timeout=-1), "stream_idle_timeout", ">= 0"),
+    ("client: stream_idle_timeout str", _client(stream_idle_timeout="x"), "stream_idle_timeout", ">= 0"),
+    ("client: allow_insecure_http str", _selfhosted(allow_insecure_http="yes"), "allow_insecure_http",
+     "True or False"),
+    ("client: on_retry not callable", _client(on_retry=5), "on_retry", "callable"),
+    ("client: http_client object", _client(http_client=object()), "http_client", "httpx.Client"),
+    ("client: fallbacks a Fallback", _client(fallbacks="http://x"), "fallbacks", "list"),
+    ("client: fallbacks[0] a string", _client(fallbacks=["http://127.0.0.1:9/v1"]), "fallbacks[0]",
+     "holysheep.Fallback"),
+    ("client: circuit_breaker str", _client(circuit_breaker="x", fallbacks=[]), "circuit_breaker",
+     "CircuitBreaker"),
+    ("client: max_response_bytes 0", _client(max_response_bytes=0), "max_response_bytes", ">= 1"),
+    ("client: max_response_bytes str", _client(max_response_bytes="64MB"), "max_response_bytes", "integer"),
+    ("client: max_sse_event_bytes -5", _client(max_sse_event_bytes=-5), "max_sse_event_bytes", ">= 1"),
+    ("async: http_backend unknown", _async_client(http_backend="curl"), "http_backend", "'aiohttp', 'httpx'"),
+    ("async: sync http_client", _async_client(http_client=httpx.Client()), "http_client", "AsyncClient"),
+    # circuit breaker and fallbacks
+    ("breaker: cooldown_s str", _breaker(cooldown_s="x"), "cooldown_s", ">= 0"),
+    ("breaker: cooldown_s -1", _breaker(cooldown_s=-1), "cooldown_s", ">= 0"),
+    ("breaker: cooldown_s NaN", _breaker(cooldown_s=float("nan")), "cooldown_s", ">= 0"),
+    ("breaker: threshold 0", _breaker(failure_threshold=0), "failure_threshold", ">= 1"),
+    ("breaker: clock not callable", _breaker(clock=5), "clock", "callable"),
+    ("fallback: ftp url", _fallback(base_url="ftp://127.0.0.1/v1"), "base_url", "http"),
+    ("fallback: models a string", _fallback(models="x"), "fallbacks[0].models", "str to str"),
+    ("fallback: userinfo", _fallback(base_url="http://a:secret-pass@127.0.0.1/v1"), "base_url",
+     "user information"),
+    # with_options
+    ("with_options: default_headers str", _with(default_headers="x"), "default_headers", "dict"),
+    ("with_options: default_headers int", _with(default_headers={"a": 1}), "default_headers['a']", "string"),
+    ("with_options: timeout str", _with(timeout="x"), "timeout", "seconds"),
+    ("with_options: max_retries -1", _with(max_retries=-1), "max_retries", ">= 0"),
+    ("with_options: initial_retry_delay -1", _with(initial_retry_delay=-1), "initial_retry_delay", ">= 0"),
+    ("with_options: max_retry_delay str", _with(max_retry_delay="x"), "max_retry_delay", ">= 0"),
+    ("with_options: stream_idle_timeout str", _with(stream_idle_timeout="x"), "stream_idle_timeout", ">= 0"),
+    ("with_options: on_retry int", _with(on_retry=3), "on_retry", "callable"),
+    # create(): messages
+    ("messages: lone surrogate", _create(messages=[{"role": U, "content": "a\ud800b"}]), "messages[0].content",
+     "surrogate"),
+    ("messages: surrogate in a part", _create(messages=[{"role": U, "content": [{"type": "text",
+                                                                                  "text": "\udc00"}]}]),
+     "messages[0].content[0].text", "surrogate"),
+    ("messages: object() as name", _create(messages=[{"role": U, "content": "x", "name": object()}]),
+     "messages[0].name", "object"),
+    ("messages: None", _create(messages=None), "messages", "list of messages"),
+    ("messages: None item", _create(messages=[None]), "messages[0]", "dict or Message"),
+    ("messages: content missing", _create(messages=[{"role": U}]), "messages[0].content", "missing"),
+    ("async: lone surrogate", _async_create(messages=[{"role": U, "content": "\ud800"}]), "messages[0].content",
+     "surrogate"),
+    # create(): body parameters
+    ("param: tools [object()]", _create(tools=[object()]), "tools[0]", "dict"),
+    ("param: tools ['x']", _create(tools=["x"]), "tools[0]", "dict"),
+    ("param: tools a dict", _create(tools={"type": "function"}), "tools", "list"),
+    ("param: tool function str", _create(tools=[{"type": "function", "function": "f"}]), "tools[0].function",
+     "name"),
+    ("param: tool_choice int", _create(tool_choice=5), "tool_choice", "string or a dict"),
+    ("param: response_format str", _create(response_format="json"), "response_format", "dict"),
+    ("param: stream_options str", _create(stream_options="x"), "stream_options", "dict"),
+    ("param: include_usage str", _create(stream_options={"include_usage": "yes"}),
+     "stream_options.include_usage", "True or False"),
+    ("param: logit_bias str", _create(logit_bias="x"), "logit_bias", "token ids"),
+    ("param: logprobs str", _create(logprobs="yes"), "logprobs", "True or False"),
+    ("param: top_logprobs 50", _create(top_logprobs=50), "top_logprobs", "0 to 20"),
+    ("param: parallel_tool_calls str", _create(parallel_tool_calls="no"), "parallel_tool_calls", "True or False"),
+    ("param: user int", _create(user=5), "user", "string"),
+    ("param: metadata str", _create(metadata="x"), "metadata", "dict of strings"),
+    ("param: metadata int value", _create(metadata={"a": 1}), "metadata", "dict of strings"),
+    ("param: temperature str", _create(temperature="hot"), "temperature", "number"),
+    ("param: temperature NaN", _create(temperature=float("nan")), "temperature", "number"),
+    ("param: top_p True", _create(top_p=True), "top_p", "number"),
+    ("param: presence_penalty 5", _create(presence_penalty=5), "presence_penalty", "[-2.0, 2.0]"),
+    ("param: frequency_penalty -3", _create(frequency_penalty=-3), "frequency_penalty", "[-2.0, 2.0]"),
+    ("param: max_tokens 1.5", _create(max_tokens=1.5), "max_tokens", "integer"),
+    ("param: max_completion_tokens -1", _create(max_completion_tokens=-1), "max_completion_tokens", ">= 1"),
+    ("param: n True", _create(n=True), "n", "integer"),
+    ("param: seed str", _create(seed="42"), "seed", "integer"),
+    ("param: stop [1]", _create(stop=[1]), "stop", "list of strings"),
+    ("param: stream str", _create(stream="yes"), "stream", "True or False"),
+    ("param: model None", _create(model=None), "model", "non-empty"),
+    ("param: model int", _create(model=5), "model", "non-empty"),
+    # create(): transport options
+    ("extra_body: a string", _create(extra_body="x"), "extra_body", "dict"),
+    ("extra_body: object()", _create(extra_body={"x": object()}), "extra_body.x", "cannot be sent as JSON"),
+    ("extra_body: int key", _create(extra_body={1: "a"}), "extra_body", "keys must be strings"),
+    ("extra_body: surrogate", _create(extra_body={"x": ["\ud800"]}), "extra_body.x[0]", "surrogate"),
+    ("extra_headers: int value", _create(extra_headers={"x": 1}), "extra_headers['x']", "string"),
+    ("extra_headers: non-ascii", _create(extra_headers={"x": "café"}), "extra_headers['x']", "ASCII"),
+    ("extra_headers: CRLF", _create(extra_headers={"x": "a\r\nInjected: 1"}), "extra_headers['x']",
+     "line break"),
+    ("extra_headers: a string", _create(extra_headers="x"), "extra_headers", "dict"),
+    ("call: timeout str", _create(timeout="x"), "timeout", "seconds"),
+    ("call: max_retries -1", _create(max_retries=-1), "max_retries", ">= 0"),
+    ("call: stream_idle_timeout 0", _create(stream=True, stream_idle_timeout=0), "stream_idle_timeout", "> 0"),
+    # unknown keyword arguments
+    ("unknown: temprature", _create(temprature=0.5), "temprature", "Did you mean 'temperature'"),
+    ("unknown: max_token", _create(max_token=5), "max_token", "Did you mean 'max_tokens'"),
+    ("unknown: Temperature", _create(Temperature=0.5), "Temperature", "Did you mean 'temperature'"),
+    ("unknown: top_k", _create(top_k=20), "top_k", "extra_body"),
+    ("async unknown: temprature", _async_create(temprature=0.5), "temprature", "Did you mean 'temperature'"),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "field", "needle"), FIELD_CASES, ids=[c[0] for c in FIELD_CASES])
+def test_bad_input_names_the_field(respx_mock: respx.MockRouter, name: str, call: Callable[[], object],
+                                   field: str, needle: str) -> None:
+    route = respx_mock.route().respond(599)
+    with pytest.raises(InvalidRequestError) as info:
+        call()
+    assert info.value.field == field, (info.value.field, str(info.value))
+    assert needle in str(info.value), str(info.value)
+    assert route.call_count == 0
+
+
 def test_table_is_big_enough() -> None:
-    assert len(CASES) + len(BAD_LINES) >= 30
+    assert len(CASES) + len(FIELD_CASES) >= 91
 
 
 BAD_LINES = [

@@ -57,3 +57,37 @@ def test_multibyte_char_split_across_reads() -> None:
 
 def test_crlf_split_across_reads_counts_once() -> None:
     assert _decode([b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n"]) == [E("a"), E("b")]
+
+
+def test_decoder_is_linear_in_the_bytes_fed() -> None:
+    """A 32 MiB line fed in 64 KiB chunks: each feed scans only its new bytes (the old decoder re-split the
+    whole buffer every time: quadratic, minutes for this size)."""
+    import time
+
+    dec = SSEDecoder(max_line_bytes=64 << 20, max_event_bytes=64 << 20)
+    piece = b"x" * 65536
+    started = time.perf_counter()
+    assert dec.feed(b"data: ") == []
+    for _ in range(512):
+        assert dec.feed(piece) == []
+    events = dec.feed(b"\n\n")
+    assert time.perf_counter() - started < 5.0
+    assert len(events) == 1 and len(events[0].data) == 512 * 65536
+
+
+def test_line_and_event_caps() -> None:
+    from holysheep import ResponseTooLargeError
+
+    dec = SSEDecoder(max_line_bytes=100, max_event_bytes=1000)
+    with pytest.raises(ResponseTooLargeError) as info:
+        for _ in range(20):
+            dec.feed(b"data: 0123456789")
+    assert info.value.limit == 100
+    dec = SSEDecoder(max_line_bytes=100, max_event_bytes=250)
+    with pytest.raises(ResponseTooLargeError, match="event is larger than 250"):
+        dec.feed(b"data: " + b"a" * 90 + b"\n" + b"data: " + b"b" * 90 + b"\n" + b"data: " + b"c" * 90 + b"\n")
+    dec = SSEDecoder(max_line_bytes=100, max_event_bytes=250)
+    assert [e.data for e in dec.feed(b"data: " + b"a" * 90 + b"\n\n" + b"data: " + b"b" * 90 + b"\n\n")] == [
+        "a" * 90, "b" * 90]
+    assert dec.events == 2
+    assert dec.feed(b": comment\n\n") == [] and dec.events == 2

@@ -14,8 +14,8 @@ MSG = [{"role": "user", "content": "one two three four five six"}]
 
 
 def _busy(client: Client | AsyncClient) -> int:
-    pool = client._http._transport._pool  # type: ignore[union-attr]
-    return sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
+    busy: int = client._backend.in_use()
+    return busy
 
 
 def test_metrics_match_known_delays() -> None:

@@ -8,8 +8,10 @@ aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(
 
 from __future__ import annotations
 
+from ._iterator import BatchIterator, BatchOptions
 from ._jsonl import JsonlReport, arun_jsonl, run_jsonl
-from ._progress import PlainProgress, ProgressReporter, RichProgress
+from ._jsonl_output import OutputLockedError, OutputMismatchError
+from ._progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress
 from ._results import (
     BatchCancelledError,
     BatchFailedError,
@@ -18,8 +20,8 @@ from ._results import (
     BatchResults,
     BatchStats,
     BatchSummary,
+    BatchUnfinishedError,
 )
-from ._runner import BatchIterator, BatchOptions
 
 __all__ = [
     "BatchCancelledError",
@@ -31,7 +33,11 @@ __all__ = [
     "BatchResults",
     "BatchStats",
     "BatchSummary",
+    "BatchUnfinishedError",
     "JsonlReport",
+    "MissingExtraError",
+    "OutputLockedError",
+    "OutputMismatchError",
     "PlainProgress",
     "ProgressReporter",
     "RichProgress",

@@ -1,29 +1,27 @@
-"""The batch entry points behind ``client.chat.completions.batch`` / ``batch_iter`` (sync and async)."""
+"""The batch entry points behind ``client.chat.completions.batch`` / ``batch_iter`` (sync and async).
+
+They take the client's ``BatchParams`` as one mapping, check every option and the shape of
+``requests`` before any request, and run the engine over the client's ``Sender``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._iterator import BatchIterator
+from ._options import check_requests, split_params
 from ._progress import make_progress
 from ._requests import estimate_tokens, normalize_item
 from ._results import BatchCancelledError, BatchInterrupted, BatchResult, BatchResults, BatchStats
-from ._runner import BatchIterator, BatchOptions, QuotaFn, Send, client_sender
-from ._sync import run_in_private_loop, sync_backend
+from ._sync import run_in_private_loop, sync_sender
 
 if TYPE_CHECKING:
     from .._async_client import AsyncClient
     from .._client import Client
+    from .._sender import Sender
 
 __all__ = ["abatch", "abatch_iter", "batch_sync", "iterator_for"]
-
-_OPTION_NAMES = frozenset(f for f in BatchOptions.__dataclass_fields__)
-
-
-def _split(kwargs: dict[str, Any]) -> tuple[BatchOptions, dict[str, Any]]:
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}
-    defaults = {k: v for k, v in kwargs.items() if v is not None}
-    return BatchOptions(**options), defaults
 
 
 def _sized(requests: Any) -> Sequence[Any] | None:
@@ -40,28 +38,19 @@ def _estimate(items: Sequence[Any], defaults: Mapping[str, Any]) -> int:
     return total
 
 
-def iterator_for(
-    send: Send,
-    quota: QuotaFn | None,
-    requests: Iterable[Any] | AsyncIterable[Any],
-    kwargs: dict[str, Any],
-    *,
-    progress: Any = False,
-    on_result: Callable[[BatchResult], None] | None = None,
-    on_progress: Callable[[BatchStats], None] | None = None,
-    total: int | None = None,
-    estimated_tokens: int | None = None,
-) -> BatchIterator:
-    """A :class:`BatchIterator` over ``requests``; ``kwargs`` mixes batch options and create() defaults."""
-    options, defaults = _split(dict(kwargs))
+def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], params: Mapping[str, Any], *,
+                 total: int | None = None, estimated_tokens: int | None = None) -> BatchIterator:
+    """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
+    check_requests(requests)
+    options, hooks, defaults = split_params(params)
     sized = _sized(requests)
     if sized is not None:
         total = len(sized) if total is None else total
-        if estimated_tokens is None and options.check_quota and quota is not None:
+        if estimated_tokens is None and options.check_quota:
             estimated_tokens = _estimate(sized, defaults)
-    return BatchIterator(send, requests, defaults=defaults, options=options, quota=quota,
-                         estimated_tokens=estimated_tokens, total=total, on_result=on_result,
-                         on_progress=on_progress, progress=make_progress(progress))
+    return BatchIterator(sender, requests, defaults=defaults, options=options, estimated_tokens=estimated_tokens,
+                         total=total, on_result=hooks.on_result, on_progress=hooks.on_progress,
+                         progress=make_progress(hooks.progress))
 
 
 def _assemble(requests: Any, sink: dict[int, BatchResult], read: int, stats: BatchStats) -> BatchResults:
@@ -85,40 +74,39 @@ async def _collect(it: BatchIterator, sink: dict[int, BatchResult]) -> None:
             sink[result.index] = result
 
 
-async def abatch(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any], **kwargs: Any) -> BatchResults:
+async def abatch(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any],
+                 params: Mapping[str, Any]) -> BatchResults:
     """Run a batch on an AsyncClient and return every result in input order."""
-    it = abatch_iter(client, requests, **kwargs)
+    it = abatch_iter(client, requests, params)
     sink: dict[int, BatchResult] = {}
     await _collect(it, sink)
     return _assemble(requests, sink, it.read_count, it.stats)
 
 
-def abatch_iter(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any], **kwargs: Any) -> BatchIterator:
-    """A :class:`BatchIterator` for an AsyncClient."""
-    hooks = {k: kwargs.pop(k) for k in ("progress", "on_result", "on_progress") if k in kwargs}
-    return iterator_for(client_sender(client.chat.completions.create), client.quota.retrieve, requests, kwargs,
-                        **hooks)
+def abatch_iter(client: AsyncClient, requests: Iterable[Any] | AsyncIterable[Any],
+                params: Mapping[str, Any]) -> BatchIterator:
+    """A ``BatchIterator`` for an AsyncClient."""
+    return iterator_for(client.sender(), requests, params)
 
 
-def batch_sync(client: Client, requests: Iterable[Any], **kwargs: Any) -> BatchResults:
+def batch_sync(client: Client, requests: Iterable[Any], params: Mapping[str, Any]) -> BatchResults:
     """Run a batch for the sync client on a private loop in a worker thread (safe inside Jupyter).
 
-    Ctrl-C stops dispatching, cancels what is in flight and raises :class:`BatchInterrupted` with the
+    Ctrl-C stops dispatching, cancels what is in flight and raises ``BatchInterrupted`` with the
     partial results.
     """
-    hooks = {k: kwargs.pop(k) for k in ("progress", "on_result", "on_progress") if k in kwargs}
-    concurrency = kwargs.get("concurrency", BatchOptions.concurrency)
-    _split(dict(kwargs))  # validate options before starting a thread
+    check_requests(requests)
+    options, _, _ = split_params(params)  # every option checked before a thread or a request
     sink: dict[int, BatchResult] = {}
     holder: dict[str, BatchIterator] = {}
 
     async def main() -> None:
-        send, quota, close = await sync_backend(client, concurrency if isinstance(concurrency, int) else 16)
+        sender = sync_sender(client, options.concurrency)
         try:
-            it = holder["it"] = iterator_for(send, quota, requests, kwargs, **hooks)
+            it = holder["it"] = iterator_for(sender, requests, params)
             await _collect(it, sink)
         finally:
-            await close()
+            await sender.aclose()
 
     try:
         run_in_private_loop(main)

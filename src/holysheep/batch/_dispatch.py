@@ -1,6 +1,6 @@
 """The dispatcher loop: read inputs lazily (bounded read-ahead), wait for the limits, start attempts.
 
-:class:`Dispatcher` is the scheduling part of :class:`~holysheep.batch.BatchIterator`: one task that
+``Dispatcher`` is the scheduling part of ``holysheep.batch.BatchIterator``: one task that
 takes retries first, then fresh inputs, and waits for the pause gate, a concurrency slot and the RPM/TPM
 buckets before it starts one task per attempt.
 """
@@ -80,14 +80,19 @@ class Dispatcher(AttemptHandler):
                     if self._tpm is not None:
                         charge = self._estimator.estimate(item.est_tokens)
                         await self._tpm.take(charge)
+                    outage = self._outage.check()
+                    if outage is not None:
+                        self._stop_unfinished(outage, None)
                     if self._abort is None:
                         task = loop.create_task(self._attempt(item, charge))
                         self._tasks.add(task)
                         task.add_done_callback(self._tasks.discard)
+                        if self._probe is not None:  # rpm/tpm="auto": learn the limits from one reply first
+                            await self._probe.wait()
                         continue
                     self._limiter.release()
                 assert self._abort is not None
-                self._finalize(item, None, self._abort)
+                self._finalize(item, None, self._unfinished_error(None))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # the input iterable failed: hand its error to the consumer

@@ -1,31 +1,44 @@
-"""JSONL batches: read requests lazily from a file, append one result line per input as it completes, resume.
+"""JSONL batches: read requests lazily from a file, write one result line per input, resume.
 
-Input lines: OpenAI Batch API (``{"custom_id", "method", "url", "body"}``) or ``{"custom_id", "messages",
-...create params}``; a line without ``custom_id`` is called ``line-N``. Output lines:
-``{"custom_id", "response": {...}}`` or ``{"custom_id", "error": {"type", "status_code", "message"}}``,
-appended and flushed one by one, in completion order.
+Input lines: OpenAI Batch API (`{"custom_id", "method", "url", "body"}`) or `{"custom_id", "messages",
+...create params}`; a line without `custom_id` is called `line-N`. Output lines:
+`{"custom_id", "request_hash", "response": {...}}` or `{"custom_id", "request_hash", "error": {"type",
+"status_code", "message"}}`. They are appended as results complete; at the end the file is compacted
+atomically to exactly one line per `custom_id`, in input order (see `_jsonl_output`).
+
+`resume=True` skips lines whose last result succeeded and runs the rest again (failures included).
+It refuses (`OutputMismatchError`) an output whose lines were written for a different input.
+Items the batch did not finish because it stopped (outage, quota, 401, Ctrl-C) get no line, so the
+next `--resume` runs them. The async runner uses the engine through `aclient.chat.completions.batch_iter`;
+the sync one through `_stream_sync` (see there why).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._exceptions import APIError, APIStatusError, InvalidRequestError
-from ._requests import BatchRequest, estimate_tokens, normalize_item
+from pydantic_core import to_json
+
+from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
+from .._exceptions import APIError, InvalidRequestError
+from ._jsonl_input import InputLine, check_paths, read_lines, scan_input
+from ._jsonl_output import OutputLock, PriorResult, compact_output, read_output
+from ._progress import make_progress, with_total
 from ._results import BatchResult, BatchSummary
-from ._runner import BatchIterator, QuotaFn, Send, client_sender
-from ._sync import run_in_private_loop, sync_backend
+from ._unfinished import is_unfinished
 
 if TYPE_CHECKING:
     from .._async_client import AsyncClient
     from .._client import Client
 
-__all__ = ["JsonlReport", "arun_jsonl", "error_record", "read_done_ids", "run_jsonl"]
+__all__ = ["JsonlReport", "arun_jsonl", "error_record", "run_jsonl"]
 
 PathLike = str | os.PathLike[str]
 
@@ -40,13 +53,19 @@ _TYPES = {
 
 @dataclass
 class JsonlReport:
-    """What a JSONL run did. ``bad_lines`` are ``(line number, message)``; ``not_run`` counts items left
-    unsent (and unwritten) because the batch stopped (401 or quota): ``--resume`` runs them later."""
+    """What a JSONL run did.
+
+    `skipped`: lines already done (their last result succeeded) and not sent again; `rerun`: lines
+    whose last result was a failure and that ran again (also counted in `succeeded`/`failed`);
+    `not_run`: lines left without a result because the batch stopped (`--resume` runs them);
+    `bad_lines`: `(line number, what is wrong)` for lines that could not be sent.
+    """
 
     input_path: str
     output_path: str
     lines: int = 0
     skipped: int = 0
+    rerun: int = 0
     succeeded: int = 0
     failed: int = 0
     not_run: int = 0
@@ -64,7 +83,7 @@ class JsonlReport:
 
 
 def error_record(error: BaseException) -> dict[str, Any]:
-    """``{"type", "status_code", "message"}`` for an error (``type`` is the API's when it sent one)."""
+    """`{"type", "status_code", "message", "error_class"}` for an error (`type` is the API's when it sent one)."""
     name = type(error).__name__
     kind = error.type if isinstance(error, APIError) and error.type else _TYPES.get(name, name)
     status = getattr(error, "status_code", None)
@@ -72,192 +91,198 @@ def error_record(error: BaseException) -> dict[str, Any]:
             "message": str(error), "error_class": name}
 
 
-def _line_id(obj: Any, lineno: int) -> str:
-    cid = obj.get("custom_id") if isinstance(obj, dict) else None
-    if cid is None:
-        return f"line-{lineno}"
-    return cid if isinstance(cid, str) else json.dumps(cid)
+@dataclass
+class _Plan:
+    src: Path
+    dst: Path
+    report: JsonlReport
+    order: list[str]
+    prior: dict[str, PriorResult]
+    to_send: int
+    tokens: int
+    lock: OutputLock
 
 
-def _scan(path: Path, defaults: Mapping[str, Any]) -> tuple[int, int]:
-    """Check custom_ids are unique (raising before any request otherwise); return (lines, estimated tokens)."""
-    seen: dict[str, int] = {}
-    dupes: dict[str, list[int]] = {}
-    lines = tokens = 0
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            lines += 1
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                obj = None
-            cid = _line_id(obj, lineno)
-            first = seen.setdefault(cid, lineno)
-            if first != lineno:
-                dupes.setdefault(cid, [first]).append(lineno)
-            if isinstance(obj, dict):
-                body = obj.get("body")
-                params = body if isinstance(body, dict) else obj
-                tokens += estimate_tokens({**defaults, **params} if defaults else params)
-    if dupes:
-        shown = "; ".join(f"{cid!r} on lines {', '.join(map(str, ls))}" for cid, ls in list(dupes.items())[:5])
-        more = f" and {len(dupes) - 5} more" if len(dupes) > 5 else ""
-        raise InvalidRequestError(f"{path}: duplicate custom_id values ({shown}{more}); every custom_id must be "
-                                  "unique so results can be matched and resumed. Nothing was sent.",
-                                  field="custom_id")
-    return lines, tokens
-
-
-def read_done_ids(path: Path) -> set[str]:
-    """custom_ids already in an output file. A torn last line (a crash mid-write) is cut off the file."""
-    done: set[str] = set()
-    if not path.exists():
-        return done
-    good_end = 0
-    with path.open("rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break  # torn tail
-            good_end += len(raw)
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
-            cid = obj.get("custom_id") if isinstance(obj, dict) else None
-            if isinstance(cid, str):
-                done.add(cid)
-    if good_end != path.stat().st_size:
-        with path.open("r+b") as f:
-            f.truncate(good_end)
-    return done
-
-
-def _requests(path: Path, done: set[str], report: JsonlReport, defaults: Mapping[str, Any]) -> Iterator[BatchRequest]:
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            where = f"line {lineno}: "
-            try:
-                obj = json.loads(raw)
-            except ValueError as exc:
-                cid = f"line-{lineno}"
-                if cid in done:
-                    report.skipped += 1
-                    continue
-                err = InvalidRequestError(f"{where}not valid JSON ({exc})", field="line")
-                report.bad_lines.append((lineno, str(err)))
-                yield BatchRequest(lineno - 1, cid, {}, invalid=err)
-                continue
-            cid = _line_id(obj, lineno)
-            if cid in done:
-                report.skipped += 1
-                continue
-            if not isinstance(obj, dict):
-                item = BatchRequest(lineno - 1, cid, {}, invalid=InvalidRequestError(
-                    f"{where}expected a JSON object, got {type(obj).__name__}", field="line"))
-            else:
-                item = normalize_item(obj, lineno - 1, defaults, where=where, custom_id=cid)
-            if item.invalid is not None:
-                report.bad_lines.append((lineno, str(item.invalid)))
-            yield item
+def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
+             defaults: Mapping[str, Any]) -> _Plan:
+    src, dst = Path(input_path), Path(output_path)
+    check_paths(src, dst)
+    if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
+        raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
+                                  "continue it, or overwrite=True (--overwrite) to start again.", field="output_path")
+    lock = OutputLock(dst)
+    lock.acquire()
+    try:
+        report = JsonlReport(str(src), str(dst))
+        prior = read_output(dst) if resume else {}
+        order, to_send, tokens = scan_input(src, dst, prior, defaults, report)
+        if overwrite and not resume and dst.exists():
+            dst.write_bytes(b"")
+    except BaseException:
+        lock.release()
+        raise
+    return _Plan(src, dst, report, order, prior, to_send, tokens, lock)
 
 
 class _Writer:
+    """Writes result lines (from the engine, and for bad lines) and keeps the report's counts."""
+
     def __init__(self, out: TextIO, report: JsonlReport, on_result: Callable[[BatchResult], None] | None) -> None:
         self.out, self.report, self.on_result = out, report, on_result
+        self.digests: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _write(self, cid: str, digest: str | None, body: str) -> None:
+        head = '{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest)
+        with self._lock:
+            self.out.write(head + body + "}\n")
+            self.out.flush()
+
+    def bad_line(self, line: InputLine) -> None:
+        assert line.problem is not None
+        error = InvalidRequestError(f"line {line.lineno}: {line.problem}", field="line")
+        self.report.bad_lines.append((line.lineno, line.problem))
+        self.report.failed += 1
+        self._write(line.custom_id, line.digest, ',"error":' + json.dumps(error_record(error)))
 
     def __call__(self, result: BatchResult) -> None:
-        report = self.report
-        cid = json.dumps(result.custom_id)
+        cid = result.custom_id or ""
+        digest = self.digests.pop(cid, None)
         if result.response is not None:
-            self.out.write('{"custom_id":' + cid + ',"response":' + result.response.model_dump_json() + "}\n")
-            report.succeeded += 1
+            parsed = result.parsed
+            tail = "" if parsed is None else ',"parsed":' + to_json(parsed).decode()
+            self._write(cid, digest, ',"response":' + result.response.model_dump_json() + tail)
+            self.report.succeeded += 1
+        elif is_unfinished(result):
+            self.report.not_run += 1  # the batch stopped before finishing it: leave it for --resume
+            return
         else:
-            error = result.error
-            assert error is not None
-            if result.attempts == 0 and (isinstance(error, APIStatusError) and error.status_code in (401, 402, 429)):
-                report.not_run += 1  # the batch stopped before sending it: leave it for --resume
-                return
-            self.out.write(json.dumps({"custom_id": result.custom_id, "error": error_record(error)}) + "\n")
-            report.failed += 1
-        self.out.flush()
+            assert result.error is not None
+            self._write(cid, digest, ',"error":' + json.dumps(error_record(result.error)))
+            self.report.failed += 1
         if self.on_result is not None:
             self.on_result(result)
 
 
-def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
-             defaults: Mapping[str, Any]) -> tuple[Path, Path, JsonlReport, set[str], int]:
-    src, dst = Path(input_path), Path(output_path)
-    if not src.is_file():
-        raise InvalidRequestError(f"input file {src} does not exist.", field="input_path")
-    if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
-        raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
-                                  "continue it, or overwrite=True to start again.", field="output_path")
-    lines, tokens = _scan(src, defaults)
-    report = JsonlReport(str(src), str(dst), lines=lines)
-    done = read_done_ids(dst) if resume else set()
-    if overwrite and not resume and dst.exists():
-        dst.write_bytes(b"")
-    return src, dst, report, done, tokens
+def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The lines to send, as dicts for the engine; counts re-runs and writes bad lines as it goes."""
+    report = plan.report
+    for line in read_lines(plan.src, defaults):
+        before = plan.prior.get(line.custom_id)
+        if before is not None:
+            if before.ok:
+                continue  # counted as skipped by the scan
+            report.rerun += 1
+        if line.item is None:
+            writer.bad_line(line)
+            continue
+        writer.digests[line.custom_id] = line.digest
+        yield line.item
 
 
-async def _run(send: Send, quota: QuotaFn | None, src: Path, dst: Path, report: JsonlReport, done: set[str],
-               tokens: int, kwargs: dict[str, Any]) -> JsonlReport:
-    from ._api import _split
-    from ._progress import make_progress
-
-    progress = kwargs.pop("progress", False)
-    on_result = kwargs.pop("on_result", None)
-    on_progress = kwargs.pop("on_progress", None)
-    options, defaults = _split(kwargs)
-    with dst.open("a", encoding="utf-8", newline="\n") as out:
-        it = BatchIterator(send, _requests(src, done, report, defaults), defaults=defaults, options=options,
-                           quota=quota, estimated_tokens=tokens if not done else None,
-                           total=max(0, report.lines - len(done)), on_result=_Writer(out, report, on_result),
-                           on_progress=on_progress, progress=make_progress(progress))
-        async with it:
-            async for _ in it:
-                pass
-    report.summary = BatchSummary.from_stats(it.stats, it.stats.done)
-    return report
+def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(batch options, create() defaults): `BatchParams`' engine options, and the rest but the hooks."""
+    options = {k: v for k, v in kwargs.items() if k in BATCH_OPTION_NAMES}
+    defaults = {k: v for k, v in kwargs.items()
+                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and v is not None}
+    return options, defaults
 
 
-async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
-                     overwrite: bool = False, **kwargs: Any) -> JsonlReport:
-    """Async :func:`run_jsonl` for an AsyncClient."""
-    src, dst, report, done, tokens = _prepare(input_path, output_path, resume, overwrite, _defaults_of(kwargs))
-    send = client_sender(client.chat.completions.create)
-    return await _run(send, client.quota.retrieve, src, dst, report, done, tokens, kwargs)
+def _finish(plan: _Plan, ok: bool) -> None:
+    """Compact the output to one line per custom_id and release the lock. After an error or Ctrl-C the
+    compaction is still tried, but its own failure must not hide the first one (the next `--resume`
+    compacts anyway). `not_run` is every line left without a result this run, whether the engine
+    reported it unfinished or stopped before reading it."""
+    report = plan.report
+    report.not_run = max(report.not_run, report.lines - report.skipped - report.succeeded - report.failed)
+    try:
+        if ok:
+            compact_output(plan.dst, plan.order)
+        else:
+            with contextlib.suppress(Exception):
+                compact_output(plan.dst, plan.order)
+    finally:
+        plan.lock.release()
 
 
-def _defaults_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    from ._api import _OPTION_NAMES
+def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[str, Any], *, progress: Any,
+                 on_result: Callable[[BatchResult], None], on_progress: Any, total: int,
+                 estimated_tokens: int) -> BatchSummary:
+    """Run the engine for the sync client with results delivered one by one.
 
-    skip = _OPTION_NAMES | {"progress", "on_result", "on_progress"}
-    return {k: v for k, v in kwargs.items() if k not in skip and v is not None}
+    The one place this module reaches below the public batch API: the sync client's `batch()` keeps
+    every result in memory, which a 100,000-line file must not do, so this drives the engine the way
+    `batch()` does (a private event loop in a worker thread) but keeps nothing. Ctrl-C raises
+    `KeyboardInterrupt` after the lines already finished are written.
+    """
+    from ._api import iterator_for
+    from ._sync import run_in_private_loop, sync_sender
+
+    concurrency = options.get("concurrency", 16)
+    params = {**options, "progress": progress, "on_result": on_result, "on_progress": on_progress}
+
+    async def main() -> BatchSummary:
+        sender = sync_sender(client, concurrency if isinstance(concurrency, int) else 16)
+        try:
+            it = iterator_for(sender, items, params, total=total, estimated_tokens=estimated_tokens)
+            async with it:
+                async for _ in it:
+                    pass
+            return BatchSummary.from_stats(it.stats, it.stats.done)
+        finally:
+            await sender.aclose()
+
+    return run_in_private_loop(main)
 
 
 def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, model: str | None = None,
               concurrency: int = 16, rpm: float | None = None, tpm: float | None = None, resume: bool = False,
               overwrite: bool = False, progress: Any = False, **kwargs: Any) -> JsonlReport:
-    """Run every request of a JSONL file and append one result line per input to ``output_path``.
+    """Run every request of a JSONL file and write one result line per input to `output_path`.
 
     Duplicate custom_ids are rejected before anything is sent; a malformed line becomes an error line
-    naming its line number and does not stop the others. ``resume=True`` skips custom_ids already in
-    the output (a torn last line from a crash is cut first). Other keyword arguments are those of
-    ``client.chat.completions.batch`` (``max_tokens``, ``max_retries``, ``require_quota``, ...).
+    naming its line number and does not stop the others. `resume=True` skips lines whose last result
+    succeeded and runs the others again (failures too); it raises `OutputMismatchError` when the output
+    was written for a different input. The output may not be the input file, and a lock file
+    (`OUTPUT.lock`) keeps a second run from writing it at the same time (`OutputLockedError`). At the
+    end the output holds exactly one line per finished custom_id, in input order. Other keyword
+    arguments are those of `client.chat.completions.batch` (`max_tokens`, `max_retries`, ...).
+    Memory stays flat: results are written as they complete and not kept.
     """
-    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, progress=progress)
-    src, dst, report, done, tokens = _prepare(input_path, output_path, resume, overwrite, _defaults_of(kwargs))
+    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm)
+    options, defaults = _split(kwargs)
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    try:
+        with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
+            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            plan.report.summary = _stream_sync(
+                client, _items(plan, writer, defaults), options, progress=progress, on_result=writer,
+                on_progress=kwargs.get("on_progress"), total=plan.to_send, estimated_tokens=plan.tokens)
+    except BaseException:
+        _finish(plan, ok=False)
+        raise
+    _finish(plan, ok=True)
+    return plan.report
 
-    async def main() -> JsonlReport:
-        send, quota, close = await sync_backend(client, concurrency)
-        try:
-            return await _run(send, quota, src, dst, report, done, tokens, kwargs)
-        finally:
-            await close()
 
-    return run_in_private_loop(main)
+async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
+                     overwrite: bool = False, **kwargs: Any) -> JsonlReport:
+    """Async `run_jsonl` for an `AsyncClient` (same arguments)."""
+    options, defaults = _split(kwargs)
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    try:
+        progress = make_progress(kwargs.get("progress", False))
+        with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
+            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            it = client.chat.completions.batch_iter(
+                _items(plan, writer, defaults), on_progress=kwargs.get("on_progress"),
+                progress=with_total(progress, plan.to_send) if progress is not None else False, **options)
+            async with it:
+                async for result in it:
+                    writer(result)
+        plan.report.summary = BatchSummary.from_stats(it.stats, it.stats.done)
+    except BaseException:
+        _finish(plan, ok=False)
+        raise
+    _finish(plan, ok=True)
+    return plan.report

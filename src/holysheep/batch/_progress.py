@@ -11,9 +11,15 @@ import sys
 import time
 from typing import Any, Protocol, TextIO
 
+from .._exceptions import HolySheepError
 from ._results import BatchStats
 
-__all__ = ["PlainProgress", "ProgressReporter", "RichProgress", "make_progress", "describe"]
+__all__ = ["MissingExtraError", "PlainProgress", "ProgressReporter", "RichProgress", "describe", "make_progress",
+           "with_total"]
+
+
+class MissingExtraError(HolySheepError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra to install."""
 
 
 class ProgressReporter(Protocol):
@@ -34,11 +40,24 @@ def _eta(stats: BatchStats) -> str:
 
 
 def describe(stats: BatchStats) -> str:
-    """One status line: ``120/1000 done, 2 failed, 35.1 req/s, ETA 00:25, 48,210 tokens, $0.0123``."""
+    """One status line: `120/1000 done, 2 failed, 35.1 req/s, ETA 00:25, 48,210 tokens, $0.0123`
+    (the cost only when it is known)."""
     total = "?" if stats.total is None else f"{stats.total:,}"
-    cost = f"${stats.cost_usd:.4f}" if stats.cost_known else "$?"
-    return (f"{stats.done:,}/{total} done, {stats.failed:,} failed, {stats.rate:.1f} req/s, ETA {_eta(stats)}, "
-            f"{stats.tokens:,} tokens, {cost}")
+    cost = f", {_cost(stats)}" if stats.cost_known else ""
+    return (f"{stats.done:,}/{total} done, {stats.failed:,} failed, {_request_rate(stats):.1f} req/s, "
+            f"ETA {_eta(stats)}, {stats.tokens:,} tokens{cost}")
+
+
+def _request_rate(stats: BatchStats) -> float:
+    """Requests sent per second (as the summary's `requests_per_s`): 0 while none was sent, even when
+    items ended without one (a stopped batch)."""
+    elapsed = stats.elapsed_s
+    return stats.requests / elapsed if stats.requests and elapsed > 0 else 0.0
+
+
+def _cost(stats: BatchStats) -> str:
+    """`$0.0123`, or nothing while the cost is unknown."""
+    return f"${stats.cost_usd:.4f}" if stats.cost_known else ""
 
 
 class PlainProgress:
@@ -72,8 +91,12 @@ class RichProgress:
     """A rich progress bar (done, failed, rate, ETA, tokens, cost) on stderr."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        except ImportError as exc:
+            raise MissingExtraError("progress='rich' needs the rich package, which is not installed: "
+                                    "pip install 'holysheep[cli]' (or pass progress='plain').") from exc
 
         self._progress = Progress(
             TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
@@ -86,7 +109,7 @@ class RichProgress:
 
     def start(self, stats: BatchStats) -> None:
         self._progress.start()
-        self._task = self._progress.add_task("batch", total=stats.total, failed=0, rate="0.0", tokens=0, cost="$?")
+        self._task = self._progress.add_task("batch", total=stats.total, failed=0, rate="0.0", tokens=0, cost="")
 
     def update(self, stats: BatchStats, force: bool = False) -> None:
         now = time.monotonic()
@@ -94,8 +117,8 @@ class RichProgress:
             return
         self._last = now
         self._progress.update(self._task, completed=stats.done, total=stats.total, failed=stats.failed,
-                              rate=f"{stats.rate:.1f}", tokens=f"{stats.tokens:,}",
-                              cost=f"${stats.cost_usd:.4f}" if stats.cost_known else "$?")
+                              rate=f"{_request_rate(stats):.1f}", tokens=f"{stats.tokens:,}",
+                              cost=_cost(stats))
 
     def close(self, stats: BatchStats) -> None:
         if self._task is not None:
@@ -110,7 +133,7 @@ def make_progress(progress: Any) -> ProgressReporter | None:
     if progress is True or progress == "rich":
         try:
             return RichProgress()
-        except ImportError:
+        except MissingExtraError:
             if progress == "rich":
                 raise
             return PlainProgress()
@@ -120,3 +143,26 @@ def make_progress(progress: Any) -> ProgressReporter | None:
         reporter: ProgressReporter = progress
         return reporter
     raise TypeError(f"progress must be True/False, 'rich', 'plain' or a reporter object, got {progress!r}")
+
+
+class _WithTotal:
+    """A reporter that shows `total` (the number of lines a JSONL run sends) when the batch cannot know it."""
+
+    def __init__(self, inner: ProgressReporter, total: int) -> None:
+        self.inner, self.total = inner, total
+
+    def start(self, stats: BatchStats) -> None:
+        if stats.total is None:
+            stats.total = self.total
+        self.inner.start(stats)
+
+    def update(self, stats: BatchStats) -> None:
+        self.inner.update(stats)
+
+    def close(self, stats: BatchStats) -> None:
+        self.inner.close(stats)
+
+
+def with_total(reporter: ProgressReporter, total: int) -> ProgressReporter:
+    """`reporter`, told that the batch has `total` items when the batch itself reads a lazy input."""
+    return _WithTotal(reporter, total)

@@ -23,7 +23,8 @@ _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/co
 class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
-    __slots__ = ("attempts", "custom_id", "est_tokens", "first_sent", "index", "invalid", "key", "params")
+    __slots__ = ("attempts", "custom_id", "est_tokens", "first_sent", "index", "invalid", "key", "params", "plan",
+                 "repairs", "request", "steps")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
                  invalid: BaseException | None = None) -> None:
@@ -34,6 +35,10 @@ class BatchRequest:
         self.attempts = 0
         self.first_sent: float | None = None
         self.key: str | None = None
+        self.plan: Any = None  # the client's CallPlan, made on the first attempt
+        self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
+        self.request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
+        self.repairs = 0
         self.est_tokens = estimate_tokens(params) if invalid is None else 0
 
 

@@ -19,11 +19,24 @@ __all__ = [
     "BatchResults",
     "BatchStats",
     "BatchSummary",
+    "BatchUnfinishedError",
 ]
 
 
 class BatchCancelledError(HolySheepError):
     """The error of an item that did not finish because the batch was cancelled (Ctrl-C, task cancel)."""
+
+
+class BatchUnfinishedError(HolySheepError):
+    """The error of an item that was never finished because the batch stopped (an outage, a 401, exhausted
+    quota, or a server asking to wait longer than ``max_pause_s``). The item itself may be fine: run it
+    again later (``holysheep batch --resume`` re-runs such lines). ``stop_reason`` says why; ``last_error``
+    is the item's own last error, if it had one."""
+
+    def __init__(self, message: str, *, stop_reason: str, last_error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+        self.last_error = last_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,13 @@ class BatchResult:
     def ok(self) -> bool:
         """True when the item has a response."""
         return self.error is None
+
+    @property
+    def parsed(self) -> Any:
+        """The validated object (``choices[0].message.parsed``) when the batch ran with
+        ``response_format=Model``; ``None`` otherwise or when the item failed."""
+        choices = getattr(self.response, "choices", None)
+        return getattr(choices[0].message, "parsed", None) if choices else None
 
 
 class BatchFailedError(HolySheepError):
@@ -86,6 +106,9 @@ class BatchStats:
     pauses: int = 0
     paused_s: float = 0.0
     budget_denied: int = 0
+    retries_paced: int = 0
+    learned_rpm: float | None = None
+    learned_tpm: float | None = None
     stop_reason: str | None = None
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -148,7 +171,7 @@ class BatchSummary:
             retries=stats.retries, rate_limited=stats.rate_limited, prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens, total_tokens=stats.tokens,
             cost_usd=round(stats.cost_usd, 6) if stats.cost_known else None, wall_s=round(wall, 3),
-            requests_per_s=round(stats.done / wall, 2) if wall > 0 else 0.0,
+            requests_per_s=round(stats.requests / wall, 2) if wall > 0 and stats.requests else 0.0,
             concurrency_max=stats.concurrency_max, concurrency_final=round(stats.concurrency, 2),
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
@@ -238,8 +261,13 @@ class BatchResults(Sequence[BatchResult]):
 
 class BatchInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
-    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script like Ctrl-C."""
+    as they ended, the rest with :class:`BatchCancelledError`. Uncaught, it ends a script with exit
+    status 130, as Ctrl-C and ``holysheep batch`` do. It is a ``KeyboardInterrupt`` (not an
+    ``Exception``), so ``except Exception`` handlers do not swallow a Ctrl-C."""
 
     def __init__(self, results: BatchResults) -> None:
+        from ._exit import install_exit_hook
+
+        install_exit_hook()
         super().__init__(f"batch interrupted: {results._stats.done} of {len(results)} items finished")
         self.results = results

@@ -21,21 +21,39 @@ def add_local_parsers(sub: Any) -> None:
     p = sub.add_parser("plan", help="memory, hardware options and API comparison for a model (offline)",
                        description="Estimate memory for serving (or fine-tuning) MODEL, rank hardware options, "
                                    "list rejected ones with reasons, and compare with an API model's price.")
-    p.add_argument("model", help="model name from the estimator catalog, e.g. llama-3.1-70b")
+    p.add_argument("model", help="model name from the estimator catalog (e.g. llama-3.1-70b) or a bare size (70b, 70)")
     p.add_argument("--quant", default="bf16", help="weights format for inference, e.g. int4-awq, fp8 (default bf16)")
-    p.add_argument("--context", type=int, default=2048, help="context length (seq_len when training)")
-    p.add_argument("--batch", type=int, default=1, help="concurrent sequences (micro-batch when training)")
+    p.add_argument("--context", "--seq-len", dest="context", type=int, default=2048,
+                   help="context length (the training sequence length with --train; default 2048)")
+    p.add_argument("--batch", "--micro-batch", dest="batch", type=int, default=1,
+                   help="concurrent sequences (the micro-batch with --train; default 1)")
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
-    p.add_argument("--train", action="store_true", help="plan a fine-tune instead of inference")
-    p.add_argument("--method", default="full", choices=["full", "lora", "qlora"], help="fine-tune method")
-    p.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3], help="DeepSpeed ZeRO stage")
-    p.add_argument("--optimizer", help="training optimizer, e.g. adamw, adamw-8bit, sgd")
+    p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx"],
+                   help="serving stack whose memory rules apply (default: generic, overheads counted)")
+    p.add_argument("--gpu-memory-utilization", type=float,
+                   help="vLLM's gpu_memory_utilization or SGLang's mem_fraction_static (default: the runtime's)")
+    p.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
+                   help="eager attention: count the attention scores (hf, default runtime, llama.cpp, training)")
+    p.add_argument("--train", nargs="?", const="full", choices=["full", "lora", "qlora"],
+                   help="plan a fine-tune instead of inference: full (default), lora or qlora")
+    p.add_argument("--method", choices=["full", "lora", "qlora"], help=argparse.SUPPRESS)
+    p.add_argument("--zero", "--zero-stage", dest="zero_stage", type=int, default=0, choices=[0, 1, 2, 3],
+                   help="DeepSpeed ZeRO stage (default 0)")
+    p.add_argument("--gradient-checkpointing", nargs="?", const="full", choices=["none", "selective", "full"],
+                   help="activation recompute (alone: full)")
+    p.add_argument("--offload-optimizer", action="store_true", default=None,
+                   help="ZeRO-Offload: optimizer states in CPU memory (needs --zero 1-3)")
+    p.add_argument("--offload-params", action="store_true", default=None,
+                   help="ZeRO-Infinity: parameters in CPU memory (needs --zero 3)")
+    p.add_argument("--lora-rank", type=int, help="LoRA/QLoRA adapter rank (default 16)")
+    p.add_argument("--optimizer", help="training optimizer, e.g. adamw, adamw-8bit, paged-adamw, sgd")
     p.add_argument("--precision", help="training precision: bf16-mixed, bf16-true, fp32")
     p.add_argument("--max-gpus", type=int, default=8, help="largest GPU count considered (default 8)")
     p.add_argument("--objective", default="cost", choices=["cost", "latency", "throughput"],
                    help="rank by $/M tokens (cost, default), batch-1 tok/s (latency) or total tok/s (throughput)")
     p.add_argument("--budget-per-hour", type=float, help="drop options above this USD/hour")
-    p.add_argument("--gpus", nargs="+", metavar="GPU", help="only these GPUs")
+    p.add_argument("--gpus", nargs="+", metavar="GPU",
+                   help="only these GPUs (names), or a number: exactly that many GPUs (data-parallel when training)")
     p.add_argument("--api-model", help="compare self-hosting with this API model's price")
     p.add_argument("--tokens-per-day", type=float, help="daily volume for the comparison (default 1e7)")
     p.add_argument("--utilization", type=float, default=0.5, help="self-hosted utilization (default 0.5)")
@@ -69,19 +87,39 @@ def run_plan(args: argparse.Namespace) -> int:
     """``holysheep plan MODEL``."""
     from ..hardware._cli import run_plan as plan
 
-    train_options = {k: v for k, v in (("optimizer", args.optimizer), ("precision", args.precision)) if v}
+    names, count = _gpus_arg(args.gpus)
+    train = None if args.train is None else (args.method or args.train)  # --train --method lora still works
+    options = (("optimizer", args.optimizer), ("precision", args.precision),
+               ("gradient_checkpointing", args.gradient_checkpointing), ("offload_optimizer", args.offload_optimizer),
+               ("offload_params", args.offload_params), ("lora_rank", args.lora_rank))
+    train_options: dict[str, Any] = {k: v for k, v in options if v is not None}
+    if not args.flash_attention:
+        train_options["flash_attention"] = False
+    if not train:
+        given = sorted(k for k in train_options if k != "flash_attention") + (["method"] if args.method else [])
+        if given or args.zero_stage:
+            error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
+            return EXIT_USAGE
     text, data = plan(
         args.model, quant=args.quant, context=args.context, batch=args.batch, kv_dtype=args.kv_dtype,
-        train=args.train, method=args.method, zero_stage=args.zero_stage, train_options=train_options,
-        max_gpus=args.max_gpus, objective=args.objective, budget_per_hour=args.budget_per_hour, gpus=args.gpus,
+        train=train or False, zero_stage=args.zero_stage, train_options=train_options,
+        max_gpus=args.max_gpus, objective=args.objective, budget_per_hour=args.budget_per_hour, gpus=names,
         api_model=args.api_model, tokens_per_day=args.tokens_per_day, utilization=args.utilization,
-        input_fraction=args.input_fraction, top=args.top,
+        input_fraction=args.input_fraction, top=args.top, runtime=args.runtime,
+        gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
     )
     if args.json:
         print_json(data)
     else:
         print(text)
     return EXIT_OK
+
+
+def _gpus_arg(values: list[str] | None) -> tuple[list[str] | None, int | None]:
+    """``--gpus H100 L40S`` restricts the table; ``--gpus 8`` fixes the count."""
+    if values and len(values) == 1 and values[0].isdigit():
+        return None, int(values[0])
+    return values, None
 
 
 def run_mock_server(args: argparse.Namespace) -> int:

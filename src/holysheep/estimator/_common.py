@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .._exceptions import InvalidRequestError
@@ -37,6 +38,22 @@ class MemoryTotals:
     def total_gib(self) -> float:
         return self.total_gb * GB / GIB
 MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """One runtime's memory rule applied once to one GPU: ``need_gb <= limit_gb`` (GB per GPU).
+
+    ``limit_gb`` is the share of the GPU the runtime lets the request use (vLLM: total x
+    ``gpu_memory_utilization``; SGLang: total x ``mem_fraction_static``; others: all of it). ``rule``
+    says which rule applied.
+    """
+
+    fits: bool
+    need_gb: float
+    limit_gb: float
+    gpu_memory_gb: float
+    rule: str
 
 #: CUDA context of a PyTorch process (lazy module loading, CUDA 12): typically 300-600 MiB on
 #: A100/H100; plus the cuBLAS workspace (PyTorch default, 32 MiB on Hopper). Counted as "overhead".

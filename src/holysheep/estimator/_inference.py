@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,10 +9,11 @@ from typing import Any
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture, dtype_bytes
 from ._catalog import ModelLike, resolve_model
-from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryTotals, check_choice, check_int, gpu_memory_gb
+from ._common import GB, MemoryCheck, MemoryTotals, check_choice, check_int, gpu_memory_gb
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
-from ._vllm import VLLMCapacity, vllm_capacity, vllm_profile
+from ._runtimes import RUNTIMES, prefill_activation_bytes, runtime_memory, uses_layer_split
+from ._vllm import VLLMCapacity, vllm_profile
 
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
 
@@ -32,31 +32,6 @@ _KV_DTYPES = {
     "float32": "fp32",
     "auto": "auto",
 }
-
-
-def prefill_activation_bytes(
-    arch: Architecture, tokens: int, tensor_parallel: int = 1, logits_rows: int = 1, act_bytes: float = 2.0
-) -> int:
-    """Peak transient memory of one forward pass over ``tokens`` tokens (no autograd), per GPU.
-
-    Per token: the residual stream and its normed copy (2h) plus the larger of the attention
-    working set (q, k, v, attention output) and the MLP working set (gate, up and their product:
-    3 x intermediate; for MoE the routed + shared experts a token visits), sharded by tensor
-    parallelism; plus fp32 logits for ``logits_rows`` positions.
-    """
-    h, a, tp = arch.hidden_size, arch.num_attention_heads, tensor_parallel
-    if arch.is_mla:
-        attn = a * (2 * (arch.qk_nope_head_dim + arch.qk_rope_head_dim) + 2 * arch.v_head_dim)
-    else:
-        attn = (2 * a + 2 * arch.num_key_value_heads) * arch.head_dim
-    widths = [attn / tp]
-    mult = 3 if arch.mlp_gated else 2
-    if arch.num_dense_layers:
-        widths.append(mult * arch.intermediate_size / tp)
-    if arch.is_moe:
-        widths.append(mult * arch.moe_intermediate_size * (arch.num_experts_per_tok + arch.num_shared_experts) / tp)
-    per_token = act_bytes * (2 * h + max(widths))
-    return int(tokens * per_token + logits_rows * arch.vocab_size * 4)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,34 +54,74 @@ class InferenceEstimate(MemoryTotals):
     assumptions: list[str]
     warnings: list[str]
     vllm: VLLMCapacity | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None
     gpu_memory_gb: float | None = None
+    flash_attention: bool = True
+    static_fraction: float | None = None
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def gpu_count(self) -> int:
         return self.tensor_parallel
 
+    @property
+    def layer_split(self) -> bool:
+        """True when GPUs hold whole layers (llama.cpp, transformers) rather than tensor-parallel shards."""
+        return uses_layer_split(self.runtime)
+
     def with_tensor_parallel(self, n: int) -> InferenceEstimate:
-        """The same request sharded over ``n`` GPUs."""
+        """The same request over ``n`` GPUs (tensor parallel, or a layer split for llama.cpp and hf)."""
         return _build(**{**self._rebuild, "tensor_parallel": check_int(n, "tensor_parallel")})
 
-    def fits(self, gpu: Any, count: int = 1) -> bool:
-        """Whether ``count`` GPUs (tensor parallel) of this kind hold the request.
+    def with_options(self, **changes: Any) -> InferenceEstimate:
+        """The same request with ``context``, ``batch`` or ``tensor_parallel`` changed (used by the solvers)."""
+        allowed = {"context", "batch", "tensor_parallel"}
+        bad = set(changes) - allowed
+        if bad:
+            raise InvalidRequestError(f"with_options takes {', '.join(sorted(allowed))}, not {', '.join(sorted(bad))}",
+                                      field=sorted(bad)[0])
+        for k, v in changes.items():
+            check_int(v, k)
+        return _build(**{**self._rebuild, **changes})
 
-        ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. In vLLM mode
-        the KV pool vLLM would allocate must hold ``batch`` sequences of ``context`` tokens.
+    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
+        """Apply this runtime's memory rule, once, to ``count`` GPUs of this kind (default: this estimate's).
+
+        vLLM: weights + profile peak + buffers + the KV blocks of ``batch x context`` within total x
+        ``gpu_memory_utilization``. SGLang: weights + KV + CUDA context within total x ``mem_fraction_static``
+        and the prefill chunk in the rest. transformers, llama.cpp, MLX and the default runtime: the
+        per-GPU sum within the GPU's memory (their overhead is already counted, so no extra fraction).
         """
-        est = self if check_int(count, "count") == self.tensor_parallel else self.with_tensor_parallel(count)
-        mem, _label = gpu_memory_gb(gpu)
-        if est.runtime == "vllm":
-            return _build(**{**est._rebuild, "gpu_memory_gb": mem}).vllm.fits  # type: ignore[union-attr]
-        return est.per_gpu_gb <= mem
+        n = self.tensor_parallel if count is None else check_int(count, "count")
+        mem, label = gpu_memory_gb(gpu)
+        est = _build(**{**self._rebuild, "tensor_parallel": n, "gpu_memory_gb": mem, "gpu_name": label})
+        need = est.per_gpu_gb
+        if est.runtime == "vllm" and est.vllm is not None:
+            v = est.vllm
+            return MemoryCheck(v.fits, need, v.budget_gb, mem, f"vLLM: total x gpu_memory_utilization "
+                               f"{v.gpu_memory_utilization:g}")
+        if est.runtime == "sglang" and est.static_fraction is not None:
+            frac = est.static_fraction
+            static = est.breakdown["weights"] + est.breakdown["kv_cache"] + est.breakdown["overhead"]
+            dyn_ok = est.breakdown["activations"] <= mem * (1 - frac)
+            return MemoryCheck(static <= mem * frac and dyn_ok, static, mem * frac, mem,
+                               f"SGLang: total x mem_fraction_static {frac:g}"
+                               + ("" if dyn_ok else "; the prefill chunk does not fit in the rest"))
+        return MemoryCheck(need <= mem, need, mem, mem, f"{est.runtime}: all of the GPU's memory (overheads counted)")
+
+    def fits(self, gpu: Any, count: int | None = None) -> bool:
+        """Whether ``count`` GPUs (default: this estimate's) of this kind hold the request under its runtime.
+
+        ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. Same answer as
+        ``memory_check(gpu, count).fits``, which ``pick_hardware`` and ``holysheep plan`` use.
+        """
+        return self.memory_check(gpu, count).fits
 
     def __str__(self) -> str:
         title = (
-            f"{self.model_name} inference, {self.quant} weights, {self.kv_dtype} KV, "
-            f"context {self.context:,} x batch {self.batch}, TP {self.tensor_parallel}"
+            f"{self.model_name} inference ({self.runtime}), {self.quant} weights, {self.kv_dtype} KV, "
+            f"context {self.context:,} x batch {self.batch}, {'GPUs' if self.layer_split else 'TP'} "
+            f"{self.tensor_parallel}"
         )
         extra = []
         if self.vllm is not None:
@@ -136,42 +151,29 @@ def _build(
     kv_dtype: str | None,
     tensor_parallel: int,
     runtime: str,
-    gpu_memory_utilization: float,
+    gpu_memory_utilization: float | None,
     gpu_memory_gb: float | None,
     prefill_chunk: int | None,
     vllm_version: str,
+    flash_attention: bool = True,
+    max_num_batched_tokens: int | None = None,
+    gpu_name: str | None = None,
     emit_warning: bool = True,
 ) -> InferenceEstimate:
-    rebuild = dict(
-        emit_warning=False,
-        arch=arch,
-        name=name,
-        base_notes=base_notes,
-        approximate=approximate,
-        spec=spec,
-        context=context,
-        batch=batch,
-        kv_dtype=kv_dtype,
-        tensor_parallel=tensor_parallel,
-        runtime=runtime,
-        gpu_memory_utilization=gpu_memory_utilization,
-        gpu_memory_gb=gpu_memory_gb,
-        prefill_chunk=prefill_chunk,
-        vllm_version=vllm_version,
-    )
+    rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
+    rebuild["emit_warning"] = False
     notes, warns = list(base_notes), []
     tp = tensor_parallel
     kv = kv_dtype or ("fp32" if spec.compute_dtype == "fp32" else "fp16" if spec.compute_dtype == "fp16" else "bf16")
     if kv_dtype is None:
         notes.append(f"KV cache in {kv} (the compute dtype of {spec.name}); pass kv_dtype='fp8' to halve it")
     w_total = weight_bytes(arch, spec)
-    w_gpu = math.ceil(w_total / tp)
-    kv_gpu = arch.kv_cache_bytes(context, batch, kv, tp)
-    if arch.is_mla and tp > 1:
+    split = uses_layer_split(runtime)
+    if arch.is_mla and tp > 1 and not split:
         notes.append("MLA latent cache is replicated on every tensor-parallel rank")
-    elif not arch.is_mla and tp > arch.num_key_value_heads:
+    elif not arch.is_mla and tp > arch.num_key_value_heads and not split:
         notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: KV heads are replicated")
-    if arch.num_attention_heads % tp:
+    if arch.num_attention_heads % tp and not split:
         warns.append(
             f"{arch.num_attention_heads} attention heads do not divide by tensor_parallel={tp}; "
             "vLLM and most runtimes refuse this"
@@ -187,44 +189,14 @@ def _build(
         )
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
-    vcap = None
-    if runtime == "vllm":
-        prof = vllm_profile(vllm_version)
-        tokens = prof.max_num_batched_tokens
-        act = prefill_activation_bytes(arch, tokens, tp, logits_rows=2 * prof.max_num_seqs)
-        overhead = (prof.non_torch_bytes_tp if tp > 1 else prof.non_torch_bytes) + prof.cuda_graph_bytes
-        notes.append(
-            f"vLLM {prof.name}: profile pass of {tokens} tokens, {prof.block_size}-token blocks; {prof.description}"
-        )
-        if gpu_memory_gb is not None:
-            vcap = vllm_capacity(
-                arch,
-                weights_per_gpu=w_gpu,
-                activation_peak=act,
-                kv_dtype=kv,
-                tensor_parallel=tp,
-                context=context,
-                batch=batch,
-                gpu_memory_gb=gpu_memory_gb,
-                gpu_memory_utilization=gpu_memory_utilization,
-                profile=prof,
-            )
-            if not vcap.fits:
-                warns.append(
-                    f"vLLM pool of {vcap.num_gpu_blocks:,} blocks cannot hold {batch} x {context:,} "
-                    f"tokens ({vcap.requested_blocks:,} blocks)"
-                )
-        else:
-            notes.append("pass gpu_memory_gb (or call fits(gpu)) to get vLLM's KV block count")
-        chunk = tokens
-    else:
-        chunk = min(context * batch, prefill_chunk or context * batch)
-        act = prefill_activation_bytes(arch, chunk, tp, logits_rows=batch)
-        overhead = RUNTIME_OVERHEAD_BYTES
-        notes.append(
-            f"prefill processed in chunks of {chunk:,} tokens; runtime overhead = CUDA context "
-            f"512 MiB + cuBLAS workspace 32 MiB per GPU"
-        )
+    rm = runtime_memory(
+        arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
+        prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
+        gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
+        vllm_version=vllm_version,
+    )
+    notes += rm.notes
+    warns += rm.warnings
     if approximate and emit_warning:
         warnings.warn(
             f"{name}: architecture assumed from a bare parameter count; the memory figure is "
@@ -235,11 +207,15 @@ def _build(
     if approximate:
         warns.append("architecture assumed from a bare parameter count: approximate")
     breakdown = {
-        "weights": w_gpu / GB,
-        "kv_cache": kv_gpu / GB,
-        "activations": act / GB,
-        "overhead": overhead / GB,
+        "weights": rm.weights / GB,
+        "kv_cache": rm.kv_cache / GB,
+        "activations": rm.activations / GB,
+        "overhead": rm.overhead / GB,
     }
+    util = rm.vllm.gpu_memory_utilization if rm.vllm is not None else (
+        rm.static_fraction if rm.static_fraction is not None else gpu_memory_utilization)
+    if runtime == "vllm" and util is None:
+        util = vllm_profile(vllm_version).gpu_memory_utilization
     return InferenceEstimate(
         model_name=name,
         architecture=arch,
@@ -253,12 +229,14 @@ def _build(
         breakdown=breakdown,
         weights_bytes_total=w_total,
         kv_cache_bytes_per_token=arch.kv_cache_bytes_per_token(kv),
-        prefill_chunk=chunk,
+        prefill_chunk=rm.chunk,
         assumptions=notes,
         warnings=warns,
-        vllm=vcap,
-        gpu_memory_utilization=gpu_memory_utilization,
+        vllm=rm.vllm,
+        gpu_memory_utilization=util,
         gpu_memory_gb=gpu_memory_gb,
+        flash_attention=flash_attention,
+        static_fraction=rm.static_fraction,
         _rebuild=rebuild,
     )
 
@@ -272,19 +250,27 @@ def estimate_inference_memory(
     tensor_parallel: int = 1,
     *,
     runtime: str = "default",
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float | None = None,
     gpu_memory_gb: float | None = None,
     prefill_chunk: int | None = DEFAULT_PREFILL_CHUNK,
     vllm_version: str = "v1",
+    flash_attention: bool = True,
+    max_num_batched_tokens: int | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
-    ``model`` is a catalog name, an :class:`Architecture`, a ``config.json`` path or dict, or a size in
-    billions (approximate; warns). ``quant`` names a weight format (see :func:`quant_spec`);
-    ``kv_dtype`` defaults to the compute dtype. ``runtime="vllm"`` models vLLM's preallocated KV pool:
-    with ``gpu_memory_gb`` (total memory CUDA reports, in GB) the result's ``vllm`` field gives the
-    block and token counts at ``gpu_memory_utilization``. ``prefill_chunk`` bounds the tokens of one
-    prefill pass (``None``: the whole batch at once, as eager Hugging Face generation does).
+    ``model`` is a catalog name, an `Architecture`, a ``config.json`` path or dict, or a size in
+    billions (approximate; warns). ``quant`` names a weight format (see `quant_spec`);
+    ``kv_dtype`` defaults to the compute dtype.
+
+    ``runtime`` picks the memory rules of one serving stack (docs/estimator.md lists them with sources):
+    ``"default"`` (generic: chunked prefill of ``prefill_chunk`` tokens, CUDA context counted),
+    ``"vllm"`` (preallocated KV pool at ``gpu_memory_utilization``, default 0.9, after a profile pass of
+    ``max_num_batched_tokens``; with ``gpu_memory_gb`` the ``vllm`` field gives block counts),
+    ``"sglang"`` (``mem_fraction_static``, passed as ``gpu_memory_utilization``), ``"hf"`` (transformers:
+    whole prompt at once, uncompressed MLA cache, layer split over GPUs), ``"llama.cpp"`` (layer split,
+    compute buffer, no cap) or ``"mlx"`` (Apple unified memory). ``flash_attention=False`` counts the
+    eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     """
     arch, name, notes, approximate = resolve_model(model)
     spec = quant_spec(quant)
@@ -293,18 +279,24 @@ def estimate_inference_memory(
     check_int(tensor_parallel, "tensor_parallel", maximum=1024)
     if prefill_chunk is not None:
         check_int(prefill_chunk, "prefill_chunk")
-    rt = check_choice(runtime, "runtime", {"default": "default", "vllm": "vllm", "hf": "default"})
+    if max_num_batched_tokens is not None:
+        check_int(max_num_batched_tokens, "max_num_batched_tokens")
+    rt = check_choice(runtime, "runtime", RUNTIMES)
     kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
     if kv == "auto":
         kv = None
     if kv is not None:
         dtype_bytes(kv)
-    if isinstance(gpu_memory_utilization, bool) or not 0 < float(gpu_memory_utilization) <= 1:
+    if gpu_memory_utilization is not None and (
+        isinstance(gpu_memory_utilization, bool) or not 0 < float(gpu_memory_utilization) <= 1
+    ):
         raise InvalidRequestError(
             f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}",
             field="gpu_memory_utilization",
             reason="out of range",
         )
+    if not isinstance(flash_attention, bool):
+        raise InvalidRequestError("flash_attention must be True or False", field="flash_attention")
     if gpu_memory_gb is not None:
         gpu_memory_gb = gpu_memory_gb_checked = float(gpu_memory_gb)
         if gpu_memory_gb_checked <= 0:
@@ -321,8 +313,10 @@ def estimate_inference_memory(
         kv_dtype=kv,
         tensor_parallel=tensor_parallel,
         runtime=rt,
-        gpu_memory_utilization=float(gpu_memory_utilization),
+        gpu_memory_utilization=None if gpu_memory_utilization is None else float(gpu_memory_utilization),
         gpu_memory_gb=gpu_memory_gb,
         prefill_chunk=prefill_chunk,
         vllm_version=vllm_version,
+        flash_attention=flash_attention,
+        max_num_batched_tokens=max_num_batched_tokens,
     )

@@ -125,6 +125,18 @@ _SPECS: tuple[QuantSpec, ...] = (
         aliases=("bnb-nf4", "qlora", "nf4-dq"),
     ),
     QuantSpec(
+        "bnb-4bit",
+        4 + 32 / 64,
+        "fp4",
+        "bf16",
+        None,
+        "bitsandbytes load_in_4bit with its defaults: FP4 codes, one fp32 absmax per 64 weights, no double "
+        "quantization (4.5 bits). lm_head and embeddings stay 16-bit.",
+        "bitsandbytes BitsAndBytesConfig defaults (bnb_4bit_quant_type='fp4', bnb_4bit_use_double_quant=False); "
+        "Dettmers et al. 2023, arXiv:2305.14314",
+        aliases=("bnb-fp4", "fp4-bnb", "load_in_4bit", "bnb4"),
+    ),
+    QuantSpec(
         "q8_0",
         34 * 8 / 32,
         "int8",

@@ -10,7 +10,7 @@ from .._exceptions import InvalidRequestError
 from ._activations import activation_bytes
 from ._architecture import Architecture
 from ._catalog import ModelLike, resolve_model
-from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryTotals, check_choice, check_int, gpu_memory_gb
+from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryCheck, MemoryTotals, check_choice, check_int, gpu_memory_gb
 from ._quant import quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._states import adafactor_bytes, lora_params, model_state_bytes
@@ -40,7 +40,11 @@ _OPT = {
     "adamw-8bit": "adamw-8bit",
     "adamw8bit": "adamw-8bit",
     "adam-8bit": "adamw-8bit",
-    "paged-adamw-8bit": "adamw-8bit",
+    "paged-adamw-8bit": "paged-adamw-8bit",
+    "paged_adamw_8bit": "paged-adamw-8bit",
+    "paged-adamw": "paged-adamw",
+    "paged-adamw-32bit": "paged-adamw",
+    "paged_adamw_32bit": "paged-adamw",
     "sgd": "sgd",
     "sgd-momentum": "sgd",
     "sgd-no-momentum": "sgd-no-momentum",
@@ -86,10 +90,19 @@ class TrainingEstimate(MemoryTotals):
         """The same run over ``n`` data-parallel GPUs."""
         return _build(**{**self._rebuild, "num_gpus": check_int(n, "num_gpus", maximum=1 << 20)})
 
+    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
+        """The per-GPU need at ``count`` GPUs (default ``num_gpus``) against all of one GPU's memory.
+
+        Training has no utilization fraction: CUDA context and workspace are already in ``overhead``.
+        ``pick_hardware`` and ``holysheep plan`` use this, so they agree with `fits`.
+        """
+        est = self if count is None or count == self.num_gpus else self.with_num_gpus(count)
+        mem = gpu_memory_gb(gpu)[0]
+        return MemoryCheck(est.per_gpu_gb <= mem, est.per_gpu_gb, mem, mem, "training: all of the GPU's memory")
+
     def fits(self, gpu: Any, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default ``num_gpus``) of this kind hold the run."""
-        est = self if count is None or count == self.num_gpus else self.with_num_gpus(count)
-        return est.per_gpu_gb <= gpu_memory_gb(gpu)[0]
+        return self.memory_check(gpu, count).fits
 
     def __str__(self) -> str:
         title = (
@@ -131,6 +144,8 @@ def _build(
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
     notes, warns = list(base_notes), []
+    paged = optimizer.startswith("paged-")
+    optimizer = optimizer.removeprefix("paged-")
     P = arch.num_params
     if method == "full":
         trainable = P
@@ -193,6 +208,16 @@ def _build(
                 stacklevel=3,
             )
         warns.append("architecture assumed from a bare parameter count: approximate")
+    if paged and states["optimizer"]:
+        # bitsandbytes paged optimizers keep states in CUDA unified memory: under pressure they page out to CPU
+        # while activations peak and page back for the step, so the GPU peak holds the larger of the two.
+        resident = max(0.0, states["optimizer"] - act)
+        cpu += states["optimizer"] - resident
+        notes.append(
+            f"paged {optimizer}: {states['optimizer'] / GB:.2f} GB of optimizer states in unified memory page out "
+            "while activations peak (Dettmers et al. 2023, QLoRA, arXiv:2305.14314, 'Paged Optimizers')"
+        )
+        states["optimizer"] = resident
     breakdown = {k: v / GB for k, v in states.items()}
     breakdown["activations"] = act / GB
     breakdown["overhead"] = RUNTIME_OVERHEAD_BYTES / GB
@@ -200,7 +225,7 @@ def _build(
         model_name=name,
         architecture=arch,
         precision=precision_label,
-        optimizer=optimizer,
+        optimizer=str(rebuild["optimizer"]),
         method=method,
         seq_len=seq_len,
         micro_batch=micro_batch,
@@ -225,7 +250,7 @@ def _build(
 def estimate_training_memory(
     model: ModelLike,
     precision: str = "bf16-mixed",
-    optimizer: str = "adamw",
+    optimizer: str | None = None,
     method: str = "full",
     seq_len: int = 4096,
     micro_batch: int = 1,
@@ -243,7 +268,9 @@ def estimate_training_memory(
 
     ``precision``: ``bf16-mixed`` (also plain ``"bf16"``, as PyTorch Lightning reads it), ``bf16-true``
     (pure bf16, optimizer states in bf16) or ``fp32``. ``optimizer``: ``adamw``, ``adamw-8bit``, ``sgd``
-    (momentum), ``sgd-no-momentum``, ``adafactor``. ``gradient_checkpointing``: ``none``, ``selective``
+    (momentum), ``sgd-no-momentum``, ``adafactor``, or bitsandbytes' ``paged-adamw`` / ``paged-adamw-8bit``
+    (states page out to CPU while activations peak). Default: ``paged-adamw`` for QLoRA (as the QLoRA
+    paper and its reference script train), ``adamw`` otherwise. ``gradient_checkpointing``: ``none``, ``selective``
     or ``full``. ``zero_stage`` 0-3 shards states over ``num_gpus`` data-parallel GPUs;
     ``offload_optimizer`` (ZeRO >= 1) and ``offload_params`` (ZeRO-3) move states to CPU memory.
     """
@@ -254,8 +281,8 @@ def estimate_training_memory(
         notes.append(f"precision {precision!r} read as {precision}-mixed (fp32 master weights), as Lightning does")
     if str(precision).lower().startswith("fp16"):
         label = label.replace("bf16", "fp16")
-    opt = check_choice(optimizer, "optimizer", _OPT)
     meth = check_choice(method, "method", _METHOD)
+    opt = check_choice(optimizer or ("paged-adamw" if meth == "qlora" else "adamw"), "optimizer", _OPT)
     ckpt = check_choice(str(gradient_checkpointing).lower(), "gradient_checkpointing", _CKPT)
     acc = check_choice(accounting, "accounting", _ACCOUNTING)
     check_int(seq_len, "seq_len")

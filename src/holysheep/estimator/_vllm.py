@@ -26,6 +26,7 @@ class VLLMProfile:
     cuda_graph_bytes: int  # CUDA-graph pool the profiler subtracts
     description: str
     source: str
+    chunked_prefill: bool = True  # False: the profile pass runs max(max_model_len, max_num_batched_tokens) tokens
 
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
@@ -48,13 +49,14 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "0.2.5-pre",
         0.9,
         16,
-        4096,
+        2048,
         256,
         0,
         0,
         0,
         "vLLM up to 0.2.4: peak = torch.cuda.max_memory_allocated() after profile_run (PyTorch memory only).",
         "vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
+        chunked_prefill=False,
     ),
     # vLLM 0.2.5 after PR #2031: total - free, so memory outside PyTorch counts too. The non-PyTorch sizes are
     # what that PR measured: the drop in blocks when the profiler began counting it (7,449 -> 7,351 blocks of
@@ -63,7 +65,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "0.2.5",
         0.9,
         16,
-        4096,
+        2048,
         256,
         (7449 - 7351) * 16 * 524_288,
         (31615 - 20865) * 16 * 81_920,
@@ -72,6 +74,24 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "like) counts. Its size per GPU is the one PR #2031 measured (0.77 GiB at TP1, 13.1 GiB at TP4); the "
         "PyTorch side is this estimator's own (checked by the '0.2.5-pre' profile against the pre-fix counts).",
         "vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
+        chunked_prefill=False,
+    ),
+    # vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
+    # profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
+    "v0": VLLMProfile(
+        "v0",
+        0.9,
+        16,
+        2048,
+        256,
+        int(0.15 * GIB),
+        int(0.6 * GIB),
+        0,
+        "vLLM V0 engine without chunked prefill: profile_run over max(max_model_len, 2048) tokens, so long "
+        "contexts cost a large activation peak; CUDA graphs come out of the (1 - util) headroom.",
+        "vllm/config.py SchedulerConfig (max_num_batched_tokens = max(max_model_len, 2048) when chunked "
+        "prefill is off); vllm/worker/worker.py determine_num_available_blocks",
+        chunked_prefill=False,
     ),
 }
 

@@ -5,13 +5,18 @@ The argparse wiring lives in ``holysheep.cli``; these functions need no key and 
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
+import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._picker import pick_hardware
 from ._render import format_table, pick_text
+from ._table import gpu as lookup_gpu
 from ._table import gpus
 
 __all__ = ["DEFAULT_TOKENS_PER_DAY", "render_gpus_table", "run_plan"]
@@ -30,6 +35,54 @@ def render_gpus_table(sort: str = "bf16", as_json: bool = False) -> str:
     if as_json:
         return json.dumps([g.to_dict() for g in rows], indent=2)
     return str(rows)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*[bB]?\s*$")
+
+
+def _suggest(name: str, choices: Mapping[str, str]) -> list[str]:
+    """Up to four distinct close matches: ``choices`` maps every spelling (aliases too) to what to show."""
+    by_lower = {k.lower(): v for k, v in choices.items()}
+    shown: list[str] = []
+    for m in difflib.get_close_matches(name.lower(), list(by_lower), n=12, cutoff=0.5):
+        if by_lower[m] not in shown:
+            shown.append(by_lower[m])
+    return shown[:4]
+
+
+def _model_arg(model: str) -> str | float:
+    """A catalog name, a config path, or a bare size in billions (``70b``, ``70``, ``7.5B``)."""
+    size = _SIZE.match(model)
+    if size:
+        return float(size.group(1))
+    if model.endswith(".json") or Path(model).is_dir():
+        return model
+    from ..estimator import catalog_entry, list_models
+
+    try:
+        catalog_entry(model)
+    except InvalidRequestError:
+        hint = _suggest(model, {n: n for n in list_models()})
+        did = f"; did you mean {', '.join(hint)}?" if hint else "."
+        raise InvalidRequestError(
+            f"unknown model {model!r}{did} Run `holysheep models --catalog` for the catalog, or pass a "
+            "config.json path or a bare size in billions such as 70b",
+            field="model", reason="unknown model") from None
+    return model
+
+
+def _gpus_arg(names: Sequence[str] | None) -> list[str] | None:
+    if names is None:
+        return None
+    for name in names:
+        try:
+            lookup_gpu(name)
+        except InvalidRequestError:
+            hint = _suggest(name, {x: g.name for g in gpus() for x in (g.id, g.name, *g.aliases)})
+            did = f"; did you mean {', '.join(hint)}?" if hint else "."
+            raise InvalidRequestError(f"unknown GPU {name!r}{did} Run `holysheep gpus` for the table",
+                                      field="gpus", reason="unknown gpu") from None
+    return list(names)
 
 
 def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]]:
@@ -51,7 +104,7 @@ def run_plan(
     context: int = 2048,
     batch: int = 1,
     kv_dtype: str | None = None,
-    train: bool = False,
+    train: bool | str = False,
     method: str = "full",
     zero_stage: int = 0,
     train_options: Mapping[str, Any] | None = None,
@@ -64,45 +117,106 @@ def run_plan(
     utilization: float = 0.5,
     input_fraction: float | None = None,
     top: int = 5,
+    runtime: str = "default",
+    gpu_memory_utilization: float | None = None,
+    flash_attention: bool = True,
+    gpu_count: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
-    Inference by default; ``train=True`` plans a fine-tune (``method`` "full", "lora" or "qlora",
-    ``zero_stage``; ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other
-    ``estimate_training_memory`` keywords such as ``optimizer`` or ``precision`` go in ``train_options``;
-    ``quant`` is ignored, QLoRA is ``method="qlora"``).
+    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx";
+    ``gpu_memory_utilization`` is vLLM's fraction or SGLang's ``mem_fraction_static``).
+    ``train=True`` (or "full", "lora", "qlora", which sets ``method``) plans a fine-tune (``zero_stage``;
+    ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other ``estimate_training_memory``
+    keywords such as ``optimizer``, ``precision``, ``gradient_checkpointing``, ``offload_optimizer``,
+    ``offload_params`` or ``lora_rank`` go in ``train_options``; ``quant`` is ignored).
+    ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
-    from ..estimator import estimate_inference_memory, estimate_training_memory
-
     if top < 1:
         raise InvalidRequestError(f"top must be >= 1, got {top}", field="top")
     est: Any
-    if train:
-        est = estimate_training_memory(model, method=method, seq_len=context, micro_batch=batch,
-                                       zero_stage=zero_stage, num_gpus=1, **dict(train_options or {}))
-    else:
-        est = estimate_inference_memory(model, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
-                                        tensor_parallel=1)
+    if isinstance(train, str):
+        method, train = train, True
+    target = _model_arg(model)
+    gpus = _gpus_arg(gpus)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a bare size is flagged in the output instead
+        est = _estimate(target, train=bool(train), method=method, context=context, batch=batch, quant=quant,
+                        kv_dtype=kv_dtype, zero_stage=zero_stage, gpu_count=gpu_count, train_options=train_options,
+                        runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
+                        flash_attention=flash_attention)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
-                           gpus=gpus)
-    head = (f"Plan: {model} (training, {method}, ZeRO-{zero_stage}), seq_len {context}, micro-batch {batch}"
-            if train else f"Plan: {model} (inference), quant {quant}, context {context}, batch {batch}")
+                           gpus=gpus, gpu_count=gpu_count)
+    if train:
+        extras = [f"{est.optimizer}", f"checkpointing {est.gradient_checkpointing}"]
+        if est.method != "full":
+            extras.append(f"LoRA rank {est.lora_rank}")
+        if est.offload_optimizer or est.offload_params:
+            extras.append("offload " + "+".join(n for n, on in (("optimizer", est.offload_optimizer),
+                                                                 ("params", est.offload_params)) if on))
+        head = (f"Plan: {model} (training, {est.method}, ZeRO-{est.zero_stage}, {', '.join(extras)}), "
+                f"seq_len {context}, micro-batch {batch}")
+    else:
+        head = (f"Plan: {model} (inference, {est.runtime}), quant {quant}, context {context}, batch {batch}")
     mem_lines, mem = _memory_section(est, train)
-    lines = [head, "", *mem_lines, "", pick_text(result, top=top)]
+    limits = None if train or not len(result) else _limits(est, result[0])
+    lines = [head, "", *mem_lines]
+    if limits is not None:
+        lines += ["", limits["text"]]
+    lines += ["", pick_text(result, top=top)]
+    hidden = max(0, len(result) - top)
+    if hidden:
+        lines.append(f"{hidden} more workable option{'s' if hidden > 1 else ''} not shown; "
+                     f"see all with --top {len(result)}")
+    if isinstance(target, float):
+        lines.insert(1, f"(architecture assumed from a bare size of {target:g}B parameters: figures are "
+                        "approximate; name a catalog model or a config.json for exact ones)")
     data: dict[str, Any] = {
         "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
+        "runtime": None if train else est.runtime,
         "batch": batch, "objective": objective, "memory": mem,
         "options": [o.to_dict() for o in list(result)[:top]],
         "rejected": [o.to_dict() for o in result.rejected],
         "api_comparison": None,
+        "limits": limits,
+        "hidden_options": hidden,
     }
     if api_model is not None:
         section, comparison = _api_section(result, api_model, tokens_per_day, utilization, input_fraction)
         lines += ["", *section]
         data["api_comparison"] = comparison
     return "\n".join(lines), data
+
+
+def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str,
+              kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
+              runtime: str, gpu_memory_utilization: float | None, flash_attention: bool) -> Any:
+    from ..estimator import estimate_inference_memory, estimate_training_memory
+
+    if train:
+        return estimate_training_memory(target, method=method, seq_len=context, micro_batch=batch,
+                                        zero_stage=zero_stage, num_gpus=gpu_count or 1, **dict(train_options or {}))
+    return estimate_inference_memory(target, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
+                                     tensor_parallel=1, runtime=runtime,
+                                     gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention)
+
+
+def _limits(est: Any, option: Any) -> dict[str, Any]:
+    """The longest context and the largest batch the best option holds (``max_context`` / ``max_batch``)."""
+    from types import SimpleNamespace
+
+    from ..estimator import max_batch, max_context
+
+    device = SimpleNamespace(memory_gb=option.gpu.memory_per_device_gb, name=option.gpu.name)
+    n = int(option.tensor_parallel)
+    ctx = max_context(est, device, n, batch=int(est.batch))
+    seqs = max_batch(est, device, int(est.context), n)
+    where = "this GPU" if option.count == 1 else f"these {option.count} GPUs"
+    text = (f"Limits ({option.label}): at most {ctx:,} tokens of context on {where} at batch {est.batch}; "
+            f"at most {seqs:,} sequences of {est.context:,} tokens")
+    return {"gpu": option.gpu.id, "count": option.count, "max_context": ctx, "max_batch": seqs, "text": text}
 
 
 def _api_section(result: Sequence[Any], api_model: str, tokens_per_day: float | None, utilization: float,

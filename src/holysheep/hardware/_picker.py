@@ -5,8 +5,13 @@ Policy (also in docs/hardware.md):
 * Counts are powers of two up to ``max_gpus``. For inference the number of devices is the tensor-
   parallel degree and must divide both the attention and the KV head counts. For training it is the
   data-parallel degree (ZeRO shards over it); heads do not constrain it.
-* A count fits when the estimator's per-GPU figure at that degree is at most
-  ``memory_fraction`` (default 0.9, vLLM's ``gpu_memory_utilization``) of one device's memory.
+* A count fits when the estimate's own runtime rule says so, applied once (``memory_check``: vLLM's
+  ``gpu_memory_utilization``, SGLang's ``mem_fraction_static``, all of the memory for transformers,
+  llama.cpp, MLX and the default runtime, whose overheads are already counted). ``fits()``, this
+  picker and ``holysheep plan`` therefore give the same answer. ``memory_fraction`` adds an optional
+  extra cap; estimates without a runtime rule (duck-typed stand-ins) use 0.9 of the memory.
+* llama.cpp and transformers split layers over GPUs, so head counts do not limit their GPU count;
+  MLX runs on one Apple-silicon machine.
 * A quant whose spec needs a native path (``requires_native`` = "fp8", "fp4" or "int4") is *rejected*
   on parts without it: fp8 checkpoints are not served on A100/A10/V100/T4/MI250X through a slow
   emulation path. Weight-only INT4 (AWQ/GPTQ) needs no native path (it dequantises to FP16), except
@@ -17,6 +22,7 @@ Policy (also in docs/hardware.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +35,7 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
+from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
 from ._table import GPU, gpu, gpus
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
@@ -56,7 +63,8 @@ class HardwareOption:
     notes: tuple[str, ...] = ()
     reason: str | None = None
     reason_code: str | None = None
-    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``over_budget`` or ``no_price``."""
+    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``runtime_limit``, ``over_budget`` or
+    ``no_price``."""
 
     @property
     def label(self) -> str:
@@ -118,9 +126,11 @@ def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
 
 def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     notes = []
+    kind = "data parallel" if training else "tensor parallel"
     if devices > 1 and not g.has_fast_interconnect:
-        kind = "data parallel" if training else "tensor parallel"
         notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
+    elif devices > 1 and link_kind(g, devices) == "pcie":
+        notes.append(f"NVLink bridges join pairs only: {devices} GPUs run {kind} over PCIe between them")
     if g.devices_per_package > 1:
         notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
     if g.form_factor == "SoM":
@@ -132,29 +142,52 @@ def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     return notes
 
 
-def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float,
+def _memory(g: GPU, sized: Any, devices: int, memory_fraction: float | None) -> tuple[bool, float, float, str]:
+    """(fits, need GB, limit GB, rule) for one device of ``g`` under the estimate's runtime rule."""
+    per_device = g.memory_per_device_gb
+    check = getattr(sized, "memory_check", None)
+    if check is not None:
+        from types import SimpleNamespace
+
+        c = check(SimpleNamespace(memory_gb=per_device, name=g.name), devices)
+        fits, need, limit, rule = bool(c.fits), float(c.need_gb), float(c.limit_gb), str(c.rule)
+    else:
+        frac = 0.9 if memory_fraction is None else memory_fraction
+        need, limit, rule = float(sized.per_gpu_gb), per_device * frac, f"{frac:g} of the memory"
+        return need <= limit, need, limit, rule
+    if memory_fraction is not None and per_device * memory_fraction < limit:
+        limit = per_device * memory_fraction
+        fits = fits and need <= limit
+        rule = f"memory_fraction {memory_fraction:g}"
+    return fits, need, limit, rule
+
+
+def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float | None,
               budget: float | None, eff: Efficiencies, notes0: list[str]) -> HardwareOption:
     devices = count * g.devices_per_package
-    usable = g.memory_per_device_gb * memory_fraction
-    base: dict[str, Any] = {"gpu": g, "count": count, "usable_gb_per_gpu": usable, "tensor_parallel": devices}
+    base: dict[str, Any] = {"gpu": g, "count": count, "usable_gb_per_gpu": g.memory_per_device_gb,
+                            "tensor_parallel": devices}
     arch = est.architecture
     params = float(arch.num_params)
     active = float(getattr(arch, "num_active_params", None) or params)
+    runtime = str(getattr(est, "runtime", "default"))
     if not training:
         heads, kv = int(arch.num_attention_heads), int(arch.num_key_value_heads)
-        if heads % devices or kv % devices:
+        if runtime == "mlx" and devices > 1:
+            return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
+                                  reason="MLX serves from one machine", reason_code="runtime_limit")
+        if not getattr(est, "layer_split", False) and (heads % devices or kv % devices):
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
                                   reason=f"heads not divisible by TP: {devices} does not divide {heads} "
                                   f"attention / {kv} KV heads", reason_code="heads_not_divisible")
         sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
     else:
         sized = est.with_num_gpus(devices)
-    per_gpu = float(sized.per_gpu_gb)
-    fits = per_gpu <= usable
-    base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits)
+    fits, per_gpu, usable, rule = _memory(g, sized, devices, memory_fraction)
+    base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits, usable_gb_per_gpu=usable)
     if not fits:
         return HardwareOption(**base, reason=f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
-                              f"{usable:.1f} GB usable ({memory_fraction:g} of {g.memory_per_device_gb:g} GB)",
+                              f"{usable:.1f} GB usable ({rule}, {g.memory_per_device_gb:g} GB GPU)",
                               reason_code="does_not_fit")
     perf: dict[str, float | None] = {}
     if training:
@@ -165,7 +198,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         spec = est.quant_spec
         compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
         kw: dict[str, Any] = {
-            "weight_bytes": float(est.weights_bytes_total),
+            "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
             "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
             "context": int(est.context),
             "params": params,
@@ -173,11 +206,14 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
             "precision": compute,
             "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
             "eff": eff,
+            **speed_shape(est, spec),
         }
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
-        perf["prefill_tokens_per_s"] = prefill_tokens_per_s(g, count, active_params=active, precision=compute,
-                                                             eff=eff)
+        perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
+            g, count, active_params=active, precision=compute, eff=eff, prompt_tokens=int(est.context),
+            layers=kw.get("layers", 0), hidden=kw.get("hidden", 0), layer_split=kw.get("layer_split", False),
+            attention_dim=attention_dim(arch))
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
@@ -198,6 +234,19 @@ def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
     if objective == "cost":
         return (o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf, o.count)
     return (-(speed or 0.0), o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf)
+
+
+def _latency_count(ok: list[HardwareOption], min_speedup: float) -> HardwareOption:
+    """The smallest count after which doubling stops paying ``min_speedup`` in batch-1 speed."""
+    def speed(o: HardwareOption) -> float:
+        return float(o.decode_tokens_per_s_batch1 or o.train_tokens_per_s or 0.0)
+
+    best = ok[0]
+    for o in ok[1:]:
+        doublings = math.log2(o.count / best.count)
+        if speed(o) >= speed(best) * min_speedup**doublings:
+            best = o
+    return best
 
 
 def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
@@ -227,8 +276,12 @@ def pick_hardware(
     objective: str = "cost",
     budget_per_hour: float | None = None,
     gpus: Sequence[str | GPU] | None = None,
-    memory_fraction: float = 0.9,
+    memory_fraction: float | None = None,
     efficiencies: Efficiencies | None = None,
+    runtime: str = "default",
+    gpu_memory_utilization: float | None = None,
+    gpu_count: int | None = None,
+    min_speedup_per_doubling: float = 1.4,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
@@ -236,6 +289,13 @@ def pick_hardware(
     ``batch`` and ``kv_dtype``), an ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
     ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
     tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
+    ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
+    brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
+    option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
+    ``gpu_count`` tries only that many GPUs (any integer) instead of the powers of two up to ``max_gpus``.
+    Under ``"latency"`` a GPU type only moves to twice the GPUs when that buys at least
+    ``min_speedup_per_doubling`` (1.4: 70 % scaling) more batch-1 speed, so small models are not spread
+    over eight GPUs for a few per cent.
     Returns a ``PickResult`` (best first) whose ``.rejected`` lists unusable GPUs with reasons.
     """
     if objective not in OBJECTIVES:
@@ -243,9 +303,12 @@ def pick_hardware(
                                   field="objective", reason="unknown objective")
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, int) or max_gpus < 1:
         raise InvalidRequestError(f"max_gpus must be a positive integer, got {max_gpus!r}", field="max_gpus")
-    if not 0 < memory_fraction <= 1:
+    if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise InvalidRequestError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}",
                                   field="memory_fraction")
+    if min_speedup_per_doubling < 1:
+        raise InvalidRequestError(f"min_speedup_per_doubling must be >= 1, got {min_speedup_per_doubling!r}",
+                                  field="min_speedup_per_doubling")
     if budget_per_hour is not None and budget_per_hour <= 0:
         raise InvalidRequestError(f"budget_per_hour must be positive, got {budget_per_hour!r}",
                                   field="budget_per_hour")
@@ -253,25 +316,35 @@ def pick_hardware(
         from ..estimator import estimate_inference_memory
 
         est: Any = estimate_inference_memory(model_or_estimate, quant=quant, context=context, batch=batch,
-                                             kv_dtype=kv_dtype, tensor_parallel=1)
+                                             kv_dtype=kv_dtype, tensor_parallel=1, runtime=runtime,
+                                             gpu_memory_utilization=gpu_memory_utilization)
     else:
         est = model_or_estimate
     training = _is_training(est)
     eff = efficiencies or DEFAULT_EFFICIENCIES
     table = [gpu(x) for x in gpus] if gpus is not None else list(_all_gpus())
     counts = [1 << i for i in range(max_gpus.bit_length()) if 1 << i <= max_gpus]
+    if gpu_count is not None:
+        if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 1:
+            raise InvalidRequestError(f"gpu_count must be a positive integer, got {gpu_count!r}", field="gpu_count")
+        counts = [gpu_count]
     options, rejected = [], []
     for g in table:
         reason, notes0 = (None, []) if training else _precision_notes(g, est.quant_spec)
+        code = "no_native_precision"
+        if reason is None and not training and getattr(est, "runtime", None) == "mlx" and g.vendor != "apple":
+            reason, code = f"MLX runs on Apple silicon only, not on {g.name}", "runtime_limit"
         if reason is not None:
-            usable = g.memory_per_device_gb * memory_fraction
+            usable = g.memory_per_device_gb * (memory_fraction or 1.0)
             rejected.append(HardwareOption(g, 1, False, None, usable, None, g.devices_per_package,
-                                           reason=reason, reason_code="no_native_precision"))
+                                           reason=reason, reason_code=code))
             continue
         tried = [_evaluate(g, c, est, training=training, memory_fraction=memory_fraction,
                            budget=budget_per_hour, eff=eff, notes0=notes0) for c in counts]
         ok = [o for o in tried if o.reason is None]
-        if ok:
+        if ok and objective == "latency":
+            options.append(_latency_count(ok, min_speedup_per_doubling))
+        elif ok:
             options.append(min(ok, key=lambda o: _score(o, objective)))
         else:
             rejected.append(_pick_rejection(tried))

@@ -3,25 +3,36 @@
 Decode, per step for a batch of B sequences on T devices::
 
     bytes_step = W_read + B * kv_bytes_per_token * context          (weights + the KV that is read)
-    t_mem      = bytes_step / (T * bandwidth * eta_bw * tp)
-    t_compute  = 2 * N_active * B / (T * dense_peak * mfu_decode * tp)
-    tokens/s   = B / max(t_mem, t_compute)                          (aggregate over the batch)
+    t_mem      = bytes_step / (T * bandwidth * eta_bw)
+    t_compute  = 2 * N_active * B / (T * dense_peak * mfu_decode)
+    t_comm     = layers * 2 * allreduce(T, link) (+ MoE dispatch/combine and routing per MoE layer)
+    tokens/s   = B / (max(t_mem, t_compute) + t_comm)              (aggregate over the batch)
 
-Prefill: ``T * dense_peak * mfu * tp / (2 * N_active)`` tokens/s (2 FLOPs per parameter per token).
+``eta_bw`` depends on the runtime and weight format (GGUF on llama.cpp, Marlin INT4 on vLLM/SGLang,
+AWQ/GPTQ elsewhere). The all-reduce latency falls with the link class (NVLink/NVSwitch, NVLink bridge
+beyond its pair, PCIe) and grows with log2(T); see ``_speed``. A layer split (llama.cpp, transformers)
+runs GPUs one after another: ``t_mem`` is the whole read at one device's bandwidth, plus a hop per boundary.
+Mixture-of-experts with expert parallelism waits for the GPU that drew the most of a token's experts.
+
+Prefill: ``T * dense_peak * mfu / (2 * N_active + 2 * layers * d_attn * L)`` tokens/s at prompt
+length L (the causal attention term: +54 % at 32k for Llama-3.1-8B), minus the all-reduce traffic.
 Training: ``T * dense_peak * mfu_train * link / (k * N)`` tokens/s, k = 6 (full) or 4 (LoRA/QLoRA),
 where ``link`` is the same multi-device factor as ``tp`` (gradient all-reduce / ZeRO gathers).
 
-``W_read`` is the whole weight size for dense models; for mixture-of-experts models it is
-``W * min(1, B * N_active / N)`` (each sequence touches its own experts). ``context`` is the full
+``W_read`` is the whole weight size for dense models; for mixture-of-experts models without an
+expert shape it is ``W * min(1, B * N_active / N)`` (each sequence touches its own experts), with one
+it is the dense part plus the distinct experts ``E * (1 - (1 - k/E)^B)`` the batch touches. ``context`` is the full
 window, so the decode figure is the speed at the *end* of a sequence (a conservative bound).
-``tp`` is 1 on one device and ``Efficiencies.tp_fast_link`` / ``tp_pcie`` when tensor parallelism
-spans several devices. Every default has a source in ``EFFICIENCY_SOURCES`` (see docs/hardware.md).
+Without the layer count (``layers=0``) a flat ``Efficiencies.tp_fast_link`` / ``tp_pcie`` factor stands
+in for the communication term (training keeps that factor). Every default has a source in
+``EFFICIENCY_SOURCES`` (see docs/hardware.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s
 from ._table import GPU
 
 __all__ = [
@@ -53,6 +64,10 @@ class Efficiencies:
     """Per-device efficiency when tensor parallelism runs over NVLink / Infinity Fabric / Gaudi RoCE."""
     tp_pcie: float = 0.60
     """Per-device efficiency when tensor parallelism runs over PCIe only (L4, L40S, RTX cards)."""
+    bandwidth_gguf: float = 0.65
+    """eta_bw of GGUF k-quants on llama.cpp (dequantising mat-vec kernels plus graph overhead)."""
+    bandwidth_int4_marlin: float = 0.60
+    """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -75,7 +90,14 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "mfu": "gpus.md section 8.2: MFU 0.5 default, range 0.4-0.6 (MAMF ceilings 80-87% BF16 on A100/H100, "
     "stas00/ml-engineering; 76% large-batch prefill, Pope et al. arXiv:2211.05102).",
     "mfu_train": "Llama 3 paper arXiv:2407.21783: 380-430 TFLOPS/GPU = 38-43% MFU on H100 BF16.",
-    "tp_fast_link": "Assumption (not measured): gpt-fast shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
+    "bandwidth_gguf": "llama.cpp llama-bench on an RTX 4090 (1,008 GB/s), ggml-org/llama.cpp PR #4766: 7B F16 "
+    "tg128 61.03 t/s (82% of spec), Q8_0 98.13 t/s (70%); Llama-3-8B Q6_K 93 t/s through llama-server "
+    "(dmatora/LLM-inference-speed-benchmarks issue #10, about 60%): 0.65 is their middle.",
+    "bandwidth_int4_marlin": "IST-DASLab/marlin README (https://github.com/IST-DASLab/marlin): near-ideal 4x "
+    "over FP16 at batch 1-32, so INT4 streams at close to the FP16 efficiency; 0.6 leaves room for vLLM's "
+    "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
+    "tp_fast_link": "Used only without a layer count and for training. Assumption (not measured): gpt-fast "
+    "shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
     "but 7B TP8 only 35%; 0.9 is a middle value for large shards over NVLink.",
     "tp_pcie": "Assumption (not measured): PCIe Gen4 x16 is 32 GB/s per direction vs 450 GB/s for NVLink4 "
     "(gpus.md section 8.3), so all-reduce time is far larger; 0.6 is a planning value.",
@@ -104,11 +126,13 @@ def _tp_factor(gpu: GPU, devices: int, eff: Efficiencies) -> float:
     return eff.tp_fast_link if gpu.has_fast_interconnect else eff.tp_pcie
 
 
-def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool) -> float:
-    """eta_bw for this part and weight format: the lowest of the applicable efficiencies."""
+def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default") -> float:
+    """eta_bw for this part, weight format and runtime: the lowest of the applicable efficiencies."""
     e = eff.bandwidth
-    if weight_only_int4:
-        e = min(e, eff.bandwidth_int4)
+    if runtime == "llama.cpp":
+        e = min(e, eff.bandwidth_gguf)
+    elif weight_only_int4:
+        e = min(e, eff.bandwidth_int4_marlin if runtime in ("vllm", "sglang") else eff.bandwidth_int4)
     if gpu.vendor == "amd":
         e = min(e, eff.bandwidth_amd)
     return e
@@ -127,29 +151,83 @@ def decode_tokens_per_s(
     precision: str = "bf16",
     weight_only_int4: bool = False,
     eff: Efficiencies = DEFAULT_EFFICIENCIES,
+    runtime: str = "default",
+    layers: int = 0,
+    hidden: int = 0,
+    layer_split: bool = False,
+    moe_experts: int = 0,
+    moe_top_k: int = 0,
+    moe_layers: int = 0,
+    expert_bytes: float = 0.0,
 ) -> float:
-    """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring)."""
+    """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
+
+    ``layers`` and ``hidden`` enable the all-reduce term; ``layer_split`` models llama.cpp / transformers
+    running GPUs in sequence; the ``moe_*`` and ``expert_bytes`` (one routed expert's bytes) arguments
+    enable the expert-parallel model.
+    """
     devices = count * gpu.devices_per_package
-    tp = _tp_factor(gpu, devices, eff)
-    frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
-    bytes_step = weight_bytes * frac + batch * kv_bytes_per_token * context
-    bw = count * gpu.bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4) * tp
-    t_step = bytes_step / bw
+    eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime)
+    dev_bw = gpu.bandwidth_gb_s * 1e9 / gpu.devices_per_package * eta
+    kv_read = batch * kv_bytes_per_token * context
+    comm = 0.0
+    if moe_experts and moe_layers and expert_bytes:
+        routed = moe_experts * moe_layers * expert_bytes
+        distinct = moe_experts * (1 - (1 - moe_top_k / moe_experts) ** batch)
+        if devices == 1 or layer_split:
+            per_dev = weight_bytes - routed + moe_layers * distinct * expert_bytes + kv_read
+        else:
+            picks = min(batch * moe_top_k, 64)
+            load = min(moe_experts / devices, max(distinct / devices, expected_max_load(picks, devices)))
+            per_dev = (weight_bytes - routed + kv_read) / devices + moe_layers * load * expert_bytes
+            comm += moe_layers * 2 * collective_s(gpu, devices, batch * hidden * moe_top_k)
+        comm += moe_layers * MOE_LAYER_US * 1e-6
+    else:
+        frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
+        per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)
     peak, _ = compute_peak(gpu, precision)
+    if layers:
+        t_mem = per_dev / dev_bw
+        if layer_split:
+            comm += (devices - 1) * hop_s(gpu, batch * hidden * 2)
+            t_comp = 2 * active_params * batch / (peak * 1e12 * eff.mfu / gpu.devices_per_package) if peak else 0
+        else:
+            comm += layers * 2 * collective_s(gpu, devices, batch * hidden * 2)
+            t_comp = 2 * active_params * batch / (count * peak * 1e12 * eff.mfu) if peak else 0
+        return batch / (max(t_mem, t_comp) + comm)
+    tp = _tp_factor(gpu, devices, eff)
+    t_step = per_dev * devices / (count * gpu.bandwidth_gb_s * 1e9 * eta * tp)
     if peak:
         t_step = max(t_step, 2 * active_params * batch / (count * peak * 1e12 * eff.mfu * tp))
-    return batch / t_step
+    return batch / (t_step + comm)
 
 
 def prefill_tokens_per_s(
-    gpu: GPU, count: int, *, active_params: float, precision: str = "bf16", eff: Efficiencies = DEFAULT_EFFICIENCIES
+    gpu: GPU, count: int, *, active_params: float, precision: str = "bf16", eff: Efficiencies = DEFAULT_EFFICIENCIES,
+    prompt_tokens: int = 0, layers: int = 0, attention_dim: int = 0, hidden: int = 0, layer_split: bool = False,
 ) -> float | None:
-    """Prompt tokens/s: dense peak x MFU / (2 x active params); ``None`` if no compute peak is known."""
+    """Prompt tokens/s: dense peak x MFU / FLOPs per token; ``None`` if no compute peak is known.
+
+    FLOPs per token are ``2 x active params`` plus, with ``layers`` and ``attention_dim`` (heads x head
+    dim), the causal attention term ``2 x layers x attention_dim x prompt_tokens`` (QK^T and AV over, on
+    average, half the prompt). With ``layers`` the tensor-parallel all-reduce traffic is added per token
+    instead of the flat link factor; a ``layer_split`` runs one GPU at a time.
+    """
     peak, _ = compute_peak(gpu, precision)
     if not peak or active_params <= 0:
         return None
-    tp = _tp_factor(gpu, count * gpu.devices_per_package, eff)
-    return count * peak * 1e12 * eff.mfu * tp / (2 * active_params)
+    devices = count * gpu.devices_per_package
+    flops = 2 * active_params + 2 * layers * attention_dim * prompt_tokens
+    if not layers:
+        tp = _tp_factor(gpu, devices, eff)
+        return count * peak * 1e12 * eff.mfu * tp / flops
+    if layer_split:
+        return peak * 1e12 * eff.mfu / gpu.devices_per_package / flops
+    t_tok = flops / (count * peak * 1e12 * eff.mfu)
+    if devices > 1:
+        chunk = max(prompt_tokens, 1)
+        t_tok += layers * 2 * collective_s(gpu, devices, chunk * hidden * 2) / chunk
+    return 1 / t_tok
 
 
 def train_tokens_per_s(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._replies import Handler, RecordedRequest, ReplySpec, Response, ScriptedReply, StreamReply
     from ._serve import serve
     from ._server import FakeServer
+    from ._structured import json_reply, refusal_reply, reply_sequence, schema_example, schema_reply
 
 __all__ = [
     "DEFAULT_FAULT_MIX",
@@ -31,6 +32,11 @@ __all__ = [
     "Response",
     "ScriptedReply",
     "StreamReply",
+    "json_reply",
+    "refusal_reply",
+    "reply_sequence",
+    "schema_example",
+    "schema_reply",
     "serve",
 ]
 
@@ -46,6 +52,11 @@ _WHERE = {
     "StreamReply": "_replies",
     "FakeServer": "_server",
     "serve": "_serve",
+    "json_reply": "_structured",
+    "refusal_reply": "_structured",
+    "reply_sequence": "_structured",
+    "schema_example": "_structured",
+    "schema_reply": "_structured",
 }
 
 

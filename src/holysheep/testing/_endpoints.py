@@ -17,7 +17,6 @@ from typing import Any
 
 from ._faults import FaultPlan, apply_fault, fault_response, normalize_path
 from ._http import HTTPRequest, reset_connection, serve_connection, write_body, write_sse
-from ._ratelimit import RequestRateLimit
 from ._replies import (
     Handler,
     RecordedRequest,
@@ -60,7 +59,9 @@ class EndpointHandler:
     quota_used: int
     quota_reset_at: str | int | None
     enforce_quota: bool
-    rate_limit: RequestRateLimit | None
+    rpm_limit: float | None
+    _rpm_level: float
+    _rpm_stamp: float
     in_flight: int
     max_in_flight: int
     open_connections: int
@@ -109,14 +110,6 @@ class EndpointHandler:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
-        limit = self.rate_limit
-        if limit is not None and req.method == "POST" and req.path.rstrip("/").endswith("/chat/completions"):
-            wait = limit.take()
-            if wait is not None:
-                limited = error_response(429, "Rate limit reached for requests per minute.", "rate_limit_exceeded",
-                                         "rate_limit_exceeded")
-                response = Response(429, limited.body, {**limited.headers, **limit.headers(wait)})
-                return await self._write(req, rec, writer, response)
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if self.require_auth and not self._authorized(req.headers.get("authorization", "")):
@@ -145,13 +138,40 @@ class EndpointHandler:
                     return False
             elif fault.kind in ("status", "unauthorized", "quota_exhausted"):
                 return await self._write(req, rec, writer, fault_response(fault))
+        limited = self._rate_limit() if self.rpm_limit and route == "/chat/completions" else None
+        if limited is not None and limited[0] is not None:
+            return await self._write(req, rec, writer, limited[0])
         try:
             result = handler(rec)
         except Exception as exc:
             result = error_response(500, f"FakeServer handler raised {exc!r}", "server_error")
         if fault is not None:
             result = apply_fault(fault, result)
+        if limited is not None and isinstance(result, Response):
+            result = Response(result.status, result.body, {**result.headers, **limited[1]}, result.content_type,
+                              result.cut)
         return await self._write(req, rec, writer, result)
+
+    def _rate_limit(self) -> tuple[Response | None, dict[str, str]]:
+        """A token bucket of ``rpm_limit / 60`` per second holding one second's worth: a 429 (with
+        ``retry-after-ms``) when empty, and OpenAI-style ``x-ratelimit-*`` headers either way."""
+        assert self.rpm_limit
+        rate = self.rpm_limit / 60.0
+        now = time.monotonic()
+        self._rpm_level = min(rate, self._rpm_level + (now - self._rpm_stamp) * rate)
+        self._rpm_stamp = now
+        ok = self._rpm_level >= 1.0
+        if ok:
+            self._rpm_level -= 1.0
+        reset_ms = int(max(0.0, rate - self._rpm_level) / rate * 1000)
+        headers = {"x-ratelimit-limit-requests": str(int(self.rpm_limit)),
+                   "x-ratelimit-remaining-requests": str(int(self._rpm_level)),
+                   "x-ratelimit-reset-requests": f"{reset_ms}ms"}
+        if ok:
+            return None, headers
+        wait_ms = int((1.0 - self._rpm_level) / rate * 1000) + 1
+        response = error_response(429, "Rate limit reached for requests per minute.", "requests", "rate_limit_exceeded")
+        return Response(429, response.body, {**headers, "retry-after-ms": str(wait_ms)}), headers
 
     def _authorized(self, header: str) -> bool:
         scheme, _, token = header.partition(" ")

@@ -79,10 +79,12 @@ _LOREM = [
 
 @dataclass(frozen=True)
 class ScriptedReply:
-    """A reply with an explicit finish reason (a plain ``str`` reply finishes with ``"stop"``)."""
+    """A reply with an explicit finish reason (a plain ``str`` reply finishes with ``"stop"``). With
+    ``refusal`` the message has ``content: null`` and that ``refusal`` text instead."""
 
     content: str
     finish_reason: str = "stop"
+    refusal: str | None = None
 
 
 ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
@@ -180,7 +182,8 @@ def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> d
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                "message": {"role": "assistant", "content": None if reply.refusal else reply.content,
+                            "refusal": reply.refusal},
                 "logprobs": None,
                 "finish_reason": reply.finish_reason,
             }
@@ -220,7 +223,10 @@ def stream_events(
         return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
 
     events = [chunk(choice({"role": "assistant", "content": "", "refusal": None}))]
-    events.extend(chunk(choice({"content": p})) for p in split_pieces(reply.content, words_per_chunk))
+    if reply.refusal:
+        events.append(chunk(choice({"refusal": reply.refusal})))
+    else:
+        events.extend(chunk(choice({"content": p})) for p in split_pieces(reply.content, words_per_chunk))
     events.append(chunk(choice({}, reply.finish_reason)))
     if include_usage:
         events.append(chunk([], usage(body, reply.content)))

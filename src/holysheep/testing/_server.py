@@ -16,7 +16,6 @@ from typing import Any
 
 from ._endpoints import EndpointHandler
 from ._faults import FaultPlan, FaultsArg, FaultSpec, normalize_path
-from ._ratelimit import RequestRateLimit
 from ._replies import DEFAULT_MODELS, Handler, RecordedRequest, ReplySpec, new_api_key
 from ._serve import serve
 
@@ -54,7 +53,6 @@ class FakeServer(EndpointHandler):
         enforce_quota: bool = False,
         max_recorded: int | None = None,
         rpm_limit: float | None = None,
-        rpm_burst: float | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.api_key = api_key if api_key is not None else new_api_key()
@@ -68,8 +66,9 @@ class FakeServer(EndpointHandler):
         self.strict_models = strict_models
         self.quota_limit, self.quota_used, self.quota_reset_at = quota_limit, quota_used, quota_reset_at
         self.enforce_quota = enforce_quota
-        self.rate_limit = None if rpm_limit is None else RequestRateLimit(rpm_limit, rpm_burst)
-        """With ``rpm_limit=``: the request-rate limit on chat completions (429 + Retry-After beyond it)."""
+        self.rpm_limit = rpm_limit  # enforced on chat completions with x-ratelimit-* headers (one-second burst)
+        self._rpm_level = rpm_limit / 60.0 if rpm_limit else 0.0
+        self._rpm_stamp = time.monotonic()
         self.in_flight = self.max_in_flight = 0
         self.open_connections = self.connections_total = 0
         self._requests = deque(maxlen=max_recorded)

@@ -16,6 +16,7 @@ from .chat import (
     ModelName,
     ToolCall,
 )
+from .parsed import ParsedChatCompletion, ParsedChatCompletionMessage, ParsedChoice
 
 __all__ = [
     "ChatCompletion",
@@ -32,6 +33,9 @@ __all__ = [
     "Model",
     "ModelList",
     "ModelName",
+    "ParsedChatCompletion",
+    "ParsedChatCompletionMessage",
+    "ParsedChoice",
     "Quota",
     "ToolCall",
 ]

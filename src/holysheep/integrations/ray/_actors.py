@@ -76,5 +76,8 @@ class ActorLink:
     def stop(self, message: str) -> None:
         self._handle.stop.remote(message)
 
+    def learn(self, limit_requests: float | None, limit_tokens: float | None) -> None:
+        self._handle.learn.remote(limit_requests, limit_tokens)
+
     def __repr__(self) -> str:
         return "<holysheep ActorLink>"

@@ -39,11 +39,12 @@ class ReplicaConfig:
     api_key: Secret
     base_url: str | None
     timeout: float | None
-    client_max_retries: int
+    max_retries: int
     fallbacks: Sequence[Any] | None
     rows: RowSpec
     concurrency: int
     batch_options: Mapping[str, Any] = field(default_factory=dict)
+    client_options: Mapping[str, Any] = field(default_factory=dict)
     limiter_name: str | None = None
     limiter_namespace: str | None = None
     chunk: int = 1

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 __all__ = ["Processor", "build_processor"]
 
 _BURST_S = 0.5
-_BATCH_OPTION_NAMES = ("max_retries", "retry_budget", "adaptive", "max_retry_after", "initial_retry_delay",
-                       "max_retry_delay")
+_BATCH_OPTION_NAMES = ("retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio", "outage_window",
+                       "max_pause_s")
+_CLIENT_OPTION_NAMES = ("initial_retry_delay", "max_retry_delay", "max_retry_after")
 
 
 class Processor:
@@ -111,7 +112,11 @@ def build_processor(
       (or, without one, the request's hash) already succeeded there are not sent again.
     - `api_key`, `base_url`, `timeout`, `fallbacks` are the client settings; unset ones come from the
       environment (`HOLYSHEEP_API_KEY`, `HOLYSHEEP_BASE_URL`) of the process that builds the processor.
-      `max_retries` is the batch's retry limit per row.
+      `max_retries` is the retry limit per row; `initial_retry_delay`, `max_retry_delay` and
+      `max_retry_after` are client settings too. Batch options (`retry_budget`, `adaptive`,
+      `outage_after_s`, `max_pause_s`, ...) pass through to each replica's batch engine.
+    - Server-announced limits (`x-ratelimit-limit-requests` / `-tokens`) are learned by the cluster
+      limiter: they lower `rpm`/`tpm` (or set them when unset) for every replica.
     """
     from ... import Client
 
@@ -127,11 +132,12 @@ def build_processor(
         raise InvalidRequestError("set prompt_column= or messages_column=.", field="prompt_column")
     if params.get("stream"):
         raise InvalidRequestError("stream=True is not supported by a processor.", field="stream")
-    batch_options = {k: params.pop(k) for k in _BATCH_OPTION_NAMES[1:] if k in params}
-    batch_options["max_retries"] = max_retries
+    batch_options = {k: params.pop(k) for k in _BATCH_OPTION_NAMES if k in params}
+    client_options = {k: params.pop(k) for k in _CLIENT_OPTION_NAMES if k in params}
     api_key = api_key if api_key is not None else os.environ.get("HOLYSHEEP_API_KEY")
     base_url = base_url if base_url is not None else os.environ.get("HOLYSHEEP_BASE_URL")
-    Client(api_key=api_key, base_url=base_url, max_retries=0).close()  # typed errors now, before any I/O
+    Client(api_key=api_key, base_url=base_url, max_retries=max_retries,  # typed errors now, before any I/O
+           **client_options).close()
     if batch_size is None:
         batch_size = 4 * concurrency_per_replica
     if rpm:
@@ -143,8 +149,9 @@ def build_processor(
     rows = RowSpec(prompt_column=None if messages_column is not None else prompt_column,
                    messages_column=messages_column, id_column=id_column, params=shared, whole_row=_whole_row)
     config = ReplicaConfig(
-        api_key=Secret(api_key), base_url=base_url, timeout=timeout, client_max_retries=0, fallbacks=fallbacks,
-        rows=rows, concurrency=concurrency_per_replica, batch_options=batch_options,
+        api_key=Secret(api_key), base_url=base_url, timeout=timeout, max_retries=max_retries,
+        fallbacks=fallbacks, rows=rows, concurrency=concurrency_per_replica, batch_options=batch_options,
+        client_options=client_options,
         limiter_name=limiter_name or f"holysheep-limiter-{uuid.uuid4().hex[:12]}", chunk=chunk,
         token_chunk=token_chunk, limit_tokens=tpm is not None, rpm=rpm, tpm=tpm, burst_s=_BURST_S)
     return Processor(config, replicas=replicas, num_cpus=num_cpus_per_replica, batch_size=batch_size, rpm=rpm,

@@ -12,7 +12,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._exceptions import AuthenticationError, InvalidRequestError
-from ...batch import BatchIterator, BatchOptions, BatchResult
+from ...batch import BatchResult
+from ...batch._api import iterator_for
 from ._config import ReplicaConfig
 from ._gate import GatedSender, LimiterLink
 from ._rows import OUTPUT_COLUMNS, output_values
@@ -22,29 +23,22 @@ if TYPE_CHECKING:
 
     from ..._async_client import AsyncClient
 
-__all__ = ["JobAuthenticationError", "Replica", "run_rows"]
+__all__ = ["Replica", "run_rows"]
 
 _T = TypeVar("_T")
 
 
-class JobAuthenticationError(AuthenticationError):
-    """The rejected key that ended a Ray job: an `AuthenticationError` that survives pickling between processes."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (str(self), self.status_code, self.request_id))
-
-
-def _rebuild(message: str, status_code: int, request_id: str | None) -> JobAuthenticationError:
-    return JobAuthenticationError(message, status_code=status_code, request_id=request_id)
-
-
 async def run_rows(rows: list[dict[str, Any]], config: ReplicaConfig, sender: GatedSender) -> list[BatchResult]:
-    """Run one block's rows through the batch engine; results in row order. A rejected key raises."""
+    """Run one block's rows through the batch engine; results in row order. A rejected key raises.
+
+    The engine paces nothing itself (`rpm`/`tpm` None): the cluster limiter behind `sender` does, and
+    learns the server's announced limits for every replica at once.
+    """
     spec = config.rows
-    options = BatchOptions(concurrency=config.concurrency, check_quota=False, **config.batch_options)
+    params: dict[str, Any] = {**spec.params, **config.batch_options, "concurrency": config.concurrency,
+                              "check_quota": False, "rpm": None, "tpm": None}
     results: list[BatchResult | None] = [None] * len(rows)
-    it = BatchIterator(sender, [spec.request(row) for row in rows], defaults=dict(spec.params), options=options,
-                       total=len(rows))
+    it = iterator_for(sender, [spec.request(row) for row in rows], params, total=len(rows))
     async with it:
         async for result in it:
             results[result.index] = result
@@ -72,7 +66,7 @@ class Replica:
         from ... import AsyncClient
 
         config = self._config
-        kwargs: dict[str, Any] = {"max_retries": config.client_max_retries}
+        kwargs: dict[str, Any] = {"max_retries": config.max_retries, **config.client_options}
         if config.base_url is not None:
             kwargs["base_url"] = config.base_url
         if config.timeout is not None:
@@ -81,7 +75,7 @@ class Replica:
             kwargs["fallbacks"] = list(config.fallbacks)
         client = AsyncClient(api_key=config.api_key.reveal(), **kwargs)
         link = self._link()
-        sender = GatedSender(client.chat.completions.create, link, chunk=config.chunk,
+        sender = GatedSender(client.sender(), link, chunk=config.chunk,
                              token_chunk=config.token_chunk, limit_tokens=config.limit_tokens)
         return client, sender
 
@@ -102,13 +96,14 @@ class Replica:
         rows = table.to_pylist()
         try:
             results = self._on_loop(run_rows(rows, self._config, self._sender))
-        except AuthenticationError as exc:
-            # Ray Data would hide it in a UserCodeException; the job should end with the SDK's typed error.
-            # This actor serves only this processor, so changing its own context is local to the job.
+        except AuthenticationError:
+            # Ray Data would hide it in a UserCodeException; the job should end with the SDK's typed error
+            # (it pickles without its request/response). This actor serves only this processor, so changing
+            # its own context is local to the job.
             import ray.data
 
             ray.data.DataContext.get_current().raise_original_map_exception = True
-            raise JobAuthenticationError(str(exc), status_code=401, request_id=exc.request_id) from None
+            raise
         values = [output_values(r) for r in results]
         for i, (name, type_name) in enumerate(OUTPUT_COLUMNS):
             table = table.append_column(pa.field(name, getattr(pa, type_name)()),

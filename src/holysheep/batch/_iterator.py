@@ -1,8 +1,8 @@
 """The async batch engine: bounded, rate-limited, order-tagged dispatch with batch-wide retries.
 
-One dispatcher task (:mod:`._dispatch`) reads inputs lazily (bounded read-ahead), waits for the pause
-gate, a concurrency slot and the RPM/TPM buckets, and starts one task per attempt (:mod:`._attempts`).
-Every input ends as exactly one :class:`BatchResult`, delivered through :class:`BatchIterator` as it
+One dispatcher task (``._dispatch``) reads inputs lazily (bounded read-ahead), waits for the pause
+gate, a concurrency slot and the RPM/TPM buckets, and starts one task per attempt (``._attempts``).
+Every input ends as exactly one ``BatchResult``, delivered through ``BatchIterator`` as it
 completes. This module holds that public iterator: setup, the consumer side and the quota check.
 """
 
@@ -18,14 +18,22 @@ from types import TracebackType
 from typing import Any
 
 from .._exceptions import APIError, AuthenticationError, QuotaExceededError
-from .._retry import RetryPolicy
-from ._budget import RetryBudget
+from .._sender import Sender
 from ._dispatch import END, Dispatcher
-from ._limits import AIMDLimiter, PauseGate, TokenBucket, TokenEstimator
-from ._options import BatchOptions, OnResult, QuotaFn, Send, client_sender, is_quota_exhausted
+from ._limits import (
+    AIMDLimiter,
+    Clock,
+    OutageDetector,
+    PauseGate,
+    RetryPace,
+    Sleep,
+    TokenBucket,
+    TokenEstimator,
+)
+from ._options import BatchOptions, OnResult
 from ._results import BatchResult, BatchStats
 
-__all__ = ["BatchIterator", "BatchOptions", "QuotaFn", "Send", "client_sender", "is_quota_exhausted"]
+__all__ = ["BatchIterator", "BatchOptions"]
 
 logger = logging.getLogger("holysheep.batch")
 
@@ -33,44 +41,47 @@ logger = logging.getLogger("holysheep.batch")
 class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
     """Results of a running batch as they complete (``async for``); each carries its input ``index``.
 
-    Use ``async with`` (or call :meth:`aclose`) when you may stop early: closing cancels what is in
+    Use ``async with`` (or call ``aclose``) when you may stop early: closing cancels what is in
     flight. Reading the input is lazy with bounded read-ahead, so any (async) iterable works.
     """
 
     def __init__(
         self,
-        send: Send,
+        sender: Sender,
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         defaults: Mapping[str, Any] | None = None,
         options: BatchOptions | None = None,
-        quota: QuotaFn | None = None,
         estimated_tokens: int | None = None,
         total: int | None = None,
         on_result: OnResult | None = None,
         on_progress: Callable[[BatchStats], None] | None = None,
         progress: Any = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         opts = self.options = options or BatchOptions()
-        self._send = send
+        self._sender = sender
         self._defaults = dict(defaults or {})
-        self._defaults.pop("max_retries", None)
         if isinstance(requests, AsyncIterable):
             self._ait = aiter(requests)
             self._it = None
         else:
             self._ait, self._it = None, iter(requests)
-        self._quota, self._estimated = quota, estimated_tokens
+        self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
         self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
         self._limiter = AIMDLimiter(opts.concurrency, adaptive=opts.adaptive)
-        self._rpm = TokenBucket.per_minute(opts.rpm) if opts.rpm else None
-        self._tpm = TokenBucket.per_minute(opts.tpm) if opts.tpm else None
-        self._gate = PauseGate()
-        self._budget = RetryBudget(opts.retry_budget)
+        self._clock, self._sleep = clock, sleep
+        self._rpm = self._bucket(opts.rpm)
+        self._tpm = self._bucket(opts.tpm)
+        self._auto = opts.rpm == "auto" or opts.tpm == "auto"
+        self._probe: asyncio.Event | None = None  # auto: the first response's headers come before the rest
+        self._gate = PauseGate(clock=clock, sleep=sleep)
+        self._pace = RetryPace(opts.retry_budget, clock=clock)
+        self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
+                                      window=opts.outage_window, clock=clock)
         self._estimator = TokenEstimator()
-        self._policy = RetryPolicy(opts.max_retries, opts.initial_retry_delay, opts.max_retry_delay,
-                                   opts.max_retry_after)
         self._read_ahead = opts.read_ahead or max(2 * opts.concurrency + 64, 128)
         self._out = asyncio.Queue()
         self._retry_ready = deque()
@@ -79,7 +90,6 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         self._wake = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._abort = None
-        self._consecutive_429 = 0
         self._unfinished = 0
         self._in_memory = 0
         self._exhausted = False
@@ -145,22 +155,29 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
             progress, self._progress = self._progress, None
             progress.close(self.stats)
 
+    def _bucket(self, limit: float | str | None) -> TokenBucket | None:
+        if limit is None or isinstance(limit, str):
+            return None
+        return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
+
     async def _start(self) -> None:
         self._wake = asyncio.Event()
+        if self._auto:
+            self._probe = asyncio.Event()
         self.stats.started_at = time.monotonic()
         if self._progress is not None:
             self._progress.start(self.stats)
-        if self.options.check_quota and self._quota is not None:
+        if self.options.check_quota:
             try:
-                await self._check_quota(self._quota)
+                await self._check_quota()
             except BaseException:
                 self._finish()
                 raise
         self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
 
-    async def _check_quota(self, quota: QuotaFn) -> None:
+    async def _check_quota(self) -> None:
         try:
-            info = await quota()
+            info = await self._sender.quota()
         except AuthenticationError as exc:
             self._stop(exc, "authentication failed (HTTP 401)")
             return

@@ -20,7 +20,7 @@ from ._exceptions import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from ._keys import mask_key, redact
+from ._keys import mask_key, redact, redact_value
 
 __all__ = ["error_from_transport", "error_from_status", "sanitized_request"]
 
@@ -94,13 +94,13 @@ def error_from_status(
     if hint:
         parts.append(f". {hint}")
     message = redact("".join(parts), api_key)
-    if isinstance(body, str):
-        body = redact(body, api_key)
-    elif body is not None and api_key and api_key in json.dumps(body):
-        body = json.loads(redact(json.dumps(body), api_key))
+    body = redact_value(body, api_key)  # strings masked in place; the structure is kept
     cls = _STATUS_CLASSES.get(status) or (InternalServerError if status >= 500 else APIStatusError)
     request = sanitized_request(response.request, api_key)
     response.request = request
+    raw = response.content
+    if b"hs_" in raw or (api_key and api_key.encode("utf-8", "replace") in raw):  # the server echoed a key
+        response._content = redact(raw.decode("utf-8", "replace"), api_key).encode()
     err = cls(
         message,
         status_code=status,

@@ -1,0 +1,80 @@
+"""A small checker for the strict JSON-schema subset (``type``, ``enum``, ``const``, ``properties``,
+``required``, ``additionalProperties: false``, ``items``, ``anyOf``, ``$ref``), for replies to a plain
+schema dict (there is no pydantic type to validate them with). Other keywords are not checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["SchemaMismatch", "schema_errors"]
+
+_TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,),
+                                       "integer": (int,), "number": (int, float), "boolean": (bool,),
+                                       "null": (type(None),)}
+
+
+class SchemaMismatch(ValueError):
+    """The reply is JSON but does not match the schema; ``errors`` are ``(location, message)`` pairs."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{loc}: {msg}" for loc, msg in errors))
+        self.errors = errors
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if isinstance(value, bool) and kind in ("integer", "number"):
+        return False
+    if kind == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _TYPES.get(kind, (object,)))
+
+
+def _check(value: Any, node: Mapping[str, Any], root: Mapping[str, Any], loc: str,
+           out: list[tuple[str, str]]) -> None:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        _check(value, target, root, loc, out)
+    members = node.get("anyOf")
+    if isinstance(members, list) and members:
+        if not any(not schema_errors(value, m, root) for m in members if isinstance(m, Mapping)):
+            out.append((loc, "matches none of the allowed alternatives"))
+        return
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    if kinds and not any(_is_type(value, k) for k in kinds):
+        out.append((loc, f"Input should be of type {' or '.join(kinds)}"))
+        return
+    if "enum" in node and value not in node["enum"]:
+        out.append((loc, f"Input should be one of {', '.join(repr(v) for v in node['enum'])}"))
+    if "const" in node and value != node["const"]:
+        out.append((loc, f"Input should be {node['const']!r}"))
+    if isinstance(value, dict):
+        found = node.get("properties")
+        props: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        for name in node.get("required", ()):
+            if name not in value:
+                out.append((_join(loc, name), "Field required"))
+        for name, item in value.items():
+            if name in props:
+                _check(item, props[name], root, _join(loc, name), out)
+            elif node.get("additionalProperties") is False:
+                out.append((_join(loc, name), "Extra inputs are not permitted"))
+    if isinstance(value, list) and isinstance(node.get("items"), Mapping):
+        for i, item in enumerate(value):
+            _check(item, node["items"], root, _join(loc, str(i)), out)
+
+
+def _join(loc: str, part: str) -> str:
+    return f"{loc}.{part}" if loc else part
+
+
+def schema_errors(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None
+                  ) -> list[tuple[str, str]]:
+    """Where ``value`` breaks ``schema``: ``(location, message)`` pairs, empty when it matches."""
+    out: list[tuple[str, str]] = []
+    _check(value, schema, schema if root is None else root, "", out)
+    return out

@@ -1,0 +1,319 @@
+"""What one response may cost, whatever the server does: bytes after decompression, and time per attempt.
+
+Pure pieces that any transport can drive (the httpx and aiohttp shells use the helpers at the bottom):
+
+- `BoundedDecoder` inflates gzip/deflate in pieces of at most 64 KiB, so a compression bomb never
+  expands more than one piece beyond what the caller has accepted.
+- `BodyReader` collects a non-stream body and raises `ResponseTooLargeError` as soon as the decoded
+  size passes ``max_response_bytes``.
+- `attempt_seconds` turns the ``timeout`` setting into a deadline for the whole attempt; `Deadline`
+  checks it between reads and `within_deadline` enforces it on an awaitable.
+- `IdleClock` measures ``stream_idle_timeout`` in SSE events, not bytes (comment lines do not reset it).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+
+from ._exceptions import ResponseTooLargeError
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "BodyReader",
+    "BoundedDecoder",
+    "Deadline",
+    "IdleClock",
+    "aiter_decoded",
+    "attempt_seconds",
+    "check_limit",
+    "iter_decoded",
+    "read_aiohttp_body",
+    "read_body",
+    "read_body_async",
+    "within_deadline",
+]
+
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a non-stream body, after decompression (64 MiB)
+PIECE = 65536  # the most one inflate step may produce
+
+_T = TypeVar("_T")
+
+
+def check_limit(name: str, value: object) -> int:
+    """Validate a byte limit (an integer >= 1) and return it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from ._exceptions import InvalidRequestError
+
+        raise InvalidRequestError(f"{name} must be an integer number of bytes >= 1, got {value!r}.", field=name)
+    return value
+
+
+class _Inflater:
+    __slots__ = ("_obj", "_raw_deflate", "_started")
+
+    def __init__(self, encoding: str) -> None:
+        self._raw_deflate = encoding == "deflate"
+        self._started = False
+        self._obj = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding != "deflate" else zlib.MAX_WBITS)
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        obj = self._obj
+        if self._raw_deflate and not self._started:
+            self._started = True
+            try:  # "deflate" is zlib-wrapped by the standard, raw by some servers
+                zlib.decompressobj().decompress(data[:2])
+            except zlib.error:
+                obj = self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
+        buf = data
+        while True:
+            try:
+                out = obj.decompress(buf, PIECE)
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"could not decompress the response body: {exc}") from None
+            buf = obj.unconsumed_tail
+            if out:
+                yield out
+            if obj.eof or (not buf and len(out) < PIECE):
+                return
+
+    def flush(self) -> Iterator[bytes]:
+        yield from self.decode(b"")
+
+
+class BoundedDecoder:
+    """Decodes a ``Content-Encoding`` chain (gzip, x-gzip, deflate, identity), at most `PIECE` bytes per step."""
+
+    __slots__ = ("_stages",)
+
+    def __init__(self, content_encoding: str | None) -> None:
+        names = [n.strip().lower() for n in (content_encoding or "").split(",") if n.strip()]
+        stages: list[_Inflater] = []
+        for name in reversed(names):  # the last encoding applied is undone first
+            if name in ("identity", ""):
+                continue
+            if name not in ("gzip", "x-gzip", "deflate"):
+                raise httpx.DecodingError(f"the server used Content-Encoding {name!r}, which was not asked for")
+            stages.append(_Inflater("deflate" if name == "deflate" else "gzip"))
+        self._stages = stages
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        """The decoded pieces of ``data`` (each at most 64 KiB when the body is compressed)."""
+        if not self._stages:
+            if data:
+                yield data
+            return
+        yield from self._through(0, data)
+
+    def _through(self, i: int, data: bytes) -> Iterator[bytes]:
+        stage = self._stages[i]
+        if i == len(self._stages) - 1:
+            yield from stage.decode(data)
+            return
+        for piece in stage.decode(data):
+            yield from self._through(i + 1, piece)
+
+    def flush(self) -> Iterator[bytes]:
+        """Whatever the decompressors still hold at the end of the body."""
+        for i, stage in enumerate(self._stages):
+            for piece in stage.flush():
+                if i == len(self._stages) - 1:
+                    yield piece
+                else:
+                    yield from self._through(i + 1, piece)
+
+
+def too_large(limit: int) -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"The response body is larger than {limit} bytes after decompression (the max_response_bytes limit); "
+        "the connection was closed and the call was not retried. Raise max_response_bytes on the client if "
+        "this server is trusted and really returns bodies that large.", limit=limit)
+
+
+class BodyReader:
+    """Collects a body from raw (possibly compressed) pieces, never holding more than ``limit`` decoded bytes."""
+
+    __slots__ = ("_decoder", "_parts", "limit", "total")
+
+    def __init__(self, content_encoding: str | None, limit: int) -> None:
+        self._decoder = BoundedDecoder(content_encoding)
+        self._parts: list[bytes] = []
+        self.limit = limit
+        self.total = 0
+
+    def feed(self, raw: bytes) -> None:
+        """Add raw bytes; raises `ResponseTooLargeError` once the decoded size passes the limit."""
+        self._add(self._decoder.decode(raw))
+
+    def _add(self, pieces: Iterator[bytes]) -> None:
+        for piece in pieces:
+            self.total += len(piece)
+            if self.total > self.limit:
+                self._parts.clear()
+                raise too_large(self.limit)
+            self._parts.append(piece)
+
+    def finish(self) -> bytes:
+        """The whole decoded body."""
+        self._add(self._decoder.flush())
+        parts = self._parts
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def attempt_seconds(timeout: httpx.Timeout) -> float | None:
+    """The deadline of one whole attempt for a ``timeout`` setting.
+
+    ``Client(timeout=3)`` gives every attempt 3 s in all (connect, send, headers and body together),
+    on top of the per-phase limits. With an ``httpx.Timeout`` the deadline is its largest phase limit;
+    ``read=None`` means no deadline.
+    """
+    if timeout.read is None:
+        return None
+    parts = [v for v in (timeout.connect, timeout.read, timeout.write, timeout.pool) if v is not None]
+    return max(parts)
+
+
+class Deadline:
+    """A point in time after which an attempt is abandoned (``clock`` is injectable for tests)."""
+
+    __slots__ = ("_clock", "at", "seconds")
+
+    def __init__(self, seconds: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self.at = None if seconds is None else clock() + seconds
+
+    def check(self) -> None:
+        """Raise ``httpx.ReadTimeout`` (mapped to `APITimeoutError`, retryable) once the deadline has passed."""
+        if self.at is not None and self._clock() > self.at:
+            raise deadline_error(self.seconds)
+
+
+def deadline_error(seconds: float | None) -> httpx.ReadTimeout:
+    return httpx.ReadTimeout(f"the attempt took longer than its {seconds:g} s deadline (timeout=)")
+
+
+async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T:
+    """Await ``awaitable``, abandoning it (cancelled, connection closed) after ``seconds``.
+
+    Expiry raises ``httpx.ReadTimeout``, which the shells map to a retryable `APITimeoutError`.
+    """
+    if seconds is None:
+        return await awaitable
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    def fire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    handle = loop.call_later(seconds, fire)
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if not fired:
+            raise
+        uncancel = getattr(task, "uncancel", None)
+        if uncancel is not None:
+            uncancel()
+        raise deadline_error(seconds) from None
+    finally:
+        handle.cancel()
+
+
+class IdleClock:
+    """``stream_idle_timeout`` counted in dispatched SSE events: bytes that complete no event (comment
+    lines, keep-alive padding, an endless line) do not reset it."""
+
+    __slots__ = ("_clock", "idle", "last", "seen")
+
+    def __init__(self, idle: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle = idle
+        self._clock = clock
+        self.last = clock()
+        self.seen = 0
+
+    def expired(self, events: int) -> bool:
+        """True when no new event arrived for longer than ``idle`` seconds (``events`` is the running count)."""
+        now = self._clock()
+        if events != self.seen:
+            self.seen = events
+            self.last = now
+            return False
+        return now - self.last > self.idle
+
+
+# --- transport helpers: used by the httpx shells and the aiohttp backend ---------------------------------
+
+
+def read_body(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
+    """Read a streamed httpx response into ``response.content``, bounded in size and time; always closes it."""
+    reader = BodyReader(response.headers.get("content-encoding"), limit)
+    try:
+        for raw in response.iter_raw():
+            reader.feed(raw)
+            if deadline is not None:
+                deadline.check()
+        response._content = reader.finish()
+    finally:
+        response.close()
+
+
+async def read_body_async(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
+    """`read_body` for an async httpx response."""
+    reader = BodyReader(response.headers.get("content-encoding"), limit)
+    try:
+        async for raw in response.aiter_raw():
+            reader.feed(raw)
+            if deadline is not None:
+                deadline.check()
+        response._content = reader.finish()
+    finally:
+        await response.aclose()
+
+
+async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
+    """Read an aiohttp response opened with ``auto_decompress=False``, bounded by ``limit`` decoded bytes.
+
+    Releases the connection after a complete body; closes it when the limit is passed or reading fails.
+    """
+    reader = BodyReader(resp.headers.get("Content-Encoding"), limit)
+    ok = False
+    try:
+        async for raw in resp.content.iter_chunked(PIECE):
+            reader.feed(raw)
+        body = reader.finish()
+        ok = True
+        return body
+    finally:
+        if ok:
+            resp.release()
+        else:
+            resp.close()
+
+
+def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
+    """A streamed httpx response's body, decompressed in bounded pieces."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    for raw in response.iter_raw():
+        yield from decoder.decode(raw)
+    yield from decoder.flush()
+
+
+async def aiter_decoded(response: httpx.Response) -> AsyncIterator[bytes]:
+    """`iter_decoded` for an async httpx response."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    async for raw in response.aiter_raw():
+        for piece in decoder.decode(raw):
+            yield piece
+    for piece in decoder.flush():
+        yield piece

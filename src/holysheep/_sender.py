@@ -1,0 +1,100 @@
+"""What the batch engine sends through: a client's call plans and single attempts.
+
+The batch drives each item's ``CallPlan`` itself (so it can pace retries and pause the whole batch),
+but every decision (retry or not, delay, hook, headers, fallback) is the client's own code.
+``AsyncSender`` wraps an ``AsyncClient``; ``ThreadSender`` runs a sync ``Client``'s attempts in a
+thread pool (used when that client has its own ``http_client`` or fallbacks, so they are honoured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._call import Call, Outcome
+from ._call_plan import CallPlan
+from ._request import build_chat_spec
+from .resources.chat import parse_chat_completion
+
+if TYPE_CHECKING:
+    from ._async_client import AsyncClient
+    from ._base_client import BaseClient
+    from ._client import Client
+
+__all__ = ["AsyncSender", "Sender", "ThreadSender", "chat_plan"]
+
+
+class Sender(Protocol):
+    """The interface the batch engine needs from a client."""
+
+    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+        """A plan for one chat completion with ``create()`` parameters (raises on invalid ones)."""
+        ...
+
+    async def attempt(self, call: Call) -> Outcome:
+        """Send one attempt of ``call``; the call's decision on it."""
+        ...
+
+    async def quota(self) -> Any:
+        """The account's quota (``client.quota.retrieve()``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the sender owns."""
+        ...
+
+
+def chat_plan(client: BaseClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
+    """A non-streamed chat completion plan on ``client`` (checks the parameters before any I/O)."""
+    rest = dict(params)
+    model = rest.pop("model", None)
+    messages = rest.pop("messages", None)
+    rest.pop("stream", None)
+    spec = build_chat_spec(model=model, messages=messages,  # checked inside
+                           stream=False, params=rest, parse=parse_chat_completion)
+    return client.plan(spec, idempotency_key=idempotency_key)
+
+
+class AsyncSender:
+    """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
+
+    def __init__(self, client: AsyncClient, *, owns: bool = False) -> None:
+        self._client = client
+        self._owns = owns
+
+    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+        return chat_plan(self._client, params, idempotency_key)
+
+    async def attempt(self, call: Call) -> Outcome:
+        return await self._client._attempt(call)
+
+    async def quota(self) -> Any:
+        return await self._client.quota.retrieve()
+
+    async def aclose(self) -> None:
+        if self._owns:
+            await self._client.aclose()
+
+
+class ThreadSender:
+    """A ``Sender`` over a sync ``Client``: each attempt runs in a pool of ``max_workers`` threads."""
+
+    def __init__(self, client: Client, max_workers: int) -> None:
+        self._client = client
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="holysheep-batch")
+
+    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+        return chat_plan(self._client, params, idempotency_key)
+
+    async def attempt(self, call: Call) -> Outcome:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(self._client._attempt, call))
+
+    async def quota(self) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._client.quota.retrieve)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

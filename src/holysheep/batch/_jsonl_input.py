@@ -1,0 +1,120 @@
+"""The input side of a JSONL run: parse each line once into what the engine is sent (or why it cannot
+be), and check the whole file before anything is sent (unique custom_ids, paths, and on resume that
+the output answers this input)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._exceptions import InvalidRequestError
+from ._jsonl_output import OutputMismatchError, PriorResult, request_hash
+from ._requests import normalize_item
+
+if TYPE_CHECKING:
+    from ._jsonl import JsonlReport
+
+__all__ = ["InputLine", "check_paths", "read_lines", "scan_input"]
+
+
+@dataclass(slots=True)
+class InputLine:
+    lineno: int
+    custom_id: str
+    digest: str
+    item: dict[str, Any] | None  # what the engine is given; None when the line is bad
+    problem: str | None  # why it is bad (no line number: the caller adds one)
+    tokens: int = 0  # the limiters' estimate for it
+
+
+def _line_id(obj: Any, lineno: int) -> str:
+    cid = obj.get("custom_id") if isinstance(obj, dict) else None
+    if cid is None:
+        return f"line-{lineno}"
+    return cid if isinstance(cid, str) else json.dumps(cid)
+
+
+def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
+    text = raw.rstrip(b"\r\n")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return InputLine(lineno, f"line-{lineno}", request_hash(text), None,
+                     f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except ValueError as exc:  # not UTF-8
+        return InputLine(lineno, f"line-{lineno}", request_hash(text), None, f"not valid JSON ({exc})")
+    cid, digest = _line_id(obj, lineno), request_hash(text, obj, parsed=True)
+    if not isinstance(obj, dict):
+        return InputLine(lineno, cid, digest, None, f"expected a JSON object, got {type(obj).__name__}")
+    where = f"line {lineno}: "
+    request = normalize_item(obj, lineno - 1, defaults, where=where, custom_id=cid)
+    if request.invalid is not None:
+        message = str(request.invalid)
+        return InputLine(lineno, cid, digest, None, message[len(where):] if message.startswith(where) else message)
+    return InputLine(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
+
+
+def read_lines(path: Path, defaults: Mapping[str, Any]) -> Iterator[InputLine]:
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if raw.strip():
+                yield _parse(lineno, raw, defaults)
+
+
+def check_paths(src: Path, dst: Path) -> None:
+    if not src.is_file():
+        raise InvalidRequestError(f"input file {src} does not exist.", field="input_path")
+    same = dst.resolve() == src.resolve()
+    if not same and dst.exists():
+        same = os.path.samefile(src, dst)
+    if same:
+        raise InvalidRequestError(f"the output file is the input file ({src}): results would overwrite the "
+                                  "requests. Pass a different output path (-o).", field="output_path")
+    if not dst.parent.is_dir():
+        raise InvalidRequestError(f"the folder of the output file {dst} does not exist: create it first.",
+                                  field="output_path")
+
+
+def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
+               report: JsonlReport) -> tuple[list[str], int, int]:
+    """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
+    output's lines answer this input. Counts `report.lines` and `report.skipped`; returns the ids in
+    input order, how many lines will be sent and their estimated tokens."""
+    seen: dict[str, int] = {}
+    dupes: dict[str, list[int]] = {}
+    mismatched: list[str] = []
+    to_send = tokens = 0
+    for line in read_lines(src, defaults):
+        report.lines += 1
+        first = seen.setdefault(line.custom_id, line.lineno)
+        if first != line.lineno:
+            dupes.setdefault(line.custom_id, [first]).append(line.lineno)
+        before = prior.get(line.custom_id)
+        if before is not None and before.request_hash is not None and before.request_hash != line.digest:
+            mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
+        if before is not None and before.ok:
+            report.skipped += 1
+        elif line.item is not None:
+            to_send += 1
+            tokens += line.tokens
+    if dupes:
+        shown = "; ".join(f"{cid!r} on lines {', '.join(map(str, ls))}" for cid, ls in list(dupes.items())[:5])
+        more = f" and {len(dupes) - 5} more" if len(dupes) > 5 else ""
+        raise InvalidRequestError(f"{src}: duplicate custom_id values ({shown}{more}); every custom_id must be "
+                                  "unique so results can be matched and resumed. Nothing was sent.",
+                                  field="custom_id")
+    strangers = [cid for cid in prior if cid not in seen]
+    if mismatched or strangers:
+        what = (f"{len(mismatched)} line(s) changed since their results were written (first: {mismatched[0]})"
+                if mismatched else f"it has results for {len(strangers)} custom_id(s) that {src} does not "
+                f"contain (first: {strangers[0]!r})")
+        raise OutputMismatchError(f"{dst} holds results for a different input than {src}: {what}. Use a new "
+                                  "output file, or overwrite=True (--overwrite) to start again. Nothing was sent.",
+                                  field="output_path")
+    return list(seen), to_send, tokens
+
+

@@ -1,0 +1,242 @@
+"""The output file of a JSONL run: its lock, what it already holds, and its final atomic compaction.
+
+Each result line records `request_hash`, a hash of the input line it answers, so a resume against a
+different input is refused. During a run, lines are appended (a re-run line follows the failure it
+replaces); at the end the file is rewritten once, in input order, with only the last line of each
+`custom_id`, through a temporary file and `os.replace`. A kill at any moment leaves either the old
+or the new file, plus at most one torn last line, which the next `--resume` cuts off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import InvalidRequestError
+
+__all__ = [
+    "OutputLock",
+    "OutputLockedError",
+    "OutputMismatchError",
+    "PriorResult",
+    "compact_output",
+    "read_output",
+    "request_hash",
+]
+
+
+class OutputMismatchError(InvalidRequestError):
+    """`--resume` found results in the output file that belong to a different input file."""
+
+
+class OutputLockedError(InvalidRequestError):
+    """Another run (a live process) is writing the same output file."""
+
+
+def request_hash(raw: bytes, obj: Any = None, parsed: bool = False) -> str:
+    """A short hash (16 hex digits of SHA-256) of one input line: of its JSON value when it parses,
+    so whitespace and key order do not matter, else of its bytes."""
+    if parsed:
+        data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    else:
+        data = raw.strip()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class PriorResult:
+    """The last line an output file holds for one `custom_id`."""
+
+    ok: bool
+    request_hash: str | None
+
+
+def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """`(offset, line)` for every newline-terminated line; stops at a torn tail."""
+    offset = 0
+    with path.open("rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return
+            yield offset, raw
+            offset += len(raw)
+
+
+_HEAD = b'{"custom_id":'
+_DECODER = json.JSONDecoder()
+
+
+def _fast_head(raw: bytes) -> tuple[str, str | None, bool] | None:
+    """`(custom_id, request_hash, ok)` read from the head of a line this module's writer wrote, without
+    parsing the (possibly large) response; None for any other shape."""
+    if not raw.startswith(_HEAD):
+        return None
+    try:
+        text = raw.decode()
+        cid, end = _DECODER.raw_decode(text, len(_HEAD))
+        if not isinstance(cid, str) or not text.startswith(',"request_hash":', end):
+            return None
+        digest, end = _DECODER.raw_decode(text, end + 16)
+    except ValueError:
+        return None
+    if text.startswith(',"response":', end):
+        ok = True
+    elif text.startswith(',"error":', end):
+        ok = False
+    else:
+        return None
+    return cid, digest if isinstance(digest, str) else None, ok
+
+
+def _head(raw: bytes) -> tuple[str, str | None, bool] | None:
+    """`(custom_id, request_hash, ok)` of an output line; None when it has no string custom_id."""
+    fast = _fast_head(raw)
+    if fast is not None:
+        return fast
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    cid = obj.get("custom_id") if isinstance(obj, dict) else None
+    if not isinstance(cid, str):
+        return None
+    digest = obj.get("request_hash")
+    return cid, digest if isinstance(digest, str) else None, "response" in obj and "error" not in obj
+
+
+def read_output(path: Path) -> dict[str, PriorResult]:
+    """The last result line per `custom_id` in an output file. A torn last line (a crash mid-write)
+    is cut off the file first."""
+    prior: dict[str, PriorResult] = {}
+    if not path.exists():
+        return prior
+    good_end = 0
+    for offset, raw in _complete_lines(path):
+        good_end = offset + len(raw)
+        head = _head(raw)
+        if head is not None:
+            cid, digest, ok = head
+            prior[cid] = PriorResult(ok=ok, request_hash=digest)
+    if good_end != path.stat().st_size:
+        with path.open("r+b") as f:
+            f.truncate(good_end)
+    return prior
+
+
+def compact_output(path: Path, order: Iterable[str]) -> int:
+    """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
+    is not in `order` follow at the end. Returns the number of lines written."""
+    if not path.exists():
+        return 0
+    last: dict[str, tuple[int, int]] = {}
+    extra: list[tuple[int, int]] = []
+    for offset, raw in _complete_lines(path):
+        head = _head(raw)
+        if head is None:
+            extra.append((offset, len(raw)))
+        else:
+            last[head[0]] = (offset, len(raw))
+    tmp = path.with_name(path.name + ".tmp")
+    written = 0
+    with path.open("rb") as src, tmp.open("wb") as out:
+        spans: list[tuple[int, int]] = []
+        for cid in order:
+            span = last.pop(cid, None)
+            if span is not None:
+                spans.append(span)
+        spans.extend(last.values())
+        spans.extend(extra)
+        for offset, length in spans:
+            src.seek(offset)
+            out.write(src.read(length))
+            written += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):  # make the rename durable where the platform allows it
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return written
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+class OutputLock:
+    """`OUTPUT.lock`, created with `O_EXCL` and holding the writer's pid. A lock left by a process
+    that no longer exists is taken over."""
+
+    def __init__(self, output: Path) -> None:
+        self.path = output.with_name(output.name + ".lock")
+        self._held = False
+
+    def acquire(self) -> None:
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and (holder == 0 or _pid_alive(holder)):
+                    raise OutputLockedError(
+                        f"another run (pid {holder or '?'}) is writing {self.path.name[:-5]}: wait for it to finish, "
+                        f"or use a different output file. If no such run exists, delete {self.path}.",
+                        field="output_path") from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()  # stale: its process is gone
+                continue
+            try:
+                os.write(fd, f"{os.getpid()}\n".encode())
+            finally:
+                os.close(fd)
+            self._held = True
+            return
+        raise OutputLockedError(f"could not take the lock {self.path}; delete it if no run is using it.",
+                                field="output_path")
+
+    def _holder(self) -> int | None:
+        """The pid in the lock file; 0 when it cannot be read yet (a writer that just created it);
+        None when the file is gone or holds no pid for a while (stale)."""
+        try:
+            text = self.path.read_text().strip()
+            age = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return 0
+        if text.isdigit():
+            return int(text)
+        return 0 if age < 5.0 else None
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    def __enter__(self) -> OutputLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

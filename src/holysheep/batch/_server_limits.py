@@ -1,0 +1,72 @@
+"""Rate limits the server announces: ``x-ratelimit-*`` headers parsed into numbers (pure code).
+
+``x-ratelimit-limit-requests`` / ``-tokens`` (per minute), ``x-ratelimit-remaining-*`` and
+``x-ratelimit-reset-*`` (durations such as ``1s``, ``6m0s``, ``20ms``, ``1m30.5s``, or plain seconds).
+``retry-after-ms`` / ``retry-after`` are read by the client's retry code (``_retry.parse_retry_after``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["ServerLimits", "parse_duration", "read_limits"]
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: str | None) -> float | None:
+    """Seconds in ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1m30.5s"``, ``"1h2m"`` or ``"2.5"``; None if unusable."""
+    if text is None:
+        return None
+    text = text.strip().lower()
+    try:
+        value = float(text)
+    except ValueError:
+        pos, total = 0, 0.0
+        for match in _PART.finditer(text):
+            if match.start() != pos:
+                return None
+            total += float(match.group(1)) * _UNIT[match.group(2)]
+            pos = match.end()
+        return total if pos == len(text) and pos > 0 else None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    raw = headers.get(name)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """One response's view of the limits (None where the header is absent or unusable)."""
+
+    limit_requests: float | None = None
+    remaining_requests: float | None = None
+    reset_requests_s: float | None = None
+    limit_tokens: float | None = None
+    remaining_tokens: float | None = None
+    reset_tokens_s: float | None = None
+
+
+def read_limits(headers: Mapping[str, str] | None) -> ServerLimits | None:
+    """The ``x-ratelimit-*`` headers of a response, or None when it sends none."""
+    if headers is None or (headers.get("x-ratelimit-limit-requests") is None and \
+            headers.get("x-ratelimit-limit-tokens") is None):
+        return None
+    return ServerLimits(
+        _number(headers, "x-ratelimit-limit-requests"), _number(headers, "x-ratelimit-remaining-requests"),
+        parse_duration(headers.get("x-ratelimit-reset-requests")),
+        _number(headers, "x-ratelimit-limit-tokens"), _number(headers, "x-ratelimit-remaining-tokens"),
+        parse_duration(headers.get("x-ratelimit-reset-tokens")),
+    )

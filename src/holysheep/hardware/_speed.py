@@ -1,0 +1,143 @@
+"""Multi-GPU costs for the roofline: link classes, collective latency, expert-parallel load, runtime efficiency.
+
+Sources (also in ``SPEED_SOURCES`` and docs/hardware.md):
+
+* All-reduce latency per collective on an NVLink fabric, ``12 + 6 x log2(T)`` microseconds, two per layer:
+  fitted to pytorch-labs/gpt-fast's tensor-parallel table (https://github.com/pytorch-labs/gpt-fast, 8x
+  A100-80GB, batch 1): Llama-2-7B decodes at 104.9 / 168.84 / 254.02 / 328.43 tok/s at TP 1/2/4/8, i.e.
+  36 / 48 / 58 us of extra time per layer beyond the bandwidth term.
+* PCIe-only and NVLink-bridge cards beyond their bridged pair: ``30 + 15 x log2(T)`` us per collective and a
+  message bandwidth of 25 GB/s (Gen4 x16) or 50 GB/s (Gen5): an assumption, 2.5x the NVLink latency, as
+  NCCL's ring over PCIe goes through host bridges (NVIDIA NCCL tests report tens of us for small messages).
+* llama.cpp layer split: one hop per GPU boundary, 20 us plus the hidden state over PCIe; GPUs work one after
+  another, so batch-1 speed does not grow with the GPU count (llama.cpp ``--split-mode layer`` docs).
+* Expert parallelism: each GPU holds ``experts / T`` routed experts; at batch 1 the step waits for the GPU
+  that drew the most of the token's ``k`` experts (expected maximum of a uniform draw), plus a dispatch and
+  a combine per MoE layer (DeepSeek-V3 report arXiv:2412.19437 section 3.4: EP with all-to-all dispatch and
+  combine) and ``MOE_LAYER_US`` of routing/permute kernels (an assumption: about ten small kernels at
+  3-5 us each on a CUDA-graph replay).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from ._table import GPU
+
+__all__ = [
+    "MOE_LAYER_US",
+    "SPEED_SOURCES",
+    "attention_dim",
+    "collective_s",
+    "embedding_bytes",
+    "expected_max_load",
+    "link_kind",
+    "speed_shape",
+]
+
+NVLINK_US = (12.0, 6.0)
+PCIE_US = (30.0, 15.0)
+HOP_US = 20.0
+MOE_LAYER_US = 40.0
+_PCIE_GB_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
+
+SPEED_SOURCES: dict[str, str] = {
+    "allreduce_nvlink": "fit to pytorch-labs/gpt-fast README tensor-parallel table (8x A100-80GB, batch 1): "
+    "Llama-2-7B 104.9/168.84/254.02/328.43 tok/s at TP 1/2/4/8 -> 36/48/58 us per layer beyond the "
+    "bandwidth term, i.e. two collectives of 12 + 6 log2(T) us; https://github.com/pytorch-labs/gpt-fast",
+    "allreduce_pcie": "assumption: 2.5x the NVLink latency (30 + 15 log2(T) us) and 25 GB/s (PCIe Gen4 x16) "
+    "or 50 GB/s (Gen5) for the message; NCCL rings over PCIe cross host bridges "
+    "(https://github.com/NVIDIA/nccl-tests)",
+    "nvlink_bridge": "NVLink bridges join pairs of cards (H100 NVL, A100 PCIe, RTX A6000; H200 NVL up to 4): "
+    "larger groups fall back to PCIe between pairs (https://www.nvidia.com/en-us/data-center/h100/)",
+    "layer_split": "llama.cpp --split-mode layer: GPUs run their layers one after another; one hop per "
+    "boundary, 20 us + hidden state over PCIe (https://github.com/ggml-org/llama.cpp/blob/master/tools/main/README.md)",
+    "expert_parallel": "DeepSeek-V3 technical report arXiv:2412.19437 section 3.4: expert parallelism with "
+    "all-to-all dispatch/combine; step time set by the most loaded GPU (expected maximum of k uniform draws "
+    "over T GPUs); 40 us of routing/permute kernels per MoE layer (assumption)",
+}
+
+
+def link_kind(gpu: GPU, devices: int) -> str:
+    """``"local"`` (one device), ``"switch"`` (NVLink/NVSwitch/Infinity Fabric mesh), ``"bridge"`` or ``"pcie"``."""
+    if devices <= 1:
+        return "local"
+    text = (gpu.interconnect or "").lower()
+    if "bridge" in text:
+        group = 4 if "4-way" in text else 2
+        return "bridge" if devices <= group and gpu.has_fast_interconnect else "pcie"
+    return "switch" if gpu.has_fast_interconnect else "pcie"
+
+
+def _link_gb_s(gpu: GPU, kind: str) -> float:
+    if kind in ("switch", "bridge") and gpu.gpu_link_gb_s:
+        return gpu.gpu_link_gb_s / 2  # per direction
+    return _PCIE_GB_S.get(gpu.pcie_gen or 4, 25.0)
+
+
+def collective_s(gpu: GPU, devices: int, message_bytes: float, *, kind: str | None = None) -> float:
+    """Seconds for one all-reduce (or all-to-all) of ``message_bytes`` over ``devices`` GPUs of this kind."""
+    if devices <= 1:
+        return 0.0
+    kind = kind or link_kind(gpu, devices)
+    a, b = NVLINK_US if kind in ("switch", "bridge") else PCIE_US
+    ring = 2 * (devices - 1) / devices * message_bytes / (_link_gb_s(gpu, kind) * 1e9)
+    return (a + b * math.log2(devices)) * 1e-6 + ring
+
+
+def hop_s(gpu: GPU, message_bytes: float) -> float:
+    """One layer-split boundary: latency plus the hidden state over PCIe."""
+    return HOP_US * 1e-6 + message_bytes / (_PCIE_GB_S.get(gpu.pcie_gen or 4, 25.0) * 1e9)
+
+
+@lru_cache(maxsize=256)
+def expected_max_load(picks: int, bins: int) -> float:
+    """Expected largest count when ``picks`` items land uniformly at random in ``bins`` bins."""
+    if bins <= 1 or picks <= 0:
+        return float(picks)
+    # P(max <= m) by dynamic programming over bins: number of ways to place picks with each bin <= m.
+    def p_le(m: int) -> float:
+        ways = [1.0] + [0.0] * picks  # multinomial weights / picks!
+        for _ in range(bins):
+            new = [0.0] * (picks + 1)
+            for used, w in enumerate(ways):
+                if w:
+                    for j in range(0, min(m, picks - used) + 1):
+                        new[used + j] += w / math.factorial(j)
+            ways = new
+        return float(ways[picks] * math.factorial(picks) / bins**picks)
+
+    return sum(1 - p_le(m) for m in range(picks))
+
+
+def embedding_bytes(arch: Any, spec: Any) -> float:
+    """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
+    groups = getattr(arch, "param_groups", None)
+    if groups is None or getattr(arch, "tie_word_embeddings", True):
+        return 0.0
+    return float(groups()["embedding"]) * float(getattr(spec, "embedding_bits", 16.0)) / 8
+
+
+def attention_dim(arch: Any) -> int:
+    heads = int(getattr(arch, "num_attention_heads", 0) or 0)
+    if getattr(arch, "is_mla", False):
+        return heads * int(arch.qk_nope_head_dim + arch.qk_rope_head_dim)
+    return heads * int(getattr(arch, "head_dim", 0) or 0)
+
+
+def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
+    """Architecture and runtime details for the speed model (empty for stand-ins without them)."""
+    arch = est.architecture
+    layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
+    if not layers:
+        return {}
+    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+                           "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
+    if getattr(arch, "is_moe", False):
+        mats = 3 if arch.mlp_gated else 2
+        out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
+                   moe_layers=int(arch.num_moe_layers),
+                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
+    return out

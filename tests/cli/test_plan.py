@@ -1,0 +1,98 @@
+"""``holysheep plan``: runtimes, training switches, solvers and hidden-option notes, run as subprocesses."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import Runner, assert_one_line_error
+
+
+def _plan(cli: Runner, *args: str) -> dict[str, object]:
+    done = cli("--json", "plan", *args)
+    assert done.returncode == 0, done.stderr
+    data: dict[str, object] = json.loads(done.stdout)
+    return data
+
+
+def test_70b_qlora_with_checkpointing_fits_one_48gb_gpu(cli: Runner) -> None:
+    data = _plan(cli, "llama-3.1-70b", "--train", "qlora", "--gradient-checkpointing", "--gpus", "L40S")
+    (opt,) = data["options"]  # type: ignore[misc]
+    assert opt["count"] == 1 and opt["gpu"] == "l40s" and data["mode"] == "training"
+    done = cli("plan", "llama-3.1-70b", "--train", "qlora", "--gradient-checkpointing", "--gpus", "L40S")
+    assert "paged-adamw, checkpointing full, LoRA rank 16" in done.stdout and "1x L40S 48GB" in done.stdout
+
+
+def test_8b_full_finetune_with_zero3_on_8_gpus(cli: Runner) -> None:
+    data = _plan(cli, "llama-3.1-8b", "--train", "full", "--zero", "3", "--gpus", "8", "--gradient-checkpointing",
+                 "--seq-len", "4096", "--micro-batch", "2", "--offload-optimizer")
+    opts = data["options"]
+    assert opts and all(o["count"] == 8 for o in opts)  # type: ignore[union-attr]
+    assert data["context"] == 4096 and data["batch"] == 2
+
+
+def test_training_switches_need_train(cli: Runner) -> None:
+    done = cli("plan", "llama-3.1-8b", "--lora-rank", "8")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "--lora-rank applies to fine-tuning: add --train full|lora|qlora" in done.stderr
+
+
+def test_runtime_rules_from_the_cli(cli: Runner) -> None:
+    vllm = _plan(cli, "llama-3.1-70b", "--quant", "awq", "--context", "8192", "--runtime", "vllm",
+                 "--gpu-memory-utilization", "0.95", "--gpus", "L40S", "--max-gpus", "1")
+    assert [o["count"] for o in vllm["options"]] == [1]  # type: ignore[union-attr]
+    cpp = _plan(cli, "llama-3.1-70b", "--quant", "q4_k_m", "--context", "8192", "--runtime", "llama.cpp",
+                "--gpus", "RTX 4090", "--max-gpus", "2")
+    assert [o["count"] for o in cpp["options"]] == [2] and cpp["runtime"] == "llama.cpp"  # type: ignore[union-attr]
+
+
+def test_plan_shows_the_solvers(cli: Runner) -> None:
+    from holysheep.estimator import max_batch, max_context
+
+    done = cli("plan", "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
+    assert done.returncode == 0, done.stderr
+    ctx, seqs = max_context("llama-3.1-8b", "L4"), max_batch("llama-3.1-8b", "L4", 8192)
+    assert (ctx, seqs) == (49664, 6)
+    assert (f"Limits (1x L4 24GB): at most {ctx:,} tokens of context on this GPU at batch 1; "
+            f"at most {seqs} sequences of 8,192 tokens") in done.stdout
+    data = _plan(cli, "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
+    assert data["limits"]["max_context"] == ctx and data["limits"]["max_batch"] == seqs  # type: ignore[index]
+
+
+def test_plan_says_how_many_options_it_hid(cli: Runner) -> None:
+    full = _plan(cli, "llama-3.1-8b", "--top", "100")
+    n = len(full["options"])  # type: ignore[arg-type]
+    assert n > 3 and full["hidden_options"] == 0
+    done = cli("plan", "llama-3.1-8b", "--top", "3")
+    assert done.returncode == 0, done.stderr
+    assert f"{n - 3} more workable options not shown; see all with --top {n}" in done.stdout
+    assert _plan(cli, "llama-3.1-8b", "--top", "3")["hidden_options"] == n - 3
+
+
+def test_unknown_names_get_distinct_cli_suggestions(cli: Runner) -> None:
+    done = cli("plan", "llama-3-70")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    line = done.stderr.strip()
+    assert "did you mean Llama-3.1-70B, Llama-2-70B" in line and line.count("Llama-3.1-70B") == 1
+    assert "Run `holysheep models --catalog`" in line and "list_models()" not in line
+    done = cli("plan", "llama-3.1-8b", "--gpus", "H1000")
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    names = done.stderr.split("did you mean ")[1].split("?")[0].split(", ")
+    assert names[0] == "H100 SXM5 80GB" and len(names) == len(set(names))
+    assert "Run `holysheep gpus`" in done.stderr and "gpus()" not in done.stderr
+
+
+def test_a_bare_size_works(cli: Runner) -> None:
+    for arg in ("70b", "70", "70B"):
+        done = cli("plan", arg, "--quant", "awq")
+        assert done.returncode == 0, done.stderr
+        assert "assumed from a bare size of 70B parameters" in done.stdout
+        assert "Warning" not in done.stderr
+
+
+def test_documented_train_method_form_still_works(cli: Runner) -> None:
+    done = cli("plan", "llama-2-7b", "--train", "--method", "lora", "--zero-stage", "2", "--optimizer", "adamw")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Plan: llama-2-7b (training, lora, ZeRO-2, adamw")
