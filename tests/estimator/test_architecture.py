@@ -44,7 +44,12 @@ def test_every_catalog_row_matches_its_published_figure(name: str) -> None:
     if entry.params is not None:
         assert abs(n / entry.params - 1) < 0.005
     elif entry.reported is not None:  # model-card figures are rounded to 2-3 significant digits
-        assert abs(n - entry.reported) <= 0.01 * entry.reported
+        billions = f"{entry.reported / 1e9:g}"
+        digits = len(billions.split(".")[1]) if "." in billions else 0
+        rounds_to = round(n / 1e9, digits) == round(entry.reported / 1e9, digits)
+        partial = "not counted" in entry.note  # the card's figure includes a vision encoder
+        low = 0.02 if partial else 0.01
+        assert rounds_to or -low * entry.reported <= n - entry.reported <= 0.01 * entry.reported
     assert entry.source.startswith("https://huggingface.co/") and entry.source.endswith("config.json")
     assert len(entry.as_of) == 10
 

@@ -103,3 +103,104 @@ def test_adamw_step_state_and_gradient_bytes() -> None:
     states = sum(t.numel() * t.element_size() for s in opt.state.values() for k, t in s.items() if k != "step")
     gpu, _ = model_state_bytes(params=P, precision="true16", optimizer="adamw", zero_stage=0, num_gpus=1)
     assert states == gpu["optimizer"] and sum(gpu.values()) == 8 * P
+
+
+def _meta_count(cfg) -> int:  # type: ignore[no-untyped-def]
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+_SMALL = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "vocab_size": 97, "max_position_embeddings": 256}
+# one small config per mapped family, with the layout switches each family has; to_dict() carries every
+# default transformers fills in, so the parser also sees the fields real config.json files have
+FAMILY_CONFIGS = {
+    "llama": dict(_SMALL, intermediate_size=96),
+    "llama-bias": dict(_SMALL, intermediate_size=96, attention_bias=True, mlp_bias=True, tie_word_embeddings=True),
+    "mistral": dict(_SMALL, intermediate_size=96, head_dim=24, sliding_window=16),
+    "mixtral": dict(_SMALL, intermediate_size=80, num_local_experts=4, num_experts_per_tok=2),
+    "qwen2": dict(_SMALL, intermediate_size=96, tie_word_embeddings=True),
+    "qwen3": dict(_SMALL, intermediate_size=96, head_dim=32),
+    "qwen3_moe": dict(_SMALL, intermediate_size=96, moe_intermediate_size=40, num_experts=8, num_experts_per_tok=2,
+                      head_dim=32),
+    "qwen3_moe-sparse-step": dict(_SMALL, num_hidden_layers=6, intermediate_size=96, moe_intermediate_size=40,
+                                  num_experts=8, num_experts_per_tok=2, decoder_sparse_step=2, mlp_only_layers=[3]),
+    "gpt_oss": dict(_SMALL, intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, head_dim=16,
+                    sliding_window=8, layer_types=["sliding_attention", "full_attention"] * 2),
+    "llama4_text": dict(_SMALL, intermediate_size=48, intermediate_size_mlp=96, num_local_experts=4,
+                        num_experts_per_tok=1, head_dim=16, interleave_moe_layer_step=2, attention_chunk_size=32),
+    "llama4_text-moe-layers": dict(_SMALL, intermediate_size=48, intermediate_size_mlp=96, num_local_experts=4,
+                                   num_experts_per_tok=1, head_dim=16, moe_layers=[0, 3]),
+    "gemma": dict(_SMALL, intermediate_size=96, head_dim=32),
+    "gemma2": dict(_SMALL, intermediate_size=96, head_dim=32, sliding_window=16),
+    "gemma3_text": dict(_SMALL, num_hidden_layers=7, intermediate_size=96, head_dim=32, sliding_window=16),
+    "phi3": dict(_SMALL, intermediate_size=96, sliding_window=31, pad_token_id=0),
+    "phi3-tied": dict(_SMALL, intermediate_size=96, tie_word_embeddings=True, partial_rotary_factor=0.75,
+                      pad_token_id=0),
+    "gpt2": {"n_embd": 64, "n_layer": 3, "n_head": 4, "n_positions": 128, "vocab_size": 97},
+    "gpt_bigcode": {"n_embd": 64, "n_layer": 3, "n_head": 4, "n_positions": 128, "vocab_size": 97, "n_inner": 80},
+    "gpt_bigcode-mha": {"n_embd": 64, "n_layer": 3, "n_head": 4, "n_positions": 128, "vocab_size": 97,
+                        "multi_query": False},
+    "bloom": {"hidden_size": 64, "n_layer": 3, "n_head": 4, "vocab_size": 97},
+    "deepseek_v3": dict(_SMALL, intermediate_size=96, moe_intermediate_size=32, n_routed_experts=8,
+                        n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1, kv_lora_rank=16,
+                        q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_group=2,
+                        topk_group=1),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FAMILY_CONFIGS))
+def test_family_param_counts_match_meta_model(key: str) -> None:
+    cfg = transformers.AutoConfig.for_model(key.split("-")[0], **FAMILY_CONFIGS[key])
+    real = _meta_count(cfg)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
+    assert Architecture.from_hf_config(cfg.to_dict()).num_params == real
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields"),
+    [
+        ("qwen2_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                       "shared_expert_intermediate_size": 64}),
+        ("phimoe", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+        ("olmoe", {"num_experts": 4, "num_experts_per_tok": 2}),
+    ],
+)
+def test_unmapped_moe_families_raise_rather_than_miscount(model_type: str, fields: dict[str, int]) -> None:
+    from holysheep.estimator import UnsupportedArchitectureError
+
+    cfg = transformers.AutoConfig.for_model(model_type, **dict(_SMALL, intermediate_size=96, **fields))
+    assert _meta_count(cfg) > 0
+    with pytest.raises(UnsupportedArchitectureError):
+        Architecture.from_hf_config(cfg.to_dict())
+
+
+def test_installed_transformers_knows_every_mapped_model_type() -> None:
+    from holysheep.estimator._hf import supported_model_types
+
+    for mt in supported_model_types():
+        assert mt in transformers.CONFIG_MAPPING, mt
+
+
+KV_CONFIGS = {
+    "gemma3_text": dict(_SMALL, num_hidden_layers=7, intermediate_size=96, head_dim=32, sliding_window=5),
+    "gpt_oss": dict(_SMALL, intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, head_dim=16,
+                    sliding_window=5, layer_types=["sliding_attention", "full_attention"] * 2),
+    "qwen3_moe": dict(_SMALL, intermediate_size=96, moe_intermediate_size=40, num_experts=8, num_experts_per_tok=2,
+                      head_dim=32),
+    "llama4_text": dict(_SMALL, intermediate_size=48, intermediate_size_mlp=96, num_local_experts=4,
+                        num_experts_per_tok=1, head_dim=16, interleave_moe_layer_step=2, attention_chunk_size=5),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(KV_CONFIGS))
+def test_kv_cache_bytes_match_new_families(model_type: str) -> None:
+    """Sliding (Gemma 3, gpt-oss) and chunked (Llama 4 RoPE layers) caches hold window - 1 tokens."""
+    cfg = transformers.AutoConfig.for_model(model_type, **KV_CONFIGS[model_type])
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    arch = Architecture.from_hf_config(cfg.to_dict())
+    for tokens in (3, 12):
+        assert _cache_bytes(model, tokens, 2) == arch.kv_cache_bytes(tokens, 2, "fp32")

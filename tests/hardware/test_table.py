@@ -29,12 +29,12 @@ def _f(s: str) -> float | None:
 
 def test_table_has_at_least_25_accelerators_across_vendors_and_classes() -> None:
     rows = gpus()
-    assert len(rows) == 30
+    assert len(rows) == 61
     ids = {g.id for g in rows}
     # datacenter, workstation, consumer, Jetson, AMD Instinct, Intel Gaudi
     assert {"h100-sxm", "rtx6000ada", "rtx4090", "agx-orin-64", "mi300x", "gaudi3"} <= ids
-    assert {g.vendor for g in rows} == {"nvidia", "amd", "intel"}
-    assert len(gpus(vendor="amd")) == 3
+    assert {g.vendor for g in rows} == {"nvidia", "amd", "intel", "apple", "google", "aws"}
+    assert len(gpus(vendor="amd")) == 9
     assert len(gpus(vendor="intel")) == 2
 
 
@@ -137,8 +137,9 @@ def test_mi250x_is_two_devices() -> None:
 
 def test_sorting() -> None:
     assert gpus(sort="bw")[0].id == "gb200"
-    assert gpus(sort="mem")[0].id == "mi325x"
-    assert gpus(sort="bf16")[0].id == "gb200"
+    assert gpus(sort="mem")[0].id == "m3-ultra"  # 384 GB usable of 512 GB unified memory
+    assert gpus(sort="mem")[1].memory_gb == 288 and gpus(sort="mem")[-1].id == "rtx3060-12"
+    assert gpus(sort="bf16")[0].id == "mi355x"
     by_price = gpus(sort="price")
     assert by_price[0].id == "t4"
     assert by_price[-1].price_per_hour is None
@@ -167,7 +168,7 @@ def test_register_json_new_card(tmp_path: Path) -> None:
     g = gpu("mc")
     assert (g.id, g.vendor, g.memory_gb, g.tflops("fp8"), g.price_per_hour) == ("my-card", "nvidia", 32, 200, 0.5)
     assert g.supports("fp8") and g.tflops("int8") is None
-    assert len(gpus()) == 31
+    assert len(gpus()) == 62
 
 
 def test_register_reference_style_csv_row(tmp_path: Path) -> None:
@@ -211,8 +212,74 @@ def test_text_html_and_json_rendering() -> None:
     assert "989.4" in text and "3,958" not in text
     assert gpus()._repr_html_().startswith("<table>")
     data = json.loads(render_gpus_table(sort="price", as_json=True))
-    assert len(data) == 30 and data[0]["id"] == "t4"
+    assert len(data) == 61 and data[0]["id"] == "t4"
     assert data[0]["dense_tflops"]["fp16"] == 65
-    assert render_gpus_table(sort="mem").splitlines()[2].startswith("mi325x")
+    assert render_gpus_table(sort="mem").splitlines()[2].startswith("m3-ultra")
     with pytest.raises(InvalidRequestError):
         render_gpus_table(sort="name")
+
+
+# issue 16: accelerators self-hosters use, each sourced like the datasheet rows above
+ISSUE_16_IDS = {
+    "rtx3090", "rtx3090ti", "rtx4080", "rtx4080super", "rtx5080", "rtx3060-12", "rtx-pro-6000", "rtxa5000",
+    "rtx4000ada", "a40", "a30", "l20", "h20", "h800-sxm", "a800-80-sxm", "gh200", "b300", "gb300", "mi355x",
+    "mi350x", "mi210", "rx7900xtx", "w7900", "m2-ultra", "m3-ultra", "m4-max", "ryzen-ai-max-395", "dgx-spark",
+    "tpu-v5e", "tpu-v6e", "inferentia2",
+}
+
+
+def test_issue_16_accelerators_are_present_sourced_and_dense() -> None:
+    ids = {g.id for g in gpus()}
+    assert ids >= ISSUE_16_IDS
+    for gid in ISSUE_16_IDS:
+        g = gpu(gid)
+        assert g.source.startswith("https://") and g.as_of == "2026-11-30", gid
+        assert g.tflops("bf16") and g.bandwidth_gb_s > 0 and g.memory_gb > 0, gid
+        assert g.notes or g.prices == (), gid  # derived figures say how they were derived
+        assert set(g.native) == {"bf16", "fp8", "fp4", "int8", "int4"}, gid
+        if g.tflops("fp8") is not None and g.tflops("bf16") is not None and g.vendor == "nvidia":
+            assert g.tflops("fp8") == pytest.approx(2 * g.tflops("bf16"), rel=0.01), gid  # type: ignore[operator]
+    for name, gid in [("RTX 3090", "rtx3090"), ("4080 Super", "rtx4080super"), ("RTX PRO 6000", "rtx-pro-6000"),
+                      ("Strix Halo", "ryzen-ai-max-395"), ("GB10", "dgx-spark"), ("Trillium", "tpu-v6e"),
+                      ("inf2", "inferentia2"), ("H800", "h800-sxm"), ("A800", "a800-80-sxm"), ("M3 Ultra", "m3-ultra")]:
+        assert gpu(name).id == gid
+
+
+def test_export_variants_keep_compute_and_lose_link_bandwidth() -> None:
+    for variant, base in (("h800-sxm", "h100-sxm"), ("a800-80-sxm", "a100-80-sxm")):
+        v, b = gpu(variant), gpu(base)
+        assert v.dense_tflops == b.dense_tflops and v.memory_gb == b.memory_gb
+        assert v.bandwidth_gb_s == b.bandwidth_gb_s and v.gpu_link_gb_s == 400 < (b.gpu_link_gb_s or 0)
+    assert gpu("gh200").tflops("bf16") == gpu("h100-sxm").tflops("bf16")
+
+
+def test_unified_memory_rows_record_the_usable_gpu_share() -> None:
+    unified = {g.id: g for g in gpus() if g.unified_memory_gb}
+    assert {"m2-ultra", "m3-ultra", "m4-max", "ryzen-ai-max-395", "dgx-spark", "agx-orin-64"} <= set(unified)
+    for gid in ("m2-ultra", "m3-ultra", "m4-max"):  # macOS default GPU wired limit: 75% of RAM
+        g = unified[gid]
+        assert g.memory_gb == 0.75 * (g.unified_memory_gb or 0) and g.vendor == "apple"
+    assert (unified["ryzen-ai-max-395"].memory_gb, unified["ryzen-ai-max-395"].bandwidth_gb_s) == (96, 256)
+    assert unified["dgx-spark"].memory_gb < unified["dgx-spark"].unified_memory_gb == 128  # type: ignore[operator]
+    assert [gpu(n).bandwidth_gb_s for n in ("m2-ultra", "m3-ultra", "m4-max")] == [800, 819, 546]
+    assert gpu("dgx-spark").bandwidth_gb_s == 273
+    assert gpu("h100-sxm").unified_memory_gb is None
+    assert gpu("m3-ultra").to_dict()["unified_memory_gb"] == 512
+
+
+NEW_SPARSE_HEADLINES = [
+    ("rtx5080", "fp4", 1801), ("rtx-pro-6000", "fp4", 4000), ("rtxa5000", "bf16", 222.2), ("rtx4000ada", "fp8", 327.6),
+    ("dgx-spark", "fp4", 1000), ("a40", "bf16", 299.4), ("rtx4080super", "int8", 836), ("a30", "bf16", 330),
+    ("h20", "fp8", 592), ("mi355x", "fp8", 10066.3),
+]
+
+
+@pytest.mark.parametrize(("gid", "prec", "sparse"), NEW_SPARSE_HEADLINES)
+def test_new_rows_store_dense_not_the_sparse_headline(gid: str, prec: str, sparse: float) -> None:
+    assert gpu(gid).tflops(prec) == pytest.approx(sparse / 2, rel=0.002)
+
+
+def test_prices_keep_their_true_kind() -> None:
+    for gid in ("mi300x", "mi325x", "mi250x"):  # third-party listings are marketplace prices, not list prices
+        assert {p.kind for p in gpu(gid).prices} == {"marketplace"}, gid
+    assert gpu("tpu-v6e").prices[0].kind == "list" and gpu("inferentia2").price_per_hour == 0.7582

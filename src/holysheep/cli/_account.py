@@ -8,15 +8,18 @@ from typing import Any
 from ._common import add_connection_options, make_client
 from ._output import EXIT_OK, print_json, print_table
 
-__all__ = ["add_account_parsers", "run_models", "run_quota"]
+__all__ = ["add_account_parsers", "run_catalog", "run_models", "run_quota"]
 
 
 def add_account_parsers(sub: Any) -> None:
     """Register ``models`` and ``quota`` on the sub-parsers object."""
     p = sub.add_parser("models", help="list the models the API serves, with catalog prices",
                        description="List the served models (GET /models) with the catalog's USD per million "
-                                   "input/output tokens where known.")
+                                   "input/output tokens where known. With --catalog, list the open models the "
+                                   "memory estimator knows instead (offline, no key needed).")
     add_connection_options(p)
+    p.add_argument("--catalog", action="store_true",
+                   help="list the estimator's open-model catalog (offline): params, active params, context, quant")
     p.set_defaults(func=run_models)
     q = sub.add_parser("quota", help="show the account's remaining quota",
                        description="Show the account quota (GET /quota).")
@@ -46,8 +49,29 @@ def _value(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
 
 
+def run_catalog(args: argparse.Namespace) -> int:
+    """``holysheep models --catalog [--json]``: the estimator's model catalog, offline."""
+    from ..estimator import catalog_entry, list_models
+
+    rows: list[dict[str, Any]] = []
+    for name in list_models():
+        e = catalog_entry(name)
+        a = e.architecture
+        rows.append({"name": e.name, "family": e.family, "params": a.num_params, "active_params": a.num_active_params,
+                     "context": a.max_position_embeddings, "quant": e.quant, "source": e.source, "as_of": e.as_of})
+    if getattr(args, "json", False):
+        print_json(rows)
+    else:
+        print_table(["Model", "Family", "Params", "Active", "Context", "Quant"],
+                    [[r["name"], r["family"], f"{r['params'] / 1e9:.2f}B", f"{r['active_params'] / 1e9:.2f}B",
+                      f"{r['context']:,}", r["quant"]] for r in rows], right=[False, False, True, True, True, False])
+    return EXIT_OK
+
+
 def run_models(args: argparse.Namespace) -> int:
     """``holysheep models [--json]``: a JSON array of ``{id, owned_by, created, input_per_m, output_per_m}``."""
+    if getattr(args, "catalog", False):
+        return run_catalog(args)
     with make_client(args) as client:
         models = client.models.list()
     rows: list[dict[str, Any]] = []

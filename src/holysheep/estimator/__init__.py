@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._architecture import Architecture, WeightMatrix, dtype_bytes
 from ._catalog import CatalogEntry, catalog_entry, get_architecture, list_models
 from ._common import MemoryCheck
+from ._hf import ArchitectureWarning, UnsupportedArchitectureError
 from ._inference import InferenceEstimate, estimate_inference_memory
 from ._quant import QuantSpec, list_quants, quant_spec, weight_bytes
 from ._runtimes import RUNTIME_SOURCES
@@ -25,11 +26,13 @@ __all__ = [
     "RUNTIME_SOURCES",
     "VLLM_PROFILES",
     "Architecture",
+    "ArchitectureWarning",
     "CatalogEntry",
     "InferenceEstimate",
     "MemoryCheck",
     "QuantSpec",
     "TrainingEstimate",
+    "UnsupportedArchitectureError",
     "VLLMCapacity",
     "VLLMProfile",
     "WeightMatrix",

@@ -86,7 +86,9 @@ class Architecture:
     mlp_bias: bool = False
     norm_type: str = "rmsnorm"  # "layernorm" carries a bias vector too
     norms_per_layer: int = 2
-    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
+    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3, Gemma 3)
+    attention_sinks: bool = False  # one learned sink logit per attention head (gpt-oss)
+    embedding_norm: bool = False  # a LayerNorm right after the token embedding (BLOOM)
     learned_position_embeddings: int = 0  # rows of a learned position table (GPT-2)
     dropout: bool = False  # activations keep dropout masks in training (GPT-2 era)
     # mixture of experts
@@ -95,6 +97,7 @@ class Architecture:
     num_shared_experts: int = 0
     moe_intermediate_size: int = 0
     first_k_dense: int = 0  # the first k layers use a dense MLP
+    moe_layer_indices: tuple[int, ...] | None = None  # explicit MoE layers (interleaved MoE); overrides first_k_dense
     router_bias: bool = False  # per-expert score-correction bias (DeepSeek-V3 noaux_tc routing)
     # multi-head latent attention (DeepSeek-V2/V3)
     kv_lora_rank: int = 0
@@ -123,6 +126,14 @@ class Architecture:
                 raise InvalidRequestError(f"Architecture.{f} must be a positive int, got {v!r}", field=f)
         if self.num_experts and not 0 < self.num_experts_per_tok <= self.num_experts:
             raise InvalidRequestError("num_experts_per_tok must be in 1..num_experts", field="num_experts_per_tok")
+        if self.moe_layer_indices is not None and (
+            len(set(self.moe_layer_indices)) != len(self.moe_layer_indices)
+            or any(not 0 <= i < self.num_hidden_layers for i in self.moe_layer_indices)
+        ):
+            raise InvalidRequestError(
+                "moe_layer_indices must be distinct layer indices in 0..num_hidden_layers-1",
+                field="moe_layer_indices",
+            )
 
     # ------------------------------------------------------------------ structure
     @property
@@ -136,7 +147,11 @@ class Architecture:
 
     @property
     def num_moe_layers(self) -> int:
-        return max(0, self.num_hidden_layers - self.first_k_dense) if self.is_moe else 0
+        if not self.is_moe:
+            return 0
+        if self.moe_layer_indices is not None:
+            return len(self.moe_layer_indices)
+        return max(0, self.num_hidden_layers - self.first_k_dense)
 
     @property
     def num_dense_layers(self) -> int:
@@ -205,6 +220,10 @@ class Architecture:
         L, h, a = self.num_hidden_layers, self.hidden_size, self.num_attention_heads
         per_norm = 2 * h if self.norm_type == "layernorm" else h
         n = L * self.norms_per_layer * per_norm + per_norm  # + final norm
+        if self.embedding_norm:
+            n += per_norm
+        if self.attention_sinks:
+            n += L * a
         if self.is_mla:
             lat = 2 if self.norm_type == "layernorm" else 1
             n += L * lat * (self.kv_lora_rank + self.q_lora_rank)
@@ -258,6 +277,10 @@ class Architecture:
             per_expert += (2 if self.mlp_gated else 1) * self.moe_intermediate_size + self.hidden_size
         idle = (self.num_experts - self.num_experts_per_tok) * per_expert * self.num_moe_layers
         return self.num_params - idle
+
+    def routed_expert_params(self) -> int:
+        """Parameters of the routed experts' projection matrices (what MXFP4 checkpoints quantize)."""
+        return sum(m.params for m in self.weight_matrices() if m.name.startswith("experts."))
 
     @property
     def largest_layer_params(self) -> int:

@@ -23,7 +23,12 @@ ModelLike = str | Path | Architecture | Mapping[str, Any] | int | float
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """One catalog row: the architecture, its source config URL and the published parameter count."""
+    """One catalog row: the architecture, its source config URL and the published parameter count.
+
+    ``quant`` is the weight format the published checkpoint ships in (``"mxfp4"`` for gpt-oss, ``"fp8"``
+    for DeepSeek-V3/R1, otherwise ``"bf16"``); ``reported_active`` is the model card's active-parameter
+    figure for MoE rows; ``note`` says what the row counts when it is not the whole checkpoint.
+    """
 
     name: str
     family: str
@@ -35,6 +40,9 @@ class CatalogEntry:
     params_source: str
     config: Mapping[str, Any]
     aliases: tuple[str, ...]
+    quant: str = "bf16"
+    reported_active: float | None = None
+    note: str = ""
 
 
 def _norm(name: str) -> str:
@@ -61,6 +69,9 @@ def _load() -> tuple[dict[str, CatalogEntry], dict[str, tuple[str, str]], tuple[
             params_source=row.get("params_source", ""),
             config=row["config"],
             aliases=tuple(row["aliases"]),
+            quant=row.get("quant", "bf16"),
+            reported_active=row.get("reported_active"),
+            note=row.get("note", ""),
         )
     served = {k: (v["model"], v.get("note", "")) for k, v in raw.get("served_aliases", {}).items()}
     return entries, served, tuple(raw.get("closed_models", ()))

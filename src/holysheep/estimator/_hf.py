@@ -1,27 +1,116 @@
-"""Translate Hugging Face ``config.json`` fields into :class:`Architecture` keyword arguments."""
+"""Translate Hugging Face ``config.json`` fields into `Architecture` keyword arguments.
+
+Each mapped family reads exactly the fields that change its parameter layout. A config that carries
+layout fields its family does not map (experts, shared experts, other layer kinds, a vision tower ...)
+raises `UnsupportedArchitectureError` instead of being counted as a smaller dense model; an unknown
+``model_type`` without such fields is read as Llama-like with an `ArchitectureWarning`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._exceptions import InvalidRequestError
 
-__all__ = ["architecture_kwargs"]
+__all__ = ["ArchitectureWarning", "UnsupportedArchitectureError", "architecture_kwargs", "supported_model_types"]
 
-_SUPPORTED = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "qwen3",
-    "gemma",
-    "gemma2",
-    "phi3",
-    "gpt2",
-    "deepseek_v2",
-    "deepseek_v3",
+
+class UnsupportedArchitectureError(InvalidRequestError):
+    """A config describes a layout (experts, hybrid layers, ...) that the estimator cannot count exactly."""
+
+
+class ArchitectureWarning(UserWarning):
+    """An architecture was read with an assumption (unknown ``model_type``, text decoder only, ...)."""
+
+
+# Fields that change which weights exist. A family may only carry the ones it maps (``_HANDLED``).
+_LAYOUT_FIELDS = (
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "n_shared_experts",
+    "num_shared_experts",
+    "shared_expert_intermediate_size",
+    "moe_intermediate_size",
+    "moe_layer_freq",
+    "first_k_dense_replace",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "interleave_moe_layer_step",
+    "moe_layers",
+    "intermediate_size_mlp",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "attention_chunk_size",
+    "no_rope_layers",
+    "text_config",
+    "vision_config",
+    "audio_config",
+    "full_attn_interval",
+    "linear_num_value_heads",
+    "hybrid_override_pattern",
+    "attn_layer_indices",
+    "mamba_d_state",
+    "num_nextn_predict_layers",
 )
+_LAYER_KINDS = ("full_attention", "sliding_attention")
+_DEEPSEEK = frozenset(
+    {
+        "n_routed_experts",
+        "n_shared_experts",
+        "moe_intermediate_size",
+        "moe_layer_freq",
+        "first_k_dense_replace",
+        "kv_lora_rank",
+        "q_lora_rank",
+        "num_nextn_predict_layers",  # multi-token-prediction head: excluded from the count by design
+    }
+)
+_HANDLED: dict[str, frozenset[str]] = {
+    "llama": frozenset(),
+    "mistral": frozenset(),
+    "qwen2": frozenset(),
+    "qwen3": frozenset(),
+    "gemma": frozenset(),
+    "gemma2": frozenset(),
+    "gemma3_text": frozenset(),
+    "phi3": frozenset(),
+    "gpt2": frozenset(),
+    "gpt_bigcode": frozenset(),
+    "bloom": frozenset(),
+    "mixtral": frozenset({"num_local_experts"}),
+    "qwen3_moe": frozenset({"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"}),
+    "gpt_oss": frozenset({"num_local_experts"}),
+    "llama4_text": frozenset(
+        {
+            "num_local_experts",
+            "interleave_moe_layer_step",
+            "moe_layers",
+            "intermediate_size_mlp",
+            "attention_chunk_size",
+            "no_rope_layers",
+        }
+    ),
+    "deepseek_v2": _DEEPSEEK,
+    "deepseek_v3": _DEEPSEEK,
+}
+# Multimodal wrappers whose ``text_config`` is a mapped decoder: only the decoder is counted.
+_TEXT_OF = {"llama4": "llama4_text", "gemma3": "gemma3_text", "mistral3": "mistral"}
+# The hub's gemma-3 config.json files list only the text fields that differ from transformers'
+# Gemma3TextConfig defaults; these are those defaults (transformers 4.57 configuration_gemma3.py).
+_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+}
 
 
 def _req(cfg: Mapping[str, Any], *keys: str) -> int:
@@ -36,39 +125,200 @@ def _req(cfg: Mapping[str, Any], *keys: str) -> int:
     )
 
 
+def _meaningful(key: str, value: Any, mt: str) -> bool:
+    if key == "layer_types":
+        kinds = (*_LAYER_KINDS, "chunked_attention") if mt == "llama4_text" else _LAYER_KINDS
+        return isinstance(value, (list, tuple)) and any(t not in kinds for t in value)
+    return value not in (None, 0, False, "", [], {}, ())
+
+
+def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
+    """Raise when ``cfg`` carries layout fields that family ``mt`` (None: unknown) does not map."""
+    handled = _HANDLED.get(mt, frozenset())
+    stray = [k for k in (*_LAYOUT_FIELDS, "layer_types") if k not in handled and _meaningful(k, cfg.get(k), mt)]
+    if not stray:
+        return
+    what = f"model_type {mt!r}" if mt in _HANDLED else f"unmapped model_type {mt!r}"
+    raise UnsupportedArchitectureError(
+        f"config.json ({what}) has layout fields the estimator does not map: {', '.join(stray)}; "
+        f"counting it as a dense model would be wrong. Mapped model types: {', '.join(supported_model_types())}. "
+        f"Pass an Architecture built by hand for other layouts",
+        field="model",
+        reason="unsupported architecture",
+    )
+
+
 def _layers_from_types(layer_types: Any) -> tuple[int, ...] | None:
     if not isinstance(layer_types, (list, tuple)):
         return None
     return tuple(i for i, t in enumerate(layer_types) if t == "sliding_attention")
 
 
+def _gpt2_like(cfg: Mapping[str, Any], name: str | None, mt: str) -> dict[str, Any]:
+    """GPT-2 (learned positions), GPT-BigCode (StarCoder; multi-query) and BLOOM (ALiBi, embedding norm)."""
+    h = _req(cfg, "n_embd", "n_embed", "hidden_size")
+    a = _req(cfg, "n_head", "num_attention_heads")
+    mqa = mt == "gpt_bigcode" and bool(cfg.get("multi_query", True))
+    positions = 0 if mt == "bloom" else _req(cfg, "n_positions", "max_position_embeddings")
+    return {
+        "name": name or mt,
+        "model_type": mt,
+        "num_hidden_layers": _req(cfg, "n_layer", "num_hidden_layers"),
+        "hidden_size": h,
+        "num_attention_heads": a,
+        "num_key_value_heads": 1 if mqa else a,
+        "head_dim": h // a,
+        "intermediate_size": 4 * h if mt == "bloom" else int(cfg.get("n_inner") or 4 * h),
+        "vocab_size": _req(cfg, "vocab_size"),
+        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True)),
+        "attention_bias": True,
+        "attention_out_bias": True,
+        "mlp_gated": False,
+        "mlp_bias": True,
+        "norm_type": "layernorm",
+        "embedding_norm": mt == "bloom",
+        "learned_position_embeddings": positions,
+        "max_position_embeddings": positions or int(cfg.get("seq_length") or 2048),
+        "dropout": float(cfg.get("resid_pdrop", cfg.get("hidden_dropout", 0.1)) or 0) > 0,
+    }
+
+
+def _qwen3_moe(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+    n, step = kw["num_hidden_layers"], int(cfg.get("decoder_sparse_step") or 1)
+    dense_only = {int(i) for i in cfg.get("mlp_only_layers") or ()}
+    kw.update(
+        num_experts=_req(cfg, "num_experts"),
+        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
+        moe_intermediate_size=_req(cfg, "moe_intermediate_size"),
+        moe_layer_indices=tuple(i for i in range(n) if i not in dense_only and (i + 1) % step == 0),
+    )
+
+
+def _gpt_oss(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+    # experts: fused gate_up (E, h, 2i) + bias (E, 2i), down (E, i, h) + bias (E, h); router with bias; sinks
+    kw.update(
+        num_experts=_req(cfg, "num_local_experts"),
+        num_experts_per_tok=_req(cfg, "num_experts_per_tok", "experts_per_token"),
+        moe_intermediate_size=kw["intermediate_size"],
+        mlp_bias=True,
+        router_bias=True,
+        attention_sinks=True,
+        attention_bias=bool(cfg.get("attention_bias", True)),
+        attention_out_bias=bool(cfg.get("attention_bias", True)),
+    )
+
+
+def _llama4_text(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+    n = kw["num_hidden_layers"]
+    step = int(cfg.get("interleave_moe_layer_step") or 1)
+    moe_layers = cfg.get("moe_layers")
+    layers = tuple(int(i) for i in moe_layers) if moe_layers is not None else tuple(range(step - 1, n, step))
+    kw.update(
+        num_experts=_req(cfg, "num_local_experts"),
+        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
+        num_shared_experts=1,
+        moe_intermediate_size=kw["intermediate_size"],  # routed and shared experts use intermediate_size
+        intermediate_size=int(cfg.get("intermediate_size_mlp") or kw["intermediate_size"]),  # dense layers
+        moe_layer_indices=layers,
+    )
+    chunk = cfg.get("attention_chunk_size")
+    if chunk:  # RoPE layers attend within chunks; bounded like a window of the chunk size (NoPE layers: global)
+        rope = cfg.get("no_rope_layers")
+        if not isinstance(rope, (list, tuple)) or len(rope) != n:
+            rope = [int((i + 1) % 4 != 0) for i in range(n)]
+        kinds = cfg.get("layer_types")
+        if isinstance(kinds, (list, tuple)) and len(kinds) == n:
+            rope = [int(t == "chunked_attention") for t in kinds]
+        kw["sliding_window"] = int(chunk)
+        kw["sliding_window_layers"] = tuple(i for i, uses_rope in enumerate(rope) if uses_rope)
+
+
+def _deepseek(cfg: Mapping[str, Any], kw: dict[str, Any], mt: str) -> None:
+    n = kw["num_hidden_layers"]
+    first = int(cfg.get("first_k_dense_replace") or 0)
+    freq = int(cfg.get("moe_layer_freq") or 1)
+    kw.update(
+        num_experts=_req(cfg, "n_routed_experts"),
+        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
+        num_shared_experts=int(cfg.get("n_shared_experts") or 0),
+        moe_intermediate_size=_req(cfg, "moe_intermediate_size"),
+        first_k_dense=first,
+        moe_layer_indices=None if freq == 1 else tuple(i for i in range(first, n) if i % freq == 0),
+        kv_lora_rank=_req(cfg, "kv_lora_rank"),
+        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+        qk_rope_head_dim=_req(cfg, "qk_rope_head_dim"),
+        qk_nope_head_dim=_req(cfg, "qk_nope_head_dim"),
+        v_head_dim=_req(cfg, "v_head_dim"),
+        head_dim=_req(cfg, "v_head_dim"),
+        attention_bias=False,
+        attention_out_bias=False,
+        router_bias=str(cfg.get("topk_method", "noaux_tc" if mt == "deepseek_v3" else "")) == "noaux_tc",
+    )
+
+
+_FAMILY: dict[str, Callable[[Mapping[str, Any], dict[str, Any]], None]] = {
+    "qwen3_moe": _qwen3_moe,
+    "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4_text,
+    "deepseek_v2": lambda cfg, kw: _deepseek(cfg, kw, "deepseek_v2"),
+    "deepseek_v3": lambda cfg, kw: _deepseek(cfg, kw, "deepseek_v3"),
+}
+
+
+def _sliding_layers(cfg: Mapping[str, Any], mt: str, n: int) -> tuple[int, ...] | None:
+    layers = _layers_from_types(cfg.get("layer_types"))
+    if layers is not None:
+        return layers
+    if mt == "gemma2":  # Gemma-2: even layers local, odd layers global
+        return tuple(range(0, n, 2))
+    if mt == "gemma3_text":  # Gemma 3: every sliding_window_pattern-th layer is global
+        pattern = int(cfg.get("sliding_window_pattern") or 6)
+        return tuple(i for i in range(n) if (i + 1) % pattern)
+    if mt == "gpt_oss":  # alternating sliding (even) and full (odd) layers
+        return tuple(range(0, n, 2))
+    if mt in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("max_window_layers") is not None:
+        return tuple(range(int(cfg["max_window_layers"]), n))
+    return None
+
+
 def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, Any]:
-    """Map one config dict to Architecture fields; unknown model types are read as Llama-like."""
-    mt = str(cfg.get("model_type", "llama"))
-    if mt == "gpt2":
-        h = _req(cfg, "n_embd", "hidden_size")
-        return {
-            "name": name or "gpt2",
-            "model_type": mt,
-            "num_hidden_layers": _req(cfg, "n_layer", "num_hidden_layers"),
-            "hidden_size": h,
-            "num_attention_heads": _req(cfg, "n_head", "num_attention_heads"),
-            "num_key_value_heads": _req(cfg, "n_head", "num_attention_heads"),
-            "head_dim": h // _req(cfg, "n_head", "num_attention_heads"),
-            "intermediate_size": int(cfg.get("n_inner") or 4 * h),
-            "vocab_size": _req(cfg, "vocab_size"),
-            "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True)),
-            "attention_bias": True,
-            "attention_out_bias": True,
-            "mlp_gated": False,
-            "mlp_bias": True,
-            "norm_type": "layernorm",
-            "learned_position_embeddings": _req(cfg, "n_positions"),
-            "max_position_embeddings": _req(cfg, "n_positions"),
-            "dropout": float(cfg.get("resid_pdrop", 0.1) or 0) > 0,
-        }
+    """Map one config dict to Architecture fields.
+
+    Raises `UnsupportedArchitectureError` for layouts that cannot be counted exactly; warns
+    (`ArchitectureWarning`) when an unknown ``model_type`` is read as Llama-like or when only the
+    text decoder of a multimodal config is counted.
+    """
+    mt = str(cfg.get("model_type") or "")
+    if mt in _TEXT_OF and isinstance(cfg.get("text_config"), Mapping):
+        text = dict(cfg["text_config"])
+        text.setdefault("model_type", _TEXT_OF[mt])
+        for k, v in _TEXT_DEFAULTS.get(str(text["model_type"]), {}).items():
+            text.setdefault(k, v)
+        for k in ("tie_word_embeddings", "_name_or_path"):
+            if k in cfg and k not in text:
+                text[k] = cfg[k]
+        warnings.warn(
+            f"{mt} config: only the text decoder is counted; the vision encoder and projector are not",
+            ArchitectureWarning,
+            stacklevel=3,
+        )
+        return architecture_kwargs(text, name)
+    if mt not in _HANDLED:
+        _check_layout(cfg, mt)
+        warnings.warn(
+            f"model_type {mt or '(missing)'!r} is not mapped; reading the config as a Llama-like dense model "
+            f"(mapped: {', '.join(supported_model_types())})",
+            ArchitectureWarning,
+            stacklevel=3,
+        )
+        mt = mt or "llama"
+    else:
+        _check_layout(cfg, mt)
+    if mt in ("gpt2", "gpt_bigcode", "bloom"):
+        return _gpt2_like(cfg, name, mt)
     h = _req(cfg, "hidden_size")
     a = _req(cfg, "num_attention_heads")
+    qwen = mt in ("qwen2", "qwen3", "qwen3_moe")
     kw: dict[str, Any] = {
         "name": name or str(cfg.get("_name_or_path") or mt),
         "model_type": mt,
@@ -79,53 +329,33 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, A
         "head_dim": int(cfg.get("head_dim") or h // a),
         "intermediate_size": _req(cfg, "intermediate_size"),
         "vocab_size": _req(cfg, "vocab_size"),
-        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", mt in ("gemma", "gemma2"))),
+        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", mt.startswith("gemma"))),
         "attention_bias": bool(cfg.get("attention_bias", mt == "qwen2")),
-        "attention_out_bias": bool(cfg.get("attention_bias", False)) and mt not in ("qwen2", "qwen3"),
+        "attention_out_bias": bool(cfg.get("attention_bias", False)) and not qwen,
         "mlp_bias": bool(cfg.get("mlp_bias", False)),
         "max_position_embeddings": int(cfg.get("max_position_embeddings") or 4096),
         "dropout": float(cfg.get("attention_dropout", 0) or 0) > 0,
     }
-    if mt == "qwen3":
+    if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
         kw["qk_norm"] = True
-    if mt == "gemma2":
+    if mt in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4
-    window = cfg.get("sliding_window")
-    use_window = cfg.get("use_sliding_window", True)
-    if window and use_window:
-        kw["sliding_window"] = int(window)
-        layers = _layers_from_types(cfg.get("layer_types"))
-        if layers is None and mt == "gemma2":  # Gemma-2: even layers local, odd layers global
-            layers = tuple(range(0, kw["num_hidden_layers"], 2))
-        if layers is None and mt in ("qwen2", "qwen3") and cfg.get("max_window_layers") is not None:
-            layers = tuple(range(int(cfg["max_window_layers"]), kw["num_hidden_layers"]))
-        kw["sliding_window_layers"] = layers
-    if mt == "mixtral" or cfg.get("num_local_experts"):
+    if mt == "mixtral":
         kw.update(
             num_experts=_req(cfg, "num_local_experts"),
             num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
             moe_intermediate_size=kw["intermediate_size"],
         )
-    if mt in ("deepseek_v2", "deepseek_v3"):
-        kw.update(
-            num_experts=_req(cfg, "n_routed_experts"),
-            num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
-            num_shared_experts=int(cfg.get("n_shared_experts") or 0),
-            moe_intermediate_size=_req(cfg, "moe_intermediate_size"),
-            first_k_dense=int(cfg.get("first_k_dense_replace") or 0),
-            kv_lora_rank=_req(cfg, "kv_lora_rank"),
-            q_lora_rank=int(cfg.get("q_lora_rank") or 0),
-            qk_rope_head_dim=_req(cfg, "qk_rope_head_dim"),
-            qk_nope_head_dim=_req(cfg, "qk_nope_head_dim"),
-            v_head_dim=_req(cfg, "v_head_dim"),
-            head_dim=_req(cfg, "v_head_dim"),
-            attention_bias=False,
-            attention_out_bias=False,
-            router_bias=str(cfg.get("topk_method", "noaux_tc" if mt == "deepseek_v3" else "")) == "noaux_tc",
-        )
+    family = _FAMILY.get(mt)
+    if family is not None:
+        family(cfg, kw)
+    window = cfg.get("sliding_window")
+    if window and cfg.get("use_sliding_window", True) and "sliding_window" not in kw:
+        kw["sliding_window"] = int(window)
+        kw["sliding_window_layers"] = _sliding_layers(cfg, mt, kw["num_hidden_layers"])
     return kw
 
 
 def supported_model_types() -> tuple[str, ...]:
-    """Model types whose config layout is mapped explicitly (others are read as Llama-like)."""
-    return _SUPPORTED
+    """Model types whose config layout is mapped explicitly (multimodal wrappers count their text decoder)."""
+    return (*_HANDLED, *_TEXT_OF)

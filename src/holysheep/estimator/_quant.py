@@ -18,6 +18,8 @@ class QuantSpec:
     included. ``embedding_bits`` applies to the token/position embeddings and the lm_head (GPTQ/AWQ and
     bitsandbytes keep them at 16 bit; GGUF quantizes them too). ``other_bits`` covers norms, biases and
     MoE routers. ``requires_native`` names a tensor-core precision the GPU must support (``"fp8"``).
+    ``experts_only`` formats (MXFP4 as gpt-oss ships it) quantize only the routed experts' matrices;
+    every other projection stays at ``other_bits``.
     """
 
     name: str
@@ -30,6 +32,7 @@ class QuantSpec:
     embedding_bits: float = 16.0
     other_bits: float = 16.0
     aliases: tuple[str, ...] = ()
+    experts_only: bool = False
 
     @property
     def bytes_per_weight(self) -> float:
@@ -80,6 +83,18 @@ _SPECS: tuple[QuantSpec, ...] = (
         "embeddings and lm_head stay 16-bit. Needs native FP8 tensor cores (Ada, Hopper, Blackwell).",
         "Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3 report arXiv:2412.19437 (128x128 blocks)",
         aliases=("fp8-e4m3", "float8", "w8a8-fp8"),
+    ),
+    QuantSpec(
+        "mxfp4",
+        4 + 8 / 32,
+        "mxfp4",
+        "bf16",
+        None,
+        "MXFP4 routed experts as gpt-oss ships them: blocks of 32 FP4 (E2M1) values sharing one 8-bit E8M0 "
+        "scale (4.25 bits/weight). Attention, router, embeddings and lm_head stay bf16.",
+        "OCP Microscaling Formats (MX) v1.0 spec; gpt-oss model card arXiv:2508.10925 (MoE weights in MXFP4)",
+        aliases=("mx-fp4", "gpt-oss-native"),
+        experts_only=True,
     ),
     QuantSpec(
         "int8",
@@ -212,8 +227,10 @@ def quant_spec(name: str | QuantSpec) -> QuantSpec:
 def weight_bytes(arch: Architecture, spec: QuantSpec) -> int:
     """Bytes needed to store every weight of ``arch`` in format ``spec`` (whole model, all GPUs)."""
     g = arch.param_groups()
+    quantized = arch.routed_expert_params() if spec.experts_only else g["linear"]
     bits = (
-        g["linear"] * spec.bits_per_weight
+        quantized * spec.bits_per_weight
+        + (g["linear"] - quantized) * spec.other_bits
         + (g["embedding"] + g["lm_head"]) * spec.embedding_bits
         + g["other"] * spec.other_bits
     )

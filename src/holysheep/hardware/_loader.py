@@ -27,7 +27,7 @@ _RENAMES = {
     "src": "source",
     "int4_tc": "int4_native",
 }
-_FLOAT_FIELDS = ("memory_gb", "bandwidth_gb_s", "tdp_w", "gpu_link_gb_s")
+_FLOAT_FIELDS = ("memory_gb", "bandwidth_gb_s", "tdp_w", "gpu_link_gb_s", "unified_memory_gb")
 _INT_FIELDS = ("launch_year", "pcie_gen", "devices_per_package")
 _STR_FIELDS = ("name", "vendor", "form_factor", "arch", "compute_capability", "memory_type", "interconnect",
                "source", "as_of", "notes")

@@ -91,6 +91,8 @@ class GPU:
     devices_per_package: int = 1
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    unified_memory_gb: float | None = None
+    """Installed RAM shared by CPU and GPU (unified-memory machines); ``memory_gb`` is the GPU's usable share."""
 
     def tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (one of ``PRECISIONS``), or ``None`` if not published."""
@@ -137,6 +139,7 @@ class GPU:
             "launch_year": self.launch_year,
             "memory_gb": self.memory_gb,
             "memory_type": self.memory_type,
+            "unified_memory_gb": self.unified_memory_gb,
             "bandwidth_gb_s": self.bandwidth_gb_s,
             "tdp_w": self.tdp_w,
             "dense_tflops": {p: self.dense_tflops.get(p) for p in PRECISIONS},
