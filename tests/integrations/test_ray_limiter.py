@@ -198,3 +198,15 @@ async def test_plan_quota_and_close_go_to_the_inner_sender() -> None:
     assert await sender.quota() == "quota"
     await sender.aclose()
     assert inner.closed
+
+
+def test_cli_refuses_schema_with_ray_before_starting_anything(tmp_path: Any,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from holysheep.batch._cli import build_parser, run_batch_command
+
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
+    args = build_parser().parse_args([str(source), "-o", str(tmp_path / "out"), "--ray", "--schema", "x.json"])
+    assert run_batch_command(args) == 2
+    assert "--schema/--max-repairs do not run on Ray yet" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

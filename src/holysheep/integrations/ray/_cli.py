@@ -61,6 +61,8 @@ def run_ray_batch(args: argparse.Namespace) -> int:
         print(f"holysheep batch: {message}", file=sys.stderr)
         return status
 
+    if getattr(args, "schema", None) is not None or getattr(args, "max_repairs", None) is not None:
+        return fail("--schema/--max-repairs do not run on Ray yet; run without --ray for structured output.")
     try:
         import ray
         import ray.data
