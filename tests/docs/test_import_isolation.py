@@ -9,8 +9,9 @@ import sys
 
 from ._util import offline_env
 
-LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.cli", "holysheep.batch", "holysheep.testing")
-HEAVY = ("rich", "aiohttp", "openai", "click", "pygments")
+LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.cli", "holysheep.batch", "holysheep.testing",
+        "holysheep.integrations")
+HEAVY = ("rich", "aiohttp", "openai", "click", "pygments", "ray", "pyarrow")
 
 _PROBE = """
 import json, sys

@@ -93,3 +93,19 @@ def test_the_batch_reads_no_client_privates() -> None:
             if private in text:
                 offenders.append(f"{path.name}: {private}")
     assert offenders == []
+
+
+def test_the_integrations_read_no_privates_of_other_objects() -> None:
+    """Integrations sit above the clients and the batch: they use public or semi-public entry points
+    (`AsyncClient.sender()`, `iterator_for`, ...), never another object's `_attribute`."""
+    offenders = []
+    paths = sorted((SRC / "integrations").rglob("*.py"))
+    assert paths
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            offenders.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert offenders == []

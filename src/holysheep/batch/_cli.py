@@ -46,6 +46,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="API base URL (default: HOLYSHEEP_BASE_URL or the HolySheep API)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    parser.add_argument("--ray", action="store_true",
+                        help="run on a Ray cluster (the running one, else a local one); -o is then a folder")
+    parser.add_argument("--replicas", type=int, default=4, help="with --ray: replica actors (default 4)")
     parser.add_argument("--schema", help="structured output: module:Model or schema.json; each output line gets "
                                          "the validated object under \"parsed\"")
     parser.add_argument("--max-repairs", type=int, help="with --schema: re-ask up to N times when the reply "
@@ -92,6 +95,10 @@ def run_batch_command(args: argparse.Namespace) -> int:
     from .._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from ._jsonl import run_jsonl
 
+    if getattr(args, "ray", False):
+        from ..integrations.ray._cli import run_ray_batch
+
+        return run_ray_batch(args)
     try:
         client = Client(base_url=args.base_url, max_retries=0)
     except HolySheepError as exc:
