@@ -7,7 +7,7 @@ yields the ``create()`` keyword arguments of the next request and receives that 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -25,7 +25,7 @@ from ._structured_errors import (
 from .types.chat import ChatCompletion, CompletionUsage
 from .types.parsed import ParsedChatCompletion
 
-__all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "structured_sender", "wants_parse"]
+__all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "wants_parse"]
 
 T = TypeVar("T")
 Steps = Generator[dict[str, Any], ChatCompletion, ParsedChatCompletion[T]]
@@ -193,24 +193,3 @@ def wants_parse(params: Mapping[str, Any]) -> bool:
         return "max_repairs" in params and value.get("type") != "text"
     return True
 
-
-def structured_sender(send: Callable[[dict[str, Any]], Awaitable[ChatCompletion]]
-                      ) -> Callable[[dict[str, Any]], Awaitable[ChatCompletion]]:
-    """Wrap a batch ``send``: an item that `wants_parse` is sent through the re-ask loop and comes back as a
-    `ParsedChatCompletion` (or raises the typed structured-output error); other items pass through."""
-
-    async def send_parsed(params: dict[str, Any]) -> ChatCompletion:
-        if not wants_parse(params):
-            return await send({k: v for k, v in params.items() if k != "max_repairs"} if "max_repairs" in params
-                              else params)
-        steps = plan_parse(params).steps()
-        request = next(steps)
-        while True:
-            completion = await send(request)
-            try:
-                request = steps.send(completion)
-            except StopIteration as stop:
-                result: ChatCompletion = stop.value
-                return result
-
-    return send_parsed
