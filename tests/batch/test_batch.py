@@ -138,14 +138,14 @@ async def test_rpm_limit_paces_the_dispatch_on_an_exact_schedule() -> None:
         async with async_client(server) as client:
             it = client.chat.completions.batch_iter([f"r{i}" for i in range(30)], model=MODEL, concurrency=32,
                                                     rpm=600, check_quota=False)
-            it._rpm = TokenBucket.per_minute(600, clock=clock, sleep=clock.sleep)
-            take = it._rpm.take
+            it.admission.rpm = TokenBucket.per_minute(600, clock=clock, sleep=clock.sleep)
+            take = it.admission.rpm.take
 
             async def recorded(amount: float) -> None:
                 await take(amount)
                 sent.append(round(clock.now, 6))
 
-            it._rpm.take = recorded  # type: ignore[method-assign]
+            it.admission.rpm.take = recorded  # type: ignore[method-assign]
             results = [r async for r in it]
     assert len(results) == 30 and all(r.ok for r in results)
     assert sent == [0.0] * 10 + [round(0.1 * k, 6) for k in range(1, 21)]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from holysheep import NotFoundError, QuotaUnavailableError
-from holysheep.batch import _iterator as _runner
+from holysheep.batch import _quota_check
 from holysheep.testing import FakeServer
 
 from .conftest import MODEL, async_client, chat_requests, sync_client
@@ -21,7 +21,7 @@ from .conftest import MODEL, async_client, chat_requests, sync_client
 
 @pytest.fixture
 def no_quota() -> FakeServer:
-    _runner._warned_no_quota.clear()
+    _quota_check._warned_no_quota.clear()
     with FakeServer(quota_limit=None) as server:
         yield server
 

@@ -1,59 +1,35 @@
-"""The async batch engine: bounded, rate-limited, order-tagged dispatch with batch-wide retries.
+"""The async batch engine's public face: ``BatchIterator`` wires its parts and runs the dispatch loop.
 
-One dispatcher task (``._dispatch``) reads inputs lazily (bounded read-ahead), waits for the pause
-gate, a concurrency slot and the RPM/TPM buckets, and starts one task per attempt (``._attempts``).
-Every input ends as exactly one ``BatchResult``, delivered through ``BatchIterator`` as it
-completes. This module holds that public iterator: setup, the consumer side and the quota check.
+The parts, each with its own state:
+
+- ``WorkQueue`` (``_work_queue``): retries first, then fresh inputs read lazily with bounded read-ahead;
+- ``Admission`` (``_admission``): the pause gate, concurrency slots and RPM/TPM buckets an item waits for;
+- ``AttemptRunner`` (``_attempts``): sends one attempt through the client's sender and settles it;
+- ``ResultSink`` (``_delivery``): every input ends as exactly one ``BatchResult``, delivered as it completes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-import warnings
-from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from .._exceptions import APIError, AuthenticationError, QuotaExceededError, QuotaUnavailableError
 from .._sender import Sender
-from ._dispatch import END, Dispatcher
-from ._limits import (
-    AIMDLimiter,
-    Clock,
-    OutageDetector,
-    PauseGate,
-    RetryPace,
-    Sleep,
-    TokenBucket,
-    TokenEstimator,
-)
+from ._admission import Admission
+from ._attempts import AttemptRunner
+from ._delivery import ResultSink
+from ._limits import Clock, OutageDetector, Sleep
 from ._options import BatchOptions, OnResult
+from ._quota_check import check_quota
 from ._results import BatchResult, BatchStats
+from ._work_queue import END, WorkQueue
 
 __all__ = ["BatchIterator", "BatchOptions"]
 
-logger = logging.getLogger("holysheep.batch")
 
-
-_warned_no_quota: set[str] = set()
-
-
-def _warn_no_quota_once(exc: QuotaUnavailableError) -> None:
-    """One warning per server without a quota endpoint (logging WARNING and ``warnings``), not one per batch."""
-    where = str(exc.request.url) if exc.request is not None else ""
-    if where in _warned_no_quota:
-        return
-    _warned_no_quota.add(where)
-    msg = (f"Batch quota check skipped: this server has no quota endpoint ({where or 'GET /quota'} answered "
-           "404). The batch runs without one; pass check_quota=False to skip the check.")
-    logger.warning(msg)
-    warnings.warn(msg, RuntimeWarning, stacklevel=3)
-
-
-class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
+class BatchIterator(AsyncIterator[BatchResult]):
     """Results of a running batch as they complete (``async for``); each carries its input ``index``.
 
     Use ``async with`` (or call ``aclose``) when you may stop early: closing cancels what is in
@@ -77,40 +53,24 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
     ) -> None:
         opts = self.options = options or BatchOptions()
         self._sender = sender
-        self._defaults = dict(defaults or {})
-        if isinstance(requests, AsyncIterable):
-            self._ait = aiter(requests)
-            self._it = None
-        else:
-            self._ait, self._it = None, iter(requests)
         self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
         self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
-        self._limiter = AIMDLimiter(opts.concurrency, adaptive=opts.adaptive)
-        self._clock, self._sleep = clock, sleep
-        self._rpm = self._bucket(opts.rpm)
-        self._tpm = self._bucket(opts.tpm)
-        self._auto = opts.rpm == "auto" or opts.tpm == "auto"
-        self._probe: asyncio.Event | None = None  # auto: the first response's headers come before the rest
-        self._gate = PauseGate(clock=clock, sleep=sleep)
-        self._pace = RetryPace(opts.retry_budget, clock=clock)
+        self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
+        self.admission = Admission(opts, clock=clock, sleep=sleep)
+        self._sink = ResultSink(self.stats, self.queue, self.admission)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)
-        self._estimator = TokenEstimator()
-        self._read_ahead = opts.read_ahead or max(2 * opts.concurrency + 64, 128)
-        self._out = asyncio.Queue()
-        self._retry_ready = deque()
-        self._backoff = {}
-        self._tasks = set()
-        self._wake = None
+        self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
+                                     outage=self._outage)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
-        self._abort = None
-        self._unfinished = 0
-        self._in_memory = 0
-        self._exhausted = False
         self._closed = False
-        self.read_count = 0
+
+    @property
+    def read_count(self) -> int:
         """How many inputs have been read so far."""
+        return self.queue.read_count
 
     # ------------------------------------------------------------------ consumer side
     def __aiter__(self) -> BatchIterator:
@@ -121,15 +81,14 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
             raise StopAsyncIteration
         if self._dispatcher is None:
             await self._start()
-        item = await self._out.get()
+        item = await self._sink.out.get()
         if item is END:
             self._finish()
             raise StopAsyncIteration
         if isinstance(item, BaseException):
             await self.aclose()
             raise item
-        self._in_memory -= 1
-        self._poke()
+        self.queue.result_taken()
         if self._on_result is not None:
             self._on_result(item)
         if self._on_progress is not None:
@@ -154,70 +113,61 @@ class BatchIterator(Dispatcher, AsyncIterator[BatchResult]):
         tasks = [t for t in (self._dispatcher, *self._tasks) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
-        for _, handle in self._backoff.values():
-            handle.cancel()
-        self._backoff.clear()
+        self.queue.cancel_backoffs()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         self._finish()
 
     def _finish(self) -> None:
         self._closed = True
-        self._sync_stats()
+        self._sink.sync_stats()
         if self.stats.finished_at is None:
             self.stats.finished_at = time.monotonic()
         if self._progress is not None:
             progress, self._progress = self._progress, None
             progress.close(self.stats)
 
-    def _bucket(self, limit: float | str | None) -> TokenBucket | None:
-        if limit is None or isinstance(limit, str):
-            return None
-        return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
-
     async def _start(self) -> None:
-        self._wake = asyncio.Event()
-        if self._auto:
-            self._probe = asyncio.Event()
         self.stats.started_at = time.monotonic()
         if self._progress is not None:
             self._progress.start(self.stats)
         if self.options.check_quota:
             try:
-                await self._check_quota()
+                rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
+                                             require=self.options.require_quota)
             except BaseException:
                 self._finish()
                 raise
+            if rejected is not None:
+                self._runner.stop(rejected, "authentication failed (HTTP 401)")
         self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
 
-    async def _check_quota(self) -> None:
+    # ------------------------------------------------------------------ dispatch loop
+    async def _dispatch(self) -> None:
+        """Take items in order (retries first), admit each, and start one task per attempt."""
+        loop = asyncio.get_running_loop()
+        queue, admission, runner, sink = self.queue, self.admission, self._runner, self._sink
         try:
-            info = await self._sender.quota()
-        except AuthenticationError as exc:
-            self._stop(exc, "authentication failed (HTTP 401)")
+            while (item := await queue.next()) is not None:
+                if item.invalid is not None:
+                    sink.finalize(item, None, item.invalid)
+                    continue
+                if runner.abort is None:
+                    charge = await admission.admit(item.est_tokens)
+                    outage = self._outage.check()
+                    if outage is not None:
+                        runner.stop_unfinished(outage, None)
+                    if runner.abort is None:
+                        task = loop.create_task(runner.run(item, charge))
+                        self._tasks.add(task)
+                        task.add_done_callback(self._tasks.discard)
+                        await admission.wait_for_probe()  # rpm/tpm="auto": learn the limits from one reply first
+                        continue
+                    admission.release()
+                sink.finalize(item, None, runner.unfinished_error(None))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the input iterable failed: hand its error to the consumer
+            sink.out.put_nowait(exc)
             return
-        except QuotaUnavailableError as exc:
-            if self.options.require_quota:
-                raise QuotaUnavailableError(
-                    f"{exc.message} (require_quota=True: nothing was sent; drop it to run without a quota check.)",
-                    status_code=exc.status_code, request=exc.request, body=exc.body) from None
-            _warn_no_quota_once(exc)
-            return
-        except APIError as exc:
-            if self.options.require_quota:
-                raise QuotaExceededError(f"The quota check failed ({exc.message}); require_quota=True: nothing "
-                                         "was sent. Try again, or drop require_quota.") from exc
-            logger.debug("quota check skipped: %s", exc)
-            return
-        remaining = getattr(info, "remaining", None)
-        unit = getattr(info, "unit", None)
-        if remaining is None or (unit not in (None, "tokens")):
-            return
-        if remaining <= 0 or (self._estimated is not None and self._estimated > remaining):
-            need = f"about {self._estimated:,} tokens" if self._estimated is not None else "tokens"
-            msg = (f"The batch needs {need} (prompt chars/4 + max_tokens) but the account has {remaining:,.0f} "
-                   "left; it may stop part-way with insufficient_quota.")
-            if self.options.require_quota:
-                raise QuotaExceededError(msg + " (require_quota=True: nothing was sent.)")
-            logger.warning(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        sink.out.put_nowait(END)

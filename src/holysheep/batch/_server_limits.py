@@ -12,7 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["ServerLimits", "parse_duration", "read_limits"]
+__all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "ServerLimits", "parse_duration", "read_limits"]
+
+LEARNED_SHARE = 0.98
+"""Share of a server-announced limit a batch paces at (a margin for clock skew between the two)."""
+LEARNED_BURST_S = 0.2
+"""Burst of a learned bucket, in seconds of its rate: small, because requests sent at once can reach the
+server together with later ones (connection set-up), and the server's own bucket does not know that."""
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}

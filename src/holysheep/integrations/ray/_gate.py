@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._call import Outcome
 from ..._exceptions import APIStatusError, AuthenticationError
-from ...batch._server_limits import read_limits
+from ...batch._requests import estimate_tokens as _batch_estimate
+from ...batch._server_limits import LEARNED_SHARE, read_limits
 from ._limiter import ClusterRateLimiter, Lease
 
 if TYPE_CHECKING:
@@ -26,26 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = ["GatedSender", "LimiterLink", "LocalLink", "estimate_tokens"]
 
-_DEFAULT_COMPLETION_TOKENS = 256
 _PERMIT_TTL_S = 1.0  # leased permits unused for this long are dropped, so no stale burst reaches the server
-LEARNED_SHARE = 0.98
-"""Share of a server-announced limit the cluster runs at (the batch engine's margin for the same headers)."""
 
 
 def estimate_tokens(params: Mapping[str, Any] | None) -> int:
-    """Prompt characters / 4 (rounded up) + `max_tokens` (256 when unset): the TPM charge of one request."""
-    params = params or {}
-    chars = 0
-    for message in params.get("messages") or ():
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, str):
-            chars += len(content)
-        elif isinstance(content, list):
-            chars += sum(len(p.get("text") or "") for p in content if isinstance(p, Mapping))
-    completion = params.get("max_tokens") or params.get("max_completion_tokens")
-    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
-        completion = _DEFAULT_COMPLETION_TOKENS
-    return (chars + 3) // 4 + completion
+    """The TPM charge of one request: the batch engine's estimate (prompt characters / 4 + `max_tokens`)."""
+    return _batch_estimate(params or {})
 
 
 class LimiterLink(Protocol):

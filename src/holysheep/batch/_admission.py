@@ -1,0 +1,114 @@
+"""What an item waits for before it goes out: the pause gate, a concurrency slot and the RPM/TPM buckets.
+
+``Admission`` owns the load control of one batch. The RPM/TPM buckets are fixed (``rpm=600``) or
+learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default); with
+"auto", the first request goes alone and the rest wait for its reply, so they start at the limit the
+server announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from ._limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
+from ._options import BatchOptions
+from ._results import BatchStats
+from ._server_limits import LEARNED_BURST_S, LEARNED_SHARE, read_limits
+
+__all__ = ["Admission"]
+
+
+class Admission:
+    """Load control for one batch: ``admit`` before a send, ``release`` after, and what it learns on the way."""
+
+    def __init__(self, options: BatchOptions, *, clock: Clock, sleep: Sleep) -> None:
+        self._options = options
+        self._clock, self._sleep = clock, sleep
+        self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
+        self.gate = PauseGate(clock=clock, sleep=sleep)
+        self.pace = RetryPace(options.retry_budget, clock=clock)
+        self.estimator = TokenEstimator()
+        self.rpm = self._fixed_bucket(options.rpm)
+        self.tpm = self._fixed_bucket(options.tpm)
+        self.learned_rpm: float | None = None
+        self.learned_tpm: float | None = None
+        self._auto = options.rpm == "auto" or options.tpm == "auto"
+        # "auto": set until the first reply's headers were read (or no reply will come).
+        self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
+
+    def _fixed_bucket(self, limit: float | str | None) -> TokenBucket | None:
+        if limit is None or isinstance(limit, str):
+            return None
+        return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
+
+    async def admit(self, est_tokens: int) -> int:
+        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket."""
+        await self.gate.wait()
+        await self.limiter.acquire()
+        charge = 0
+        if self.rpm is not None:
+            await self.rpm.take(1)
+        if self.tpm is not None:
+            charge = self.estimator.estimate(est_tokens)
+            await self.tpm.take(charge)
+        return charge
+
+    async def wait_for_probe(self) -> None:
+        """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
+        if self._probe is not None:
+            await self._probe.wait()
+
+    def probe_done(self) -> None:
+        """A request got its reply, or will never be sent: the probe wait is over."""
+        if self._probe is not None:
+            self._probe.set()
+
+    def release(self) -> None:
+        """Give back the concurrency slot of a request that ended."""
+        self.limiter.release()
+
+    def learn(self, headers: Mapping[str, str] | None) -> None:
+        """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the
+        first reply says remains; a new bucket when the limit changes)."""
+        if not self._auto:
+            return
+        limits = read_limits(headers)
+        if limits is None:
+            return
+        first = self.learned_rpm is None and self.learned_tpm is None
+        if self._options.rpm == "auto" and limits.limit_requests and limits.limit_requests != self.learned_rpm:
+            self.rpm = self._learned_bucket(limits.limit_requests, limits.remaining_requests, first)
+            self.learned_rpm = limits.limit_requests
+        if self._options.tpm == "auto" and limits.limit_tokens and limits.limit_tokens != self.learned_tpm:
+            self.tpm = self._learned_bucket(limits.limit_tokens, limits.remaining_tokens, first)
+            self.learned_tpm = limits.limit_tokens
+
+    def _learned_bucket(self, limit: float, remaining: float | None, first: bool) -> TokenBucket:
+        bucket = TokenBucket.per_minute(limit * LEARNED_SHARE, LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
+        if first and remaining is not None:
+            bucket.level = min(bucket.level, remaining)
+        return bucket
+
+    def settle_tokens(self, charge: int, actual: int) -> None:
+        """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""
+        if self.tpm is not None and charge and actual:
+            self.tpm.adjust(charge - actual)
+
+    def refund_tokens(self, charge: int) -> None:
+        """Give back a TPM charge whose request failed."""
+        if self.tpm is not None and charge:
+            self.tpm.adjust(charge)
+
+    def fill(self, stats: BatchStats) -> None:
+        """Copy what load control saw into ``stats``."""
+        limiter, gate = self.limiter, self.gate
+        stats.concurrency = limiter.limit
+        stats.concurrency_min = limiter.lowest
+        stats.concurrency_decreases = limiter.decreases
+        stats.peak_in_flight = limiter.peak_in_flight
+        stats.pauses = gate.pauses
+        stats.paused_s = gate.paused_s
+        stats.retries_paced = self.pace.paced
+        stats.learned_rpm = self.learned_rpm
+        stats.learned_tpm = self.learned_tpm

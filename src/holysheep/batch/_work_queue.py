@@ -1,0 +1,115 @@
+"""The items a batch sends next: retries first, then fresh inputs read lazily with bounded read-ahead.
+
+``WorkQueue`` owns the input iterator, the queue of retries ready to go, the retries still in their
+backoff, and the two counters the batch ends on: items not finished yet, and results not yet taken
+by the consumer (which bounds the read-ahead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any
+
+from ._requests import BatchRequest, normalize_item
+
+__all__ = ["END", "WorkQueue"]
+
+END: Any = object()
+"""Marks the end of the input, and of the results on the output queue."""
+
+
+class WorkQueue:
+    """Retries first, then fresh inputs (at most ``read_ahead`` read and not yet taken by the consumer)."""
+
+    def __init__(self, requests: Iterable[Any] | AsyncIterable[Any], defaults: Mapping[str, Any],
+                 read_ahead: int) -> None:
+        self._ait: AsyncIterator[Any] | None = None
+        self._it: Iterator[Any] | None = None
+        if isinstance(requests, AsyncIterable):
+            self._ait = aiter(requests)
+        else:
+            self._it = iter(requests)
+        self._defaults = dict(defaults)
+        self._read_ahead = read_ahead
+        self._ready: deque[BatchRequest] = deque()
+        self._backoff: dict[int, tuple[BatchRequest, asyncio.TimerHandle]] = {}
+        self._wake = asyncio.Event()
+        self.exhausted = False
+        self.read_count = 0
+        """How many inputs have been read so far."""
+        self.unfinished = 0
+        """Items read and not finished yet."""
+        self.in_memory = 0
+        """Items read whose result the consumer has not taken yet."""
+
+    async def _read(self) -> Any:
+        if self._ait is not None:
+            return await anext(self._ait, END)
+        assert self._it is not None
+        return next(self._it, END)
+
+    async def next(self) -> BatchRequest | None:
+        """The next item to send; None once every item is finished. Waits while the read-ahead is full."""
+        while True:
+            if self._ready:
+                return self._ready.popleft()
+            if not self.exhausted and self.in_memory < self._read_ahead:
+                raw = await self._read()
+                if raw is END:
+                    self.exhausted = True
+                    continue
+                index = self.read_count
+                self.read_count += 1
+                self.unfinished += 1
+                self.in_memory += 1
+                if isinstance(raw, BatchRequest):
+                    return raw
+                return normalize_item(raw, index, self._defaults, where=f"item {index}: ")
+            if self.exhausted and self.unfinished == 0:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+    def poke(self) -> None:
+        """Wake ``next()`` to look again."""
+        self._wake.set()
+
+    def retry_now(self, item: BatchRequest) -> None:
+        """Queue ``item`` to be sent again ahead of fresh inputs."""
+        self._ready.append(item)
+        self._wake.set()
+
+    def retry_later(self, item: BatchRequest, delay: float) -> None:
+        """Queue ``item`` again after ``delay`` seconds (its backoff)."""
+        handle = asyncio.get_running_loop().call_later(delay, self._backoff_over, item)
+        self._backoff[item.index] = (item, handle)
+
+    def _backoff_over(self, item: BatchRequest) -> None:
+        self._backoff.pop(item.index, None)
+        self.retry_now(item)
+
+    def item_finished(self) -> None:
+        """One item ended with its result."""
+        self.unfinished -= 1
+        self._wake.set()
+
+    def result_taken(self) -> None:
+        """The consumer took one result: room for one more read-ahead item."""
+        self.in_memory -= 1
+        self._wake.set()
+
+    def end_backoffs(self) -> None:
+        """Send every item still in its backoff now (the batch stopped: they end at once)."""
+        for item, handle in self._backoff.values():
+            handle.cancel()
+            self._ready.append(item)
+        self._backoff.clear()
+        self._wake.set()
+
+    def cancel_backoffs(self) -> None:
+        """Drop the backoff timers (the batch was closed)."""
+        for _, handle in self._backoff.values():
+            handle.cancel()
+        self._backoff.clear()
