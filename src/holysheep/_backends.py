@@ -16,6 +16,7 @@ from ._call import Call, Outcome, RawResponse
 from ._config import DEFAULT_LIMITS
 from ._limits import Deadline, read_body, read_body_async
 from ._redirects import check_redirect, check_redirect_async
+from ._sync_deadline import attempt_deadline, deadline_transport
 
 __all__ = ["AsyncBackend", "AsyncHttpxBackend", "LazyPool", "Response", "SyncBackend", "SyncHttpxBackend",
            "attempt_outcome"]
@@ -86,8 +87,8 @@ class SyncHttpxBackend:
     def __init__(self, http_client: httpx.Client | None, timeout: httpx.Timeout) -> None:
         self.custom = http_client is not None  # then its build_request applies its defaults
         self.pool: LazyPool[httpx.Client] = LazyPool(
-            http_client, lambda: httpx.Client(timeout=timeout, limits=DEFAULT_LIMITS, follow_redirects=True,
-                                              event_hooks={"response": [check_redirect]}))
+            http_client, lambda: httpx.Client(timeout=timeout, transport=deadline_transport(DEFAULT_LIMITS),
+                                              follow_redirects=True, event_hooks={"response": [check_redirect]}))
 
     def send(self, call: Call) -> Response:
         """Send one attempt; bodies (non-stream, or an error to a stream) are read within
@@ -95,7 +96,8 @@ class SyncHttpxBackend:
         http = self.pool.get()
         request = _request(call, http, self.custom)
         deadline = Deadline(call.deadline_s)
-        response = http.send(request, stream=True)
+        with attempt_deadline(call.deadline_s):  # the SDK's own pool: headers too (a caller's: the body only)
+            response = http.send(request, stream=True)
         if not call.spec.stream or response.status_code >= 400:
             read_body(response, call.config.max_response_bytes, deadline)  # bounded; closes the response
         return response
