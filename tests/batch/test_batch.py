@@ -236,15 +236,41 @@ async def test_quota_exhausted_stops_without_retries() -> None:
     assert results.summary().stop_reason is not None and "quota" in results.summary().stop_reason
 
 
-async def test_401_aborts_before_dispatch_via_quota_check() -> None:
+async def test_401_stops_after_the_probe_and_the_quota_check() -> None:
+    """rpm="auto" (the default): the quota check runs alongside the probe, so a rejected key costs one request."""
     with FakeServer() as server:
         async with async_client(server, api_key="wrong-key") as client:
             start = time.monotonic()
             results = await client.chat.completions.batch([f"a{i}" for i in range(500)], model=MODEL)
     assert time.monotonic() - start < 2
     assert all(isinstance(r.error, AuthenticationError) for r in results) and len(results) == 500
+    assert len(chat_requests(server)) == 1 and results.summary().requests == 1
+    assert [r.path for r in server.requests].count("/v1/quota") == 1
+    assert "401" in str(results.summary().stop_reason)
+
+
+@pytest.mark.parametrize("options", [{"rpm": 600, "tpm": None}, {"rpm": None, "tpm": None}, {"require_quota": True}])
+async def test_401_aborts_before_dispatch_via_quota_check(options: dict[str, Any]) -> None:
+    """Without a probe (fixed or no limits), or with require_quota, the check comes before any request."""
+    with FakeServer() as server:
+        async with async_client(server, api_key="wrong-key") as client:
+            results = await client.chat.completions.batch([f"a{i}" for i in range(50)], model=MODEL, **options)
+    assert all(isinstance(r.error, AuthenticationError) for r in results) and len(results) == 50
     assert chat_requests(server) == [] and results.summary().requests == 0
     assert "401" in str(results.summary().stop_reason)
+
+
+async def test_quota_check_overlaps_the_probe() -> None:
+    """The default batch's quota check and its first request are in flight together: one round trip, not two."""
+    with FakeServer(latency=0.2) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch(["a", "b", "c"], model=MODEL)
+    assert [r.ok for r in results] == [True, True, True]
+    quota = next(r for r in server.requests if r.path == "/v1/quota")
+    first, *rest = sorted(chat_requests(server), key=lambda r: r.started_at)
+    assert quota.finished_at is not None and first.finished_at is not None
+    assert first.started_at < quota.finished_at  # the probe went out before the quota reply came back
+    assert all(r.started_at >= max(first.finished_at, quota.finished_at) for r in rest)  # the rest waited for both
 
 
 async def test_401_mid_batch_stops_fast_with_no_retries() -> None:

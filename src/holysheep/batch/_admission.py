@@ -54,6 +54,11 @@ class Admission:
             await self.tpm.take(charge)
         return charge
 
+    @property
+    def probing(self) -> bool:
+        """True until the first reply of an "auto" batch told the limits."""
+        return self._probe is not None and not self._probe.is_set()
+
     async def wait_for_probe(self) -> None:
         """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
         if self._probe is not None:

@@ -65,6 +65,7 @@ class BatchIterator(AsyncIterator[BatchResult]):
                                      outage=self._outage)
         self._tasks: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
+        self._quota_check: asyncio.Task[None] | None = None
         self._closed = False
 
     @property
@@ -110,7 +111,7 @@ class BatchIterator(AsyncIterator[BatchResult]):
         if self._closed:
             return
         self._closed = True
-        tasks = [t for t in (self._dispatcher, *self._tasks) if t is not None and not t.done()]
+        tasks = [t for t in (self._dispatcher, self._quota_check, *self._tasks) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         self.queue.cancel_backoffs()
@@ -131,16 +132,25 @@ class BatchIterator(AsyncIterator[BatchResult]):
         self.stats.started_at = time.monotonic()
         if self._progress is not None:
             self._progress.start(self.stats)
-        if self.options.check_quota:
+        loop = asyncio.get_running_loop()
+        opts = self.options
+        if opts.check_quota and self.admission.probing and not opts.require_quota:
+            # The quota check only warns here: it runs alongside the rate-limit probe (the first request,
+            # sent alone), and the rest wait for both. A rejected key costs at most that one request.
+            self._quota_check = loop.create_task(self._check_quota())
+        elif opts.check_quota:
             try:
-                rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
-                                             require=self.options.require_quota)
+                await self._check_quota()
             except BaseException:
                 self._finish()
                 raise
-            if rejected is not None:
-                self._runner.stop(rejected, "authentication failed (HTTP 401)")
-        self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
+        self._dispatcher = loop.create_task(self._dispatch())
+
+    async def _check_quota(self) -> None:
+        rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
+                                     require=self.options.require_quota)
+        if rejected is not None:
+            self._runner.stop(rejected, "authentication failed (HTTP 401)")
 
     # ------------------------------------------------------------------ dispatch loop
     async def _dispatch(self) -> None:
@@ -162,9 +172,15 @@ class BatchIterator(AsyncIterator[BatchResult]):
                         self._tasks.add(task)
                         task.add_done_callback(self._tasks.discard)
                         await admission.wait_for_probe()  # rpm/tpm="auto": learn the limits from one reply first
+                        if self._quota_check is not None:
+                            check, self._quota_check = self._quota_check, None
+                            await check
                         continue
                     admission.release()
                 sink.finalize(item, None, runner.unfinished_error(None))
+            if self._quota_check is not None:  # no item was sent: the check still finishes before the end
+                check, self._quota_check = self._quota_check, None
+                await check
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # the input iterable failed: hand its error to the consumer
