@@ -190,6 +190,18 @@ async def test_announced_limits_are_learned_once_per_change() -> None:
     assert calls[-1] == (60 * 0.98, None) and limiter.limits()[0] == pytest.approx(58.8)
 
 
+async def test_a_learned_token_limit_is_charged_without_a_configured_tpm() -> None:
+    limiter = ClusterRateLimiter(canary=False)
+    inner = FakeInner(headers={"x-ratelimit-limit-tokens": "600000"})
+    sender = GatedSender(inner, LocalLink(limiter), chunk=4)  # limit_tokens=False: no tpm configured
+    await _send(sender, _params())
+    assert limiter.granted_tokens == 0  # nothing known yet: the first request is not charged
+    for _ in range(3):
+        await _send(sender, _params())
+    assert limiter.limits()[1] == 600_000 * 0.98
+    assert limiter.granted_tokens == 3 * (10 + 10)  # then each request's estimate is
+
+
 async def test_plan_quota_and_close_go_to_the_inner_sender() -> None:
     inner = FakeInner()
     sender = GatedSender(inner, LocalLink(ClusterRateLimiter(canary=False)))

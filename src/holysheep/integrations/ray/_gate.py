@@ -109,7 +109,7 @@ class GatedSender:
     async def attempt(self, call: Call) -> Outcome:
         """Take a permit (leasing more when short), send one attempt through `inner`, report what came back."""
         try:
-            await self.acquire(estimate_tokens(call.spec.body) if self._limit_tokens else 0)
+            await self.acquire(estimate_tokens(call.spec.body) if self._charges_tokens else 0)
         except AuthenticationError as exc:  # another replica's key was rejected: end this item, send nothing
             return Outcome(error=exc)
         self.sent += 1
@@ -129,6 +129,11 @@ class GatedSender:
         else:
             self._answered()
         return outcome
+
+    @property
+    def _charges_tokens(self) -> bool:
+        """Tokens are leased when a TPM limit was configured or the server announced one."""
+        return self._limit_tokens or self._learned[1] is not None
 
     def _learn(self, headers: Mapping[str, str] | None) -> None:
         limits = read_limits(headers)
