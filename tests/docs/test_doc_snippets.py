@@ -129,15 +129,27 @@ API_SERVER: dict[str, Callable[[], dict[str, Any]]] = {
     "fallback.md": lambda: {"faults": [Fault.status(503)] * 4},    # the primary is down for a while
     "structured-outputs.md": lambda: {"reply": _invoice_reply},    # a model that answers in JSON
 }
+# A line each page prints when its story happened as the page tells it.
+PRINTS = {
+    "batch.md": "2 succeeded, 0 failed, 0 skipped (already done)",
+    "configuration.md": "refused: Refusing to send the API key over plain http://",
+    "errors.md": "StreamInterruptedError; partial_text = 'one two '",
+    "fallback.md": "after cool-down: primary | circuit: closed",
+    "structured-outputs.md": "not an Invoice:",
+    "testing.md": "400 content_policy",
+    "hardware.md": "2.1 32.0",
+    "scale-out.md": "0 rows failed",
+}
 # Pages that need an optional extra: (module, marker).
 EXTRA = {"scale-out.md": ("ray", pytest.mark.ray)}
 RUNNABLE = [pytest.param(p, marks=EXTRA[p.name][1]) if p.name in EXTRA else p for p in PAGES]
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
+def _run(args: list[str], cwd: Path, env: dict[str, str], what: str) -> str:
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{what}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, f"{what}:\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 @pytest.mark.integration
@@ -162,7 +174,8 @@ def test_page_snippets_run_as_written(page: Path, tmp_path: Path) -> None:
         with FakeServer(**options) as api, FakeServer(require_auth=False) as own_server:
             env = {**offline_env(), "HOLYSHEEP_BASE_URL": api.url, "HOLYSHEEP_API_KEY": api.api_key,
                    "VLLM_BASE_URL": own_server.url}
-            _run([sys.executable, str(script)], work, env, page.name)
+            stdout = _run([sys.executable, str(script)], work, env, page.name)
+        assert PRINTS.get(page.name, "") in stdout, f"{page.name} printed:\n{stdout[-3000:]}"
     if test_files:
         for name, code in test_files.items():
             (work / name).write_text(code, encoding="utf-8")
