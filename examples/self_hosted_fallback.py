@@ -2,7 +2,8 @@
 
 Offline, two in-process FakeServers play the parts: the "primary" (the HolySheep API) fails with 503s for a
 while, the "gpu-box" (your vLLM server) serves meanwhile, then the primary recovers and traffic returns to it.
-With ``HOLYSHEEP_BASE_URL`` set, that server is the primary and a FakeServer plays the GPU box.
+With ``HOLYSHEEP_BASE_URL`` set, that server is the primary and a FakeServer plays the GPU box. The section
+shown in the docs reads the GPU box's URL from ``VLLM_BASE_URL``.
 
     python examples/self_hosted_fallback.py
 """
@@ -11,34 +12,42 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterator
 
 from holysheep.testing import FakeServer, Fault
 
 
 @contextlib.contextmanager
-def primary() -> Iterator[tuple[str | None, str | None, FakeServer | None]]:
-    """(base_url, api_key, server): the environment's server, or a FakeServer whose first requests fail."""
-    if os.environ.get("HOLYSHEEP_BASE_URL"):
-        yield None, None, None
-        return
-    with FakeServer(reply=lambda body: "answer from the primary", faults=[Fault.status(503)] * 4) as server:
-        yield server.url, server.api_key, server
+def servers() -> Iterator[FakeServer | None]:
+    """Offline: a primary whose first requests fail and a keyless "GPU box", announced in the environment.
+
+    Yields the primary FakeServer (None when ``HOLYSHEEP_BASE_URL`` names a real one)."""
+    online = bool(os.environ.get("HOLYSHEEP_BASE_URL"))
+    with FakeServer(reply=lambda body: "answer from the primary", faults=[Fault.status(503)] * 4) as primary, \
+            FakeServer(reply=lambda body: f"answer from the GPU box ({body['model']})", require_auth=False) as box:
+        env = {"VLLM_BASE_URL": box.url}
+        if not online:
+            env |= {"HOLYSHEEP_BASE_URL": primary.url, "HOLYSHEEP_API_KEY": primary.api_key or ""}
+        os.environ.update(env)
+        try:
+            yield None if online else primary
+        finally:
+            for name in env:
+                del os.environ[name]
 
 
 def main() -> None:
-    with primary() as (base_url, api_key, server), \
-            FakeServer(reply=lambda body: f"answer from the GPU box ({body['model']})", require_auth=False) as box:
+    with servers() as primary:
         # --8<-- [start:main]
+        import os
+        import time
+
         from holysheep import CircuitBreaker, Client, Fallback
         from holysheep.types import ChatCompletionMessageParam
 
-        client = Client(
-            base_url=base_url,
-            api_key=api_key,
+        client = Client(                            # the primary: $HOLYSHEEP_BASE_URL, $HOLYSHEEP_API_KEY
             max_retries=1,                          # the primary's own retries come first
-            fallbacks=[Fallback(base_url=box.url,   # e.g. "http://gpu-box:8000/v1" (vLLM, llama.cpp, Ollama)
+            fallbacks=[Fallback(base_url=os.environ.get("VLLM_BASE_URL", "http://gpu-box:8000/v1"),  # your vLLM
                                 api_key=None,       # that server's own key, if it has one
                                 models={"deepseek-v3.2": "Qwen/Qwen2.5-72B-Instruct"},
                                 name="gpu-box")],
@@ -55,7 +64,7 @@ def main() -> None:
         print(client.stats())
         client.close()
         # --8<-- [end:main]
-        if server is not None:
+        if primary is not None:
             assert resp.served_by == "primary"
 
 
