@@ -15,9 +15,7 @@ from .test_doc_sources import internal_references
 
 # Built pages that still cite an internal research file through a docstring in src/ (fix the docstring, then
 # remove the page here; the test fails when a listed page is clean, so the list only shrinks).
-CITES_INTERNAL_FILES = {
-    "reference/hardware/index.html",  # holysheep.hardware.load_gpus: "the CSV block in ``gpus.md``"
-}
+CITES_INTERNAL_FILES: set[str] = set()
 
 
 def test_mkdocs_build_strict(tmp_path: Path) -> None:

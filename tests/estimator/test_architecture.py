@@ -10,7 +10,7 @@ from holysheep import InvalidRequestError
 from holysheep.estimator import Architecture, catalog_entry, get_architecture, list_models
 from holysheep.estimator._activations import layer_activation_bytes_per_token
 
-# estimator.md §7: exact published parameter counts and bf16 KV bytes per token
+# Published parameter counts (model cards, config.json on the Hugging Face hub) and bf16 KV bytes per token
 PUBLISHED = {
     "Llama-2-7B": (6_738_415_616, 524_288),
     "Llama-2-70B": (68_976_648_192, 327_680),
@@ -33,7 +33,7 @@ def test_param_count_and_kv_match_published(name: str) -> None:
     arch = get_architecture(name)
     params, kv = PUBLISHED[name]
     assert abs(arch.num_params / params - 1) < 0.005
-    assert arch.num_params == params  # every §7 total is reproduced exactly
+    assert arch.num_params == params  # every published total is reproduced exactly
     assert arch.kv_cache_bytes_per_token("bf16") == kv
 
 

@@ -47,7 +47,7 @@ def test_unknown_quant_names_the_choices() -> None:
 
 
 def test_weight_bytes_match_reference_examples() -> None:
-    # estimator.md §9: AWQ g128 with 16-bit embeddings/lm_head: 36.6 GB (Llama-2-70B), 39.8 GB (Llama-3-70B)
+    # AutoAWQ g128 checkpoints with 16-bit embeddings/lm_head: 36.6 GB (Llama-2-70B), 39.8 GB (Llama-3-70B)
     assert weight_bytes(get_architecture("Llama-2-70B"), quant_spec("int4-awq")) / 1e9 == pytest.approx(36.6, abs=0.05)
     assert weight_bytes(get_architecture("Llama-3.1-70B"), quant_spec("int4-awq")) / 1e9 == pytest.approx(
         39.8, abs=0.05

@@ -13,7 +13,7 @@ GIB = 2**30
 
 @pytest.mark.parametrize(("stage", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_figure_1(stage: int, gb: float) -> None:
-    # estimator.md §8 row 12: Ψ = 7.5B, 64 GPUs, 16 bytes/param accounting
+    # ZeRO paper (arXiv:1910.02054, Fig. 1): Ψ = 7.5B, 64 GPUs, 16 bytes/param accounting
     gpu, _ = model_state_bytes(
         params=7_500_000_000,
         precision="mixed",
@@ -26,7 +26,7 @@ def test_zero_paper_figure_1(stage: int, gb: float) -> None:
 
 
 def test_deepspeed_estimators_t5_3b() -> None:
-    # estimator.md §8 row 13 (DeepSpeed memory.rst, current code): t5-3b on 1 node x 8 GPUs
+    # DeepSpeed docs memory.rst (current code): t5-3b on 1 node x 8 GPUs
     P, llp = 2_851_000_000, 32_128 * 1024
 
     def gib(stage: int, offload: bool = False, params_off: bool = False) -> float:
@@ -54,7 +54,8 @@ def test_deepspeed_estimators_t5_3b() -> None:
 
 
 def test_torchtune_llama2_7b_rows() -> None:
-    # estimator.md §8 row 9: pure bf16 AdamW ~54 GB, 8-bit AdamW ~40.5 GB, bf16 weights + grads 27.83 GB peak
+    # torchtune PR #389 (Llama-2-7B full fine-tune): pure bf16 AdamW ~54 GB, 8-bit AdamW ~40.5 GB,
+    # bf16 weights + grads 27.83 GB peak
     def states(opt: str) -> float:
         tr = estimate_training_memory("Llama-2-7B", "bf16-true", opt, seq_len=512, gradient_checkpointing="full")
         return sum(v for k, v in tr.breakdown.items() if k != "activations")
@@ -80,7 +81,7 @@ def test_blog_training_calls() -> None:
         seven = estimate_training_memory(7, "bf16", seq_len=2048)
     with pytest.warns(UserWarning):
         seventy = estimate_training_memory(70, "bf16", seq_len=2048)
-    assert 117 <= seven.per_gpu_gb <= 138  # §9: 107.8 GB of states + activations
+    assert 117 <= seven.per_gpu_gb <= 138  # 16 B/param: 107.8 GB of states + activations
     assert seventy.per_gpu_gb > 10 * seven.per_gpu_gb / 1.2  # the blog printed 96 GB for both
     assert any("bf16-mixed" in a for a in seven.assumptions)
 

@@ -15,7 +15,7 @@ from ._table import GPU, NATIVE_KEYS, PRECISIONS, PRICE_KINDS, PriceQuote
 
 __all__ = ["parse_file", "row_from_mapping"]
 
-# CSV column names from the reference block in gpus.md -> our field names.
+# Short CSV column names (as in the docs' Hardware page) -> our field names.
 _RENAMES = {
     "mem_gb": "memory_gb",
     "bw_gbs": "bandwidth_gb_s",

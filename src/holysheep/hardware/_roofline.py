@@ -83,11 +83,12 @@ DEFAULT_EFFICIENCIES = Efficiencies()
 
 EFFICIENCY_SOURCES: dict[str, str] = {
     "bandwidth": "pytorch-labs/gpt-fast README: Llama-2-7B BF16 on A100-80GB at 1,397 of 2,039 GB/s (68.5%); "
-    "70B int8 TP2 73%. gpus.md section 8.1 recommends 0.7 (range 0.55-0.85).",
-    "bandwidth_int4": "pytorch-labs/gpt-fast README: int4 weight-only decode at 863 GB/s (42%) on A100; "
-    "gpus.md section 8.1 gives 0.45-0.6 for weight-only INT4.",
+    "70B int8 TP2 73%; Databricks' LLM inference best-practices post defines MBU; 0.7 is the planning default "
+    "(range 0.55-0.85).",
+    "bandwidth_int4": "pytorch-labs/gpt-fast README: int4 weight-only decode at 863 GB/s (42%) on A100 "
+    "(the dequant kernels do not saturate bandwidth); 0.45-0.6 for weight-only INT4.",
     "bandwidth_amd": "pytorch-labs/gpt-fast README: MI250X single GCD 1,029 of 1,638 GB/s (63%).",
-    "mfu": "gpus.md section 8.2: MFU 0.5 default, range 0.4-0.6 (MAMF ceilings 80-87% BF16 on A100/H100, "
+    "mfu": "MFU 0.5 default, range 0.4-0.6 (MAMF ceilings 80-87% BF16 on A100/H100, "
     "stas00/ml-engineering; 76% large-batch prefill, Pope et al. arXiv:2211.05102).",
     "mfu_train": "Llama 3 paper arXiv:2407.21783: 380-430 TFLOPS/GPU = 38-43% MFU on H100 BF16.",
     "bandwidth_gguf": "llama.cpp llama-bench on an RTX 4090 (1,008 GB/s), ggml-org/llama.cpp PR #4766: 7B F16 "
@@ -100,7 +101,7 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
     "but 7B TP8 only 35%; 0.9 is a middle value for large shards over NVLink.",
     "tp_pcie": "Assumption (not measured): PCIe Gen4 x16 is 32 GB/s per direction vs 450 GB/s for NVLink4 "
-    "(gpus.md section 8.3), so all-reduce time is far larger; 0.6 is a planning value.",
+    "(PCIe 4.0 specification; NVIDIA H100 datasheet), so all-reduce time is far larger; 0.6 is a planning value.",
 }
 
 _FALLBACK = {"fp8": "bf16", "int8": "bf16", "fp4": "fp8", "tf32": "bf16", "bf16": "fp16", "fp32": "fp32"}

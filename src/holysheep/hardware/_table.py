@@ -265,8 +265,8 @@ def load_gpus(path: str | PathLike[str]) -> list[GPU]:
 
     A row whose ``id`` (or name/alias) matches a known GPU is merged onto it, so a file with just
     ``id,price_per_hour`` is enough to set your own price; a row with new id needs at least
-    ``memory_gb`` and ``bandwidth_gb_s``. Column names follow ``data/gpus.json`` or the CSV block in
-    ``gpus.md`` (``mem_gb``, ``bw_gbs``, ``bf16``, ``fp8_native`` ...). See ``docs/hardware.md``.
+    ``memory_gb`` and ``bandwidth_gb_s``. Column names follow ``data/gpus.json``, or the short CSV names
+    (``mem_gb``, ``bw_gbs``, ``bf16``, ``fp8_native`` ...) listed in the docs' Hardware page.
     """
     from ._loader import parse_file
 
