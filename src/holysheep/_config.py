@@ -259,17 +259,18 @@ def make_config(
     base_url: str | None,
     timeout: TimeoutTypes | httpx.Timeout,
     max_retries: int,
-    initial_retry_delay: float,
-    max_retry_delay: float,
-    max_retry_after: float,
-    stream_idle_timeout: float | None,
-    default_headers: Mapping[str, str | None] | None,
-    allow_insecure_http: bool,
-    on_retry: OnRetry | None,
+    initial_retry_delay: float = 0.5,
+    max_retry_delay: float = 8.0,
+    max_retry_after: float = 60.0,
+    stream_idle_timeout: float | None = None,
+    default_headers: Mapping[str, str | None] | None = None,
+    allow_insecure_http: bool = False,
+    on_retry: OnRetry | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
 ) -> ClientConfig:
-    """Resolve arguments and environment variables into a validated `ClientConfig`."""
+    """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
+    the clients' defaults)."""
     url = _normalize_base_url(base_url if base_url is not None else os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
     key = api_key if api_key is not None else os.environ.get(ENV_API_KEY) or None
     host = url.host
