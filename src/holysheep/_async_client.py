@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -12,6 +11,7 @@ from ._aiohttp_backend import AiohttpBackend
 from ._backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
 from ._base_client import BaseClient, config_kwargs
 from ._call import Call, Outcome
+from ._closing import AsyncClosing
 from ._config import DEFAULT_LIMITS, ClientConfig
 from ._fallback import CircuitBreaker, Fallback
 from ._limits import within_deadline
@@ -82,8 +82,8 @@ class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
     """``client.quota`` for the async client."""
 
 
-class AsyncClient(BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]], http_client_type=httpx.AsyncClient,
-                  http_backends=("aiohttp", "httpx")):
+class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]],
+                  http_client_type=httpx.AsyncClient, http_backends=("aiohttp", "httpx")):
     """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
 
     It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
@@ -156,11 +156,6 @@ class AsyncClient(BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]], ht
         if self._owns_http:
             await self._backend.aclose()
 
-    close = aclose
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def close(self) -> None:
+        """The same as ``aclose()``."""
         await self.aclose()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -11,6 +10,7 @@ import httpx
 from ._backends import SyncHttpxBackend, attempt_outcome
 from ._base_client import BaseClient
 from ._call import Call, Outcome
+from ._closing import SyncClosing
 from ._request import RequestSpec
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
@@ -67,7 +67,8 @@ class QuotaResource(BaseQuota[Quota]):
     """``client.quota`` for the sync client."""
 
 
-class Client(BaseClient[httpx.Client, Literal["httpx"]], http_client_type=httpx.Client, http_backends=("httpx",)):
+class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
+             http_client_type=httpx.Client, http_backends=("httpx",)):
     """Synchronous HolySheep client (plain ``httpx.Client``: safe inside Jupyter's running loop).
 
     Its keyword options are ``ClientOptions`` (``http_backend`` can only be ``"httpx"`` here).
@@ -123,9 +124,3 @@ class Client(BaseClient[httpx.Client, Literal["httpx"]], http_client_type=httpx.
         if self._owns_http:
             self._backend.close()
 
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()

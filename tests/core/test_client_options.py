@@ -85,3 +85,24 @@ def test_a_user_subclass_keeps_the_parents_settings() -> None:
     with pytest.raises(InvalidRequestError, match=r"http_client must be an httpx\.AsyncClient"):
         Mine(api_key=KEY, http_client=httpx.Client())
     assert Mine._http_backends == ("aiohttp", "httpx")
+
+
+async def test_with_blocks_close_through_the_one_close_method() -> None:
+    closed: list[str] = []
+
+    class Sync(Client):
+        def close(self) -> None:
+            closed.append("sync")
+            super().close()
+
+    class Async(AsyncClient):
+        async def aclose(self) -> None:  # `async with` and `close()` both reach an overridden aclose
+            closed.append("async")
+            await super().aclose()
+
+    with Sync(api_key=KEY) as sync:
+        assert isinstance(sync, Sync)
+    async with Async(api_key=KEY) as client:
+        assert isinstance(client, Async)
+    await Async(api_key=KEY).close()
+    assert closed == ["sync", "async", "async"]
