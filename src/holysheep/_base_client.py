@@ -119,7 +119,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         http_backend = settings.pop("http_backend", self._http_backends[0])
         self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
                                    default_headers=default_headers, **settings)
-        check_choice(http_backend, "http_backend", self._http_backends)
+        check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
         kind = self._http_client_type
         if http_client is not None and not isinstance(http_client, kind):
             from ._exceptions import InvalidRequestError
