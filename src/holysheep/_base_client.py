@@ -107,7 +107,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             timeout: Per attempt: seconds or an ``httpx.Timeout``.
             max_retries: Retries after the first attempt (``0`` turns retries off).
             default_headers: Sent with every request; a ``None`` value removes a header.
-            http_client: Your own ``httpx`` client (proxies, certificates), used as it is and not closed.
+            http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``):
+                proxies, certificates, event hooks. Used as it is and not closed by the client.
             **options: The keyword options of ``ClientOptions`` (retry delays, ``fallbacks``, limits, ...).
         """
         setup_logging()

@@ -23,12 +23,12 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     """
 
     initial_retry_delay: float
-    """Seconds before the first retry (default `0.5`); doubles per retry, with full jitter."""
+    """Seconds before the first retry (default `0.5`); doubles per retry, minus up to 25 % jitter."""
     max_retry_delay: float
     """Upper bound of one backoff delay in seconds (default `8.0`)."""
     max_retry_after: float
-    """The longest server `Retry-After` that is waited out, in seconds (default `60.0`); a longer one fails
-    the call with its typed error at once."""
+    """The longest server `Retry-After` honoured, in seconds (default `60.0`); a longer one is raised to you
+    with `e.retry_after`."""
     stream_idle_timeout: float | None
     """Seconds a stream may go without an event before `StreamIdleTimeoutError` (default `None`: no limit)."""
     allow_insecure_http: bool

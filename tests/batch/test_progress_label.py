@@ -6,6 +6,9 @@ import io
 
 from holysheep.batch import BatchStats, PlainProgress, RichProgress
 from holysheep.batch._progress import make_progress
+from holysheep.testing import FakeServer
+
+from .conftest import async_client, sync_client
 
 
 def test_plain_line_starts_with_the_label() -> None:
@@ -27,3 +30,17 @@ def test_rich_label_is_shown_as_text_not_markup() -> None:
     assert isinstance(rich, RichProgress)
     first = rich._progress.columns[0]
     assert first.text_format == "[bold]bench m\\[red]"  # type: ignore[union-attr]
+
+
+async def test_the_transport_parametrization_takes_effect(transport: str, server: FakeServer) -> None:
+    """The conftest switches the AsyncClient default (and the sync batch's clone) to httpx for the httpx run."""
+    from holysheep import AsyncClient
+    from holysheep._aiohttp_backend import AiohttpBackend
+    from holysheep._backends import AsyncHttpxBackend
+
+    expected = AiohttpBackend if transport == "default" else AsyncHttpxBackend
+    async with async_client(server) as client:
+        assert isinstance(client._backend, expected)
+    with sync_client(server) as sync:
+        async with AsyncClient.from_config(sync.config) as clone:
+            assert isinstance(clone._backend, expected)
