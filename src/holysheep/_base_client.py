@@ -42,7 +42,7 @@ def _warn_if_tls_unverified(http_client: object) -> None:
         message = ("The http_client passed to holysheep does not verify TLS certificates (verify=False): anyone on "
                    "the network path can read your API key. Remove verify=False unless this is a test.")
         logger.warning(message)
-        warnings.warn(message, stacklevel=4)
+        warnings.warn(message, stacklevel=3)  # the line that built the client
 
 
 def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
@@ -112,9 +112,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             **options: The keyword options of ``ClientOptions`` (retry delays, ``fallbacks``, limits, ...).
         """
         setup_logging()
-        name = type(self).__name__
-        check_option_names(name, dict(options))
         settings: dict[str, Any] = dict(options)
+        check_option_names(type(self).__name__, settings)
         fallbacks = settings.pop("fallbacks", None)
         circuit_breaker = settings.pop("circuit_breaker", None)
         http_backend = settings.pop("http_backend", self._http_backends[0])
