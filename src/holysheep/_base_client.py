@@ -230,4 +230,3 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
     def __reduce__(self) -> str | tuple[object, ...]:
         raise TypeError(f"{type(self).__name__} cannot be pickled (it holds a key and a connection pool); "
                         "create a new client in the other process")
-

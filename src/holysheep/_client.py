@@ -123,4 +123,3 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
         if self._owns_http:
             self._backend.close()
-

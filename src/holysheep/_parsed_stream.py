@@ -123,5 +123,3 @@ class AsyncParsedStream(AsyncClosing, _ParsedStreamBase[T]):
         async for _ in self:
             pass
         return self._finish(await self._async.get_final_completion())
-
-
