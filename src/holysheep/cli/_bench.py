@@ -12,8 +12,6 @@ import time
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ..batch._progress import make_progress
-from ..batch._results import BatchStats
 from ._bench_stats import Sample, sample_fields, summarize, tpot
 from ._common import add_connection_options, make_client, positive_seconds
 from ._output import (
@@ -31,6 +29,7 @@ from ._output import (
 
 if TYPE_CHECKING:
     from .. import Client
+    from ..batch._results import BatchStats
 
 __all__ = ["DEFAULT_PROMPT", "add_bench_parser", "run_bench"]
 
@@ -241,6 +240,9 @@ def _count(stats: BatchStats, sample: Sample) -> None:
 def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, params: dict[str, Any],
              samples: list[Sample], summaries: list[dict[str, Any]]) -> tuple[bool, BaseException | None]:
     """Measure each model in turn; returns ``(interrupted, fatal_error)``. Fills samples and summaries."""
+    from ..batch._progress import make_progress  # lazy: other commands do not load the batch layer
+    from ..batch._results import BatchStats
+
     stop = threading.Event()
     fatal: BaseException | None = None
     interrupted = False
