@@ -109,7 +109,12 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             default_headers: Sent with every request; a ``None`` value removes a header.
             http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``):
                 proxies, certificates, event hooks. Used as it is and not closed by the client.
-            **options: The keyword options of ``ClientOptions`` (retry delays, ``fallbacks``, limits, ...).
+            **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
+                ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
+                ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB) and ``http_backend``
+                (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
+                ``TypeError`` that names the closest.
         """
         setup_logging()
         settings: dict[str, Any] = dict(options)

@@ -106,3 +106,10 @@ async def test_with_blocks_close_through_the_one_close_method() -> None:
         assert isinstance(client, Async)
     await Async(api_key=KEY).close()
     assert closed == ["sync", "async", "async"]
+
+
+def test_help_names_every_keyword_option() -> None:
+    """``help(Client)`` shows the shared ``__init__`` docstring: every option of ``ClientOptions`` is named there."""
+    doc = BaseClient.__init__.__doc__ or ""
+    for name in ClientOptions.__optional_keys__:
+        assert f"``{name}" in doc, name
