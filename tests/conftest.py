@@ -20,6 +20,4 @@ def _respx_tests_use_httpx(request: pytest.FixtureRequest, monkeypatch: pytest.M
         return
     from holysheep import AsyncClient
 
-    defaults = dict(AsyncClient.__init__.__kwdefaults__ or {})
-    defaults["http_backend"] = "httpx"
-    monkeypatch.setattr(AsyncClient.__init__, "__kwdefaults__", defaults)
+    monkeypatch.setattr(AsyncClient, "_http_backends", ("httpx", "aiohttp"))  # the first is the default

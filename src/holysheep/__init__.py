@@ -6,6 +6,7 @@ table (``holysheep.hardware``) and CLI load only when imported.
 
 from ._async_client import AsyncClient
 from ._client import Client
+from ._client_options import ClientOptions
 from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from ._exceptions import *  # noqa: F403
 from ._exceptions import __all__ as _exc_all
@@ -32,6 +33,7 @@ __all__ = [
     "ChatCompletionChunk",
     "CircuitBreaker",
     "Client",
+    "ClientOptions",
     "ContentFilterFinishReasonError",
     "Fallback",
     "LengthFinishReasonError",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -12,12 +11,11 @@ from ._aiohttp_backend import AiohttpBackend
 from ._backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
 from ._base_client import BaseClient, config_kwargs
 from ._call import Call, Outcome
-from ._config import DEFAULT_LIMITS, DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes
+from ._closing import AsyncClosing
+from ._config import DEFAULT_LIMITS, ClientConfig
 from ._fallback import CircuitBreaker, Fallback
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES, within_deadline
-from ._option_checks import check_choice
+from ._limits import within_deadline
 from ._request import RequestSpec
-from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import AsyncStream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
@@ -84,58 +82,27 @@ class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
     """``client.quota`` for the async client."""
 
 
-class AsyncClient(BaseClient):
+class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]],
+                  http_client_type=httpx.AsyncClient, http_backends=("aiohttp", "httpx")):
     """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
 
     It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
     concurrency); ``http_backend="httpx"`` selects httpx (the SDK shards its own pool into clients of
     at most 16 connections), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
 
-    ``api_key`` defaults to ``HOLYSHEEP_API_KEY`` and ``base_url`` to ``HOLYSHEEP_BASE_URL`` or
-    ``https://api.holysheep.ai/v1``. ``timeout`` is per attempt (seconds or ``httpx.Timeout``);
-    ``max_retries`` counts retries after the first attempt.
+    It takes the parameters of ``Client``; the keyword options are ``ClientOptions``.
     """
 
     chat: AsyncChat
     models: AsyncModels
     quota: AsyncQuotaResource
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
-        max_retries: int = 2,
-        default_headers: Mapping[str, str | None] | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        *,
-        initial_retry_delay: float = 0.5,
-        max_retry_delay: float = 8.0,
-        max_retry_after: float = 60.0,
-        stream_idle_timeout: float | None = None,
-        allow_insecure_http: bool = False,
-        on_retry: OnRetry | None = None,
-        fallbacks: Sequence[Fallback] | None = None,
-        circuit_breaker: CircuitBreaker | None = None,
-        http_backend: Literal["httpx", "aiohttp"] = "aiohttp",
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
-    ) -> None:
-        self._init_config(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
-            default_headers=default_headers, initial_retry_delay=initial_retry_delay,
-            max_retry_delay=max_retry_delay, max_retry_after=max_retry_after,
-            stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
-            on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
-            http_client=http_client, http_client_type=httpx.AsyncClient,
-            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
-        )
-        check_choice(http_backend, "http_backend", ("aiohttp", "httpx"))
+    _backend: AsyncBackend
+
+    def _open_backend(self, http_client: httpx.AsyncClient | None, http_backend: str) -> AsyncBackend:
         if http_backend == "aiohttp" and http_client is None:
-            self._backend: AsyncBackend = AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
-        else:  # an httpx http_client is always used as it is
-            self._backend = AsyncHttpxBackend(http_client, self._config.timeout)
-        self._bind_resources()
+            return AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
+        return AsyncHttpxBackend(http_client, self._config.timeout)  # an httpx http_client is used as it is
 
     @property
     def _http(self) -> httpx.AsyncClient:
@@ -189,11 +156,6 @@ class AsyncClient(BaseClient):
         if self._owns_http:
             await self._backend.aclose()
 
-    close = aclose
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def close(self) -> None:
+        """The same as ``aclose()``."""
         await self.aclose()

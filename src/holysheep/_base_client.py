@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
 
 from ._backends import LazyPool
 from ._call_plan import CallPlan
-from ._config import ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
-from ._fallback import CircuitBreaker, Fallback, Router
+from ._client_options import ClientOptions, check_option_names
+from ._config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
+from ._fallback import CircuitBreaker, Router
 from ._keys import mask_key
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES
 from ._logging import setup_logging
+from ._option_checks import check_choice
 from ._request import RequestSpec
-from ._sse import DEFAULT_MAX_SSE_BYTES
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BaseClient", "LazyPool"]
 
 
-_Self = TypeVar("_Self", bound="BaseClient")
+_Self = TypeVar("_Self", bound="BaseClient[Any, Any]")
+_HttpClientT = TypeVar("_HttpClientT")
+_BackendT = TypeVar("_BackendT", bound=str)
 
 
 def _warn_if_tls_unverified(http_client: object) -> None:
@@ -37,7 +42,7 @@ def _warn_if_tls_unverified(http_client: object) -> None:
         message = ("The http_client passed to holysheep does not verify TLS certificates (verify=False): anyone on "
                    "the network path can read your API key. Remove verify=False unless this is a test.")
         logger.warning(message)
-        warnings.warn(message, stacklevel=4)
+        warnings.warn(message, stacklevel=3)  # the line that built the client
 
 
 def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
@@ -65,58 +70,81 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
     }
 
 
-class BaseClient:
+class BaseClient(Generic[_HttpClientT, _BackendT]):
     """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
 
     _config: ClientConfig
     _owns_http: bool
     _backend: Any
+    _http_client_type: ClassVar[type]
+    _http_backends: ClassVar[tuple[str, ...]]  # the first is the default
 
-    def _init_config(
+    def __init_subclass__(cls, *, http_client_type: type | None = None, http_backends: tuple[str, ...] = (),
+                          **kwargs: Any) -> None:
+        """A client class names the ``http_client`` type it takes and the backends it can send with (a
+        subclass of ``Client`` or ``AsyncClient`` keeps its parent's)."""
+        super().__init_subclass__(**kwargs)
+        if http_client_type is not None:
+            cls._http_client_type = http_client_type
+        if http_backends:
+            cls._http_backends = http_backends
+
+    def __init__(
         self,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        timeout: TimeoutTypes,
-        max_retries: int,
-        default_headers: Mapping[str, str | None] | None,
-        initial_retry_delay: float,
-        max_retry_delay: float,
-        max_retry_after: float,
-        stream_idle_timeout: float | None,
-        allow_insecure_http: bool,
-        on_retry: OnRetry | None,
-        http_client: object,
-        http_client_type: type,
-        fallbacks: Sequence[Fallback] | None = None,
-        circuit_breaker: CircuitBreaker | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+        default_headers: Mapping[str, str | None] | None = None,
+        http_client: _HttpClientT | None = None,
+        **options: Unpack[ClientOptions[_BackendT]],
     ) -> None:
-        """Validate and store the configuration, the pool ownership flags and the fallback router."""
+        """Check every setting (no request is sent) and open a connection pool lazily.
+
+        Args:
+            api_key: An ``hs_`` key; defaults to ``HOLYSHEEP_API_KEY``. Never shown in a repr, log or error.
+            base_url: Defaults to ``HOLYSHEEP_BASE_URL`` or ``https://api.holysheep.ai/v1``.
+            timeout: Per attempt: seconds or an ``httpx.Timeout``.
+            max_retries: Retries after the first attempt (``0`` turns retries off).
+            default_headers: Sent with every request; a ``None`` value removes a header.
+            http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``):
+                proxies, certificates, event hooks. Used as it is and not closed by the client.
+            **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
+                ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
+                ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB) and ``http_backend``
+                (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
+                ``TypeError`` that names the closest.
+        """
         setup_logging()
-        self._config = make_config(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
-            initial_retry_delay=initial_retry_delay, max_retry_delay=max_retry_delay,
-            max_retry_after=max_retry_after, stream_idle_timeout=stream_idle_timeout,
-            default_headers=default_headers, allow_insecure_http=allow_insecure_http, on_retry=on_retry,
-            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
-        )
-        if http_client is not None and isinstance(http_client, http_client_type):
-            _warn_if_tls_unverified(http_client)
-        if http_client is not None and not isinstance(http_client, http_client_type):
+        settings: dict[str, Any] = dict(options)
+        check_option_names(type(self).__name__, settings)
+        fallbacks = settings.pop("fallbacks", None)
+        circuit_breaker = settings.pop("circuit_breaker", None)
+        http_backend = settings.pop("http_backend", self._http_backends[0])
+        self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                                   default_headers=default_headers, **settings)
+        check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
+        kind = self._http_client_type
+        if http_client is not None and not isinstance(http_client, kind):
             from ._exceptions import InvalidRequestError
 
             raise InvalidRequestError(
-                f"http_client must be an {http_client_type.__module__}.{http_client_type.__qualname__}, "
-                f"got {type(http_client).__name__}.",
+                f"http_client must be an {kind.__module__}.{kind.__qualname__}, got {type(http_client).__name__}.",
                 field="http_client",
             )
+        if http_client is not None:
+            _warn_if_tls_unverified(http_client)
         _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._http_client = http_client
         self._fallbacks = tuple(fallbacks or ())
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
+        self._backend = self._open_backend(http_client, http_backend)
+        self._bind_resources()
+
+    def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> Any:  # pragma: no cover
+        raise NotImplementedError
 
     def _init_kwargs(self) -> dict[str, Any]:
         return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
@@ -207,4 +235,3 @@ class BaseClient:
     def __reduce__(self) -> str | tuple[object, ...]:
         raise TypeError(f"{type(self).__name__} cannot be pickled (it holds a key and a connection pool); "
                         "create a new client in the other process")
-

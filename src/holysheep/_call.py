@@ -17,7 +17,7 @@ import httpx
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from ._config import ClientConfig, normalize_timeout
+from ._config import ClientConfig, check_key_transport, normalize_timeout
 from ._error_mapping import error_from_status, error_from_transport
 from ._exceptions import APIError, APIResponseValidationError
 from ._keys import redact
@@ -106,6 +106,8 @@ class Call:
         else:
             del headers["content-type"]
         if opts.extra_headers:
+            check_key_transport(config.base_url, config.allow_insecure_http, None, opts.extra_headers,
+                                field="extra_headers")
             for name, value in opts.extra_headers.items():
                 if value is None:
                     headers.pop(name.lower(), None)

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
 from ._backends import SyncHttpxBackend, attempt_outcome
 from ._base_client import BaseClient
 from ._call import Call, Outcome
-from ._config import DEFAULT_TIMEOUT, OnRetry, TimeoutTypes
-from ._fallback import CircuitBreaker, Fallback
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES
+from ._closing import SyncClosing
 from ._request import RequestSpec
-from ._sse import DEFAULT_MAX_SSE_BYTES
 from ._streaming import Stream
 from .resources.account import BaseModels, BaseQuota
 from .resources.chat import BaseChat, BaseCompletions
@@ -72,49 +67,21 @@ class QuotaResource(BaseQuota[Quota]):
     """``client.quota`` for the sync client."""
 
 
-class Client(BaseClient):
+class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
+             http_client_type=httpx.Client, http_backends=("httpx",)):
     """Synchronous HolySheep client (plain ``httpx.Client``: safe inside Jupyter's running loop).
 
-    ``api_key`` defaults to ``HOLYSHEEP_API_KEY`` and ``base_url`` to ``HOLYSHEEP_BASE_URL`` or
-    ``https://api.holysheep.ai/v1``. ``timeout`` is per attempt (seconds or ``httpx.Timeout``);
-    ``max_retries`` counts retries after the first attempt.
+    Its keyword options are ``ClientOptions`` (``http_backend`` can only be ``"httpx"`` here).
     """
 
     chat: Chat
     models: Models
     quota: QuotaResource
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
-        max_retries: int = 2,
-        default_headers: Mapping[str, str | None] | None = None,
-        http_client: httpx.Client | None = None,
-        *,
-        initial_retry_delay: float = 0.5,
-        max_retry_delay: float = 8.0,
-        max_retry_after: float = 60.0,
-        stream_idle_timeout: float | None = None,
-        allow_insecure_http: bool = False,
-        on_retry: OnRetry | None = None,
-        fallbacks: Sequence[Fallback] | None = None,
-        circuit_breaker: CircuitBreaker | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
-    ) -> None:
-        self._init_config(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
-            default_headers=default_headers, initial_retry_delay=initial_retry_delay,
-            max_retry_delay=max_retry_delay, max_retry_after=max_retry_after,
-            stream_idle_timeout=stream_idle_timeout, allow_insecure_http=allow_insecure_http,
-            on_retry=on_retry, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
-            http_client=http_client, http_client_type=httpx.Client,
-            max_response_bytes=max_response_bytes, max_sse_event_bytes=max_sse_event_bytes,
-        )
-        self._backend: SyncHttpxBackend = SyncHttpxBackend(http_client, self._config.timeout)
-        self._bind_resources()
+    _backend: SyncHttpxBackend
+
+    def _open_backend(self, http_client: httpx.Client | None, http_backend: str) -> SyncHttpxBackend:
+        return SyncHttpxBackend(http_client, self._config.timeout)
 
     @property
     def _http(self) -> httpx.Client:
@@ -156,10 +123,3 @@ class Client(BaseClient):
         """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
         if self._owns_http:
             self._backend.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "ClientConfig",
     "TimeoutTypes",
+    "check_key_transport",
     "is_holysheep_host",
     "is_loopback_host",
     "make_config",
@@ -171,15 +172,19 @@ def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
     return out
 
 
-def _sends_key(key: str | None, default_headers: Mapping[str, str | None]) -> bool:
-    return bool(key) or any(v and k.lower() in _KEY_HEADERS for k, v in default_headers.items())
-
-
-def _check_transport(url: httpx.URL, sends_key: bool, allow_insecure_http: bool) -> None:
-    if url.scheme == "http" and sends_key and not is_loopback_host(url.host) and not allow_insecure_http:
+def check_key_transport(url: httpx.URL, allow_insecure_http: bool, key: str | None,
+                        headers: Mapping[str, str | None] | None = None, *, field: str = "base_url") -> None:
+    """The one check before a key leaves: the client's ``api_key``, or a header that carries one
+    (``Authorization``, ``api-key``, ``x-api-key``, ``Proxy-Authorization``) in ``default_headers`` or a
+    call's ``extra_headers``, never goes over plain ``http://`` to a host that is not loopback unless
+    ``allow_insecure_http=True``. Raises `InsecureTransportError` before any request."""
+    if url.scheme != "http" or allow_insecure_http or is_loopback_host(url.host):
+        return
+    sends_key = bool(key) or any(v and k.lower() in _KEY_HEADERS for k, v in (headers or {}).items())
+    if sends_key:
         raise InsecureTransportError(
             f"Refusing to send the API key over plain http:// to {url.host!r}, where anyone on the path can read "
-            "it. Use https://, or pass allow_insecure_http=True if this network is trusted.")
+            "it. Use https://, or pass allow_insecure_http=True if this network is trusted.", field=field)
 
 
 @dataclass(frozen=True)
@@ -206,8 +211,8 @@ class ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
         if "default_headers" in changes:
             changes["default_headers"] = check_headers("default_headers", changes["default_headers"])
-            _check_transport(self.base_url, _sends_key(self.api_key.reveal(), changes["default_headers"]),
-                             self.allow_insecure_http)
+            check_key_transport(self.base_url, self.allow_insecure_http, self.api_key.reveal(),
+                                changes["default_headers"], field="default_headers")
         for name in ("max_response_bytes", "max_sse_event_bytes"):
             if name in changes:
                 check_limit(name, changes[name])
@@ -259,17 +264,18 @@ def make_config(
     base_url: str | None,
     timeout: TimeoutTypes | httpx.Timeout,
     max_retries: int,
-    initial_retry_delay: float,
-    max_retry_delay: float,
-    max_retry_after: float,
-    stream_idle_timeout: float | None,
-    default_headers: Mapping[str, str | None] | None,
-    allow_insecure_http: bool,
-    on_retry: OnRetry | None,
+    initial_retry_delay: float = 0.5,
+    max_retry_delay: float = 8.0,
+    max_retry_after: float = 60.0,
+    stream_idle_timeout: float | None = None,
+    default_headers: Mapping[str, str | None] | None = None,
+    allow_insecure_http: bool = False,
+    on_retry: OnRetry | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
 ) -> ClientConfig:
-    """Resolve arguments and environment variables into a validated `ClientConfig`."""
+    """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
+    the clients' defaults)."""
     url = _normalize_base_url(base_url if base_url is not None else os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
     key = api_key if api_key is not None else os.environ.get(ENV_API_KEY) or None
     host = url.host
@@ -286,7 +292,7 @@ def make_config(
     if not isinstance(allow_insecure_http, bool):
         raise InvalidRequestError(f"allow_insecure_http must be True or False, got {allow_insecure_http!r}.",
                                   field="allow_insecure_http")
-    _check_transport(url, _sends_key(key, headers), allow_insecure_http)
+    check_key_transport(url, allow_insecure_http, key, headers)
     if on_retry is not None and not callable(on_retry):
         raise InvalidRequestError(f"on_retry must be a callable (attempt, error, delay), got "
                                   f"{type(on_retry).__name__}.", field="on_retry")

@@ -6,8 +6,9 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     ├── InvalidAPIKeyError          key missing or malformed (raised at construction, before any I/O)
     ├── InvalidRequestError         bad argument, raised before any I/O (also a ValueError)
     │   ├── UnknownModelError       a model name the estimator catalog does not know
-    │   └── UnknownGPUError         a GPU name the hardware table does not know
-    ├── InsecureTransportError      a key would travel over plain http to a non-loopback host
+    │   ├── UnknownGPUError         a GPU name the hardware table does not know
+    │   └── InsecureTransportError  a key (api_key= or a header, also per call) would travel over plain http
+    │                               to a non-loopback host
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     └── APIError                    the API (or the way to it) failed
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
@@ -90,8 +91,10 @@ class UnknownGPUError(InvalidRequestError):
     """A GPU name that the hardware table does not know; the message suggests the nearest names."""
 
 
-class InsecureTransportError(HolySheepError):
-    """An API key would be sent over plain ``http://`` to a host that is not loopback."""
+class InsecureTransportError(InvalidRequestError):
+    """An API key (``api_key=``, or a key-carrying header in ``default_headers`` or a call's ``extra_headers``)
+    would be sent over plain ``http://`` to a host that is not loopback. Raised before any request; an
+    `InvalidRequestError`, so a batch item with such headers fails alone, with nothing sent."""
 
 
 class QuotaExceededError(HolySheepError):

@@ -6,9 +6,9 @@ Partial JSON is never validated: the content is checked once, when the stream ha
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ._closing import AsyncClosing, SyncClosing
 from ._stream_state import StreamMetrics
 from .types.chat import ChatCompletion, ChatCompletionChunk
 from .types.parsed import ParsedChatCompletion
@@ -71,7 +71,7 @@ class _ParsedStreamBase(Generic[T]):
         return self._parsed
 
 
-class ParsedStream(_ParsedStreamBase[T]):
+class ParsedStream(SyncClosing, _ParsedStreamBase[T]):
     """``parse(..., stream=True)`` on the sync client: iterate for `ChatCompletionChunk`s (use ``with``);
     ``get_final_completion()`` reads to the end and returns the `ParsedChatCompletion`."""
 
@@ -87,13 +87,6 @@ class ParsedStream(_ParsedStreamBase[T]):
         self._refusals.see(chunk)
         return chunk
 
-    def __enter__(self) -> ParsedStream[T]:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""
         self._sync.close()
@@ -105,7 +98,7 @@ class ParsedStream(_ParsedStreamBase[T]):
         return self._finish(self._sync.get_final_completion())
 
 
-class AsyncParsedStream(_ParsedStreamBase[T]):
+class AsyncParsedStream(AsyncClosing, _ParsedStreamBase[T]):
     """``parse(..., stream=True)`` on the async client: ``async for`` the chunks inside ``async with``;
     ``await get_final_completion()`` returns the `ParsedChatCompletion`."""
 
@@ -121,13 +114,6 @@ class AsyncParsedStream(_ParsedStreamBase[T]):
         self._refusals.see(chunk)
         return chunk
 
-    async def __aenter__(self) -> AsyncParsedStream[T]:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.close()
-
     async def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""
         await self._async.close()
@@ -137,5 +123,3 @@ class AsyncParsedStream(_ParsedStreamBase[T]):
         async for _ in self:
             pass
         return self._finish(await self._async.get_final_completion())
-
-

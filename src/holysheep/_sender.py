@@ -47,7 +47,7 @@ class Sender(Protocol):
         ...
 
 
-def chat_plan(client: BaseClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
+def chat_plan(client: BaseClient[Any, Any], params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
     """A non-streamed chat completion plan on ``client`` (checks the parameters before any I/O)."""
     rest = dict(params)
     model = rest.pop("model", None)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 
 import httpx
 
+from ._closing import AsyncClosing, SyncClosing
 from ._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
 from ._keys import redact
 from ._limits import IdleClock, aiter_decoded, iter_decoded, within_deadline
@@ -96,10 +96,33 @@ async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
         return
 
 
+class _Watch:
+    """What the sync and async read loops decide alike: the idle clock, whether the body ended complete, and
+    the typed error for a transport failure."""
+
+    def __init__(self, state: StreamState, call: Call) -> None:
+        self.state, self.call, self.idle = state, call, call.idle_timeout
+        self.clock = IdleClock(self.idle) if self.idle is not None else None
+
+    def tick(self) -> None:
+        """After a piece of body: no event for ``idle`` seconds is a timeout (events, not bytes, reset it)."""
+        if self.clock is not None and self.clock.expired(self.state.events):
+            raise _idle_error(self.clock.idle)
+
+    def check_complete(self) -> None:
+        """At the end of the body: one without ``[DONE]`` or a finish reason was cut off."""
+        if not (self.state.done or self.state.finish):
+            raise _interrupted(self.state, None, self.call, self.idle)
+
+    def fail(self, failure: httpx.RequestError) -> NoReturn:
+        """Raise ``failure`` as the stream's typed error; call it outside the ``except`` block, so that no
+        ``__context__`` keeps the raw request."""
+        raise _interrupted(self.state, failure, self.call, self.idle) from scrub_cause(failure, self.call.api_key)
+
+
 def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
     failure: httpx.RequestError | None = None
-    idle = call.idle_timeout
-    clock = IdleClock(idle) if idle is not None else None
+    watch = _Watch(state, call)
     try:
         chunks = iter_decoded(response)  # inflated in bounded pieces; the SSE decoder caps lines and events
         for data in chunks:
@@ -108,24 +131,21 @@ def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Gene
                 if _framed(response):
                     _drain_sync(chunks)
                 return
-            if clock is not None and clock.expired(state.events):  # events, not bytes, reset the clock
-                raise _idle_error(clock.idle)
+            watch.tick()
         yield from state.finish_stream()  # type: ignore[misc]
-        if not (state.done or state.finish):
-            raise _interrupted(state, None, call, idle)
+        watch.check_complete()
     except httpx.RequestError as exc:
         failure = exc
     finally:
         state.mark_end()
         response.close()
-    if failure is not None:  # raised outside the handler: no __context__ holding the raw request
-        raise _interrupted(state, failure, call, idle) from scrub_cause(failure, call.api_key)
+    if failure is not None:
+        watch.fail(failure)
 
 
 async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
     failure: httpx.RequestError | None = None
-    idle = call.idle_timeout
-    clock = IdleClock(idle) if idle is not None else None
+    watch = _Watch(state, call)
     try:
         chunks = aiter_decoded(response)
         async for data in chunks:
@@ -135,19 +155,17 @@ async def _iter_async(response: httpx.Response, state: StreamState, call: Call) 
                 if _framed(response):
                     await _drain_async(chunks)
                 return
-            if clock is not None and clock.expired(state.events):
-                raise _idle_error(clock.idle)
+            watch.tick()
         for chunk in state.finish_stream():
             yield chunk  # type: ignore[misc]
-        if not (state.done or state.finish):
-            raise _interrupted(state, None, call, idle)
+        watch.check_complete()
     except httpx.RequestError as exc:
         failure = exc
     finally:
         state.mark_end()
         await response.aclose()
     if failure is not None:
-        raise _interrupted(state, failure, call, idle) from scrub_cause(failure, call.api_key)
+        watch.fail(failure)
 
 
 class _StreamBase(Generic[_T]):
@@ -188,7 +206,7 @@ class _StreamBase(Generic[_T]):
         return completion
 
 
-class Stream(_StreamBase[_T]):
+class Stream(SyncClosing, _StreamBase[_T]):
     """A streamed chat completion: iterate for chunks; use ``with`` so the connection is released."""
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
@@ -223,13 +241,6 @@ class Stream(_StreamBase[_T]):
             self._head_error = exc
         return None
 
-    def __enter__(self) -> Stream[_T]:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""
         self._iterator.close()
@@ -247,7 +258,7 @@ class Stream(_StreamBase[_T]):
         return self._final()
 
 
-class AsyncStream(_StreamBase[_T]):
+class AsyncStream(AsyncClosing, _StreamBase[_T]):
     """An async streamed chat completion: ``async for`` the chunks inside ``async with``."""
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
@@ -278,13 +289,6 @@ class AsyncStream(_StreamBase[_T]):
                 return empty
             self._head_error = exc
         return None
-
-    async def __aenter__(self) -> AsyncStream[_T]:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""

@@ -18,10 +18,9 @@ def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """Every batch test runs on the default transport (aiohttp) and on httpx: for the AsyncClient and for
     the AsyncClient the sync client's batch clones."""
     if request.param == "httpx":
-        for fn in (AsyncClient.__init__, AsyncClient.from_config.__func__):  # type: ignore[attr-defined]
-            defaults = dict(fn.__kwdefaults__ or {})
-            defaults["http_backend"] = "httpx"
-            monkeypatch.setattr(fn, "__kwdefaults__", defaults)
+        monkeypatch.setattr(AsyncClient, "_http_backends", ("httpx", "aiohttp"))  # the first is the default
+        fn = AsyncClient.from_config.__func__  # type: ignore[attr-defined]
+        monkeypatch.setattr(fn, "__kwdefaults__", {**(fn.__kwdefaults__ or {}), "http_backend": "httpx"})
     return str(request.param)
 
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from holysheep import HolySheepError
+from holysheep import APIStatusError, HolySheepError
 from holysheep.batch import (
     BatchCancelledError,
     BatchResult,
     BatchStats,
     BatchSummary,
+    BatchUnfinishedError,
     JsonlReport,
     MissingExtraError,
     PlainProgress,
@@ -77,14 +78,10 @@ def test_bad_lines_have_one_prefix_and_one_line_number(tmp_path: Path, server: F
 # ------------------------------------------------------------------ unfinished items are left for --resume
 
 class ItemUnfinishedError(HolySheepError):
-    """Named like the engine's "not finished because the batch stopped" error."""
+    """Only named like the engine's "not finished because the batch stopped" error: a failure like any other."""
 
 
-class OutageStoppedError(HolySheepError):
-    pass
-
-
-class _SubclassOfStopped(OutageStoppedError):
+class _SubclassOfUnfinished(BatchUnfinishedError):
     pass
 
 
@@ -94,8 +91,8 @@ def test_unfinished_results_are_not_written(tmp_path: Path) -> None:
     writer = _Writer(out, report, None)
     stopped = [
         BatchResult(0, "a", error=BatchCancelledError("cancelled"), attempts=1),
-        BatchResult(1, "b", error=ItemUnfinishedError("outage"), attempts=3),
-        BatchResult(2, "c", error=_SubclassOfStopped("stopped"), attempts=0),
+        BatchResult(1, "b", error=BatchUnfinishedError("outage", stop_reason="outage"), attempts=3),
+        BatchResult(2, "c", error=_SubclassOfUnfinished("stopped", stop_reason="pause"), attempts=0),
     ]
     for result in stopped:
         assert is_unfinished(result)
@@ -107,6 +104,25 @@ def test_unfinished_results_are_not_written(tmp_path: Path) -> None:
     assert json.loads(out.getvalue()) == {"custom_id": "d", "request_hash": None, "error": {
         "type": "RuntimeError", "status_code": None, "message": "boom", "error_class": "RuntimeError"}}
     assert (report.not_run, report.failed) == (3, 1)
+
+
+def test_an_error_named_like_unfinished_is_a_failure() -> None:
+    """The decision is by type (`BatchUnfinishedError`), not by a class name that happens to match."""
+    report = JsonlReport("in", "out")
+    out = io.StringIO()
+    writer = _Writer(out, report, None)
+    look_alike = BatchResult(0, "x", error=ItemUnfinishedError("a user's own error"), attempts=1)
+    assert not is_unfinished(look_alike)
+    writer(look_alike)
+    assert json.loads(out.getvalue())["error"]["error_class"] == "ItemUnfinishedError"
+    assert (report.not_run, report.failed) == (0, 1)
+
+
+@pytest.mark.parametrize(("status", "attempts", "unfinished"), [
+    (401, 0, True), (402, 0, True), (429, 0, True), (401, 1, False), (500, 0, False)])
+def test_an_item_never_sent_after_a_stop_is_unfinished(status: int, attempts: int, unfinished: bool) -> None:
+    error = APIStatusError(f"HTTP {status}", status_code=status)
+    assert is_unfinished(BatchResult(0, "x", error=error, attempts=attempts)) is unfinished
 
 
 # ------------------------------------------------------------------ summary and progress text

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
+import re
 import signal
 import subprocess
 import time
@@ -58,6 +60,20 @@ def test_bench_table_counts_errors_by_type(cli: Runner) -> None:
     assert header.startswith("Model") and "TTFT p50 ms" in header and "ITL mean ms" in header
     assert rows[0].split()[:2] == ["gpt-4.1", "1/3"] and rows[1].split()[:2] == ["deepseek-v3.2", "3/3"]
     assert "gpt-4.1: success 33.3%; errors: InternalServerError x1, RateLimitError x1" in done.stdout
+
+
+def test_bench_progress_is_the_batch_progress_line(cli: Runner) -> None:
+    """One progress module: bench shows the batch layer's line (tokens, cost, ETA), named after the model."""
+    assert importlib.util.find_spec("holysheep.cli._progress") is None
+    faults = [Fault.status(500), None, None]
+    with FakeServer(faults=faults) as server:
+        done = cli("--base-url", server.url, "--api-key", server.api_key, "bench", "-m", "deepseek-v3.2",
+                   "-n", "3", "-c", "1", "--max-tokens", "5", "--max-retries", "0")
+    assert done.returncode == 0, done.stderr
+    last = [line for line in done.stderr.splitlines() if line.startswith("bench deepseek-v3.2: ")][-1]
+    assert last.startswith("bench deepseek-v3.2: 3/3 done, 1 failed, "), last
+    tokens = re.search(r", ETA \d\d:\d\d, ([\d,]+) tokens, \$\d+\.\d{4}$", last)  # priced model: a cost
+    assert tokens is not None and int(tokens.group(1).replace(",", "")) >= 2 * 5, last
 
 
 def test_bench_unknown_model_stops_with_one_line(cli: Runner) -> None:

@@ -142,8 +142,9 @@ def test_no_auth_header_without_key(respx_mock: respx.MockRouter, monkeypatch: p
 
 def test_custom_http_client_without_tls_verification_warns(caplog: pytest.LogCaptureFixture) -> None:
     http = httpx.Client(verify=False)
-    with pytest.warns(UserWarning, match="does not verify TLS"):
+    with pytest.warns(UserWarning, match="does not verify TLS") as record:
         Client(api_key=KEY, http_client=http)
+    assert record[0].filename == __file__  # points at the caller's line, not into holysheep
     assert any("verify=False" in r.getMessage() for r in caplog.records)
     http.close()
     with httpx.Client() as verified, warnings_as_errors():

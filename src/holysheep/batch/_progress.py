@@ -1,4 +1,5 @@
-"""Progress display for a batch: a rich bar when rich is installed (the ``cli`` extra), else plain lines.
+"""Progress display for a batch (and ``holysheep bench``): a rich bar when rich is installed (the ``cli``
+extra), else plain lines.
 
 Both show done/total, failed, rate, ETA, tokens and cost, refreshed at most a few times a second. For
 your own display pass ``on_progress=callback`` (called with `BatchStats` after every result),
@@ -61,9 +62,11 @@ def _cost(stats: BatchStats) -> str:
 
 
 class PlainProgress:
-    """Status lines on stderr: rewritten in place on a terminal, one line every few seconds otherwise."""
+    """Status lines on stderr: rewritten in place on a terminal, one line every few seconds otherwise.
+    ``label`` starts each line (``"batch"``; ``holysheep bench`` shows ``"bench MODEL"``)."""
 
-    def __init__(self, stream: TextIO | None = None, interval: float | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None, label: str = "batch") -> None:
+        self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (0.25 if self.tty else 5.0)
@@ -79,7 +82,7 @@ class PlainProgress:
             self._write(stats)
 
     def _write(self, stats: BatchStats, end: str = "") -> None:
-        line = "batch: " + describe(stats)
+        line = f"{self.label}: {describe(stats)}"
         self.stream.write(("\r" + line + "\x1b[K" + end) if self.tty else line + "\n")
         self.stream.flush()
 
@@ -88,18 +91,19 @@ class PlainProgress:
 
 
 class RichProgress:
-    """A rich progress bar (done, failed, rate, ETA, tokens, cost) on stderr."""
+    """A rich progress bar (done, failed, rate, ETA, tokens, cost) on stderr, named ``label``."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "batch") -> None:
         try:
             from rich.console import Console
+            from rich.markup import escape
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
         except ImportError as exc:
             raise MissingExtraError("progress='rich' needs the rich package, which is not installed: "
                                     "pip install 'holysheep[cli]' (or pass progress='plain').") from exc
 
         self._progress = Progress(
-            TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn(f"[bold]{escape(label)}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("[red]{task.fields[failed]} failed"), TextColumn("{task.fields[rate]} req/s"),
             TimeRemainingColumn(), TextColumn("{task.fields[tokens]} tok"), TextColumn("{task.fields[cost]}"),
             console=Console(stderr=True), refresh_per_second=4,
@@ -126,19 +130,20 @@ class RichProgress:
         self._progress.stop()
 
 
-def make_progress(progress: Any) -> ProgressReporter | None:
-    """``True`` → rich when importable, else plain; ``"plain"``/``"rich"`` force one; an object is used as is."""
+def make_progress(progress: Any, label: str = "batch") -> ProgressReporter | None:
+    """``True`` → rich when importable, else plain; ``"plain"``/``"rich"`` force one; an object is used as is.
+    ``label`` names the run in the bar or line."""
     if progress is None or progress is False:
         return None
     if progress is True or progress == "rich":
         try:
-            return RichProgress()
+            return RichProgress(label)
         except MissingExtraError:
             if progress == "rich":
                 raise
-            return PlainProgress()
+            return PlainProgress(label=label)
     if progress == "plain":
-        return PlainProgress()
+        return PlainProgress(label=label)
     if all(hasattr(progress, name) for name in ("start", "update", "close")):
         reporter: ProgressReporter = progress
         return reporter

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import queue
 import sys
 import threading
@@ -25,10 +26,10 @@ from ._output import (
     print_table,
     scrub,
 )
-from ._progress import Progress, make_progress
 
 if TYPE_CHECKING:
     from .. import Client
+    from ..batch._results import BatchStats
 
 __all__ = ["DEFAULT_PROMPT", "add_bench_parser", "run_bench"]
 
@@ -213,10 +214,35 @@ def _write_csv(f: IO[str], samples: Sequence[Sample]) -> None:
     f.close()
 
 
+def _progress_choice(args: argparse.Namespace) -> bool | str:
+    """What ``make_progress`` is asked for: a rich bar on a terminal (unless ``HOLYSHEEP_PLAIN`` is set or rich
+    is missing), plain lines otherwise, nothing with ``--no-progress``."""
+    if args.no_progress:
+        return False
+    return True if sys.stderr.isatty() and not os.environ.get("HOLYSHEEP_PLAIN") else "plain"
+
+
+def _count(stats: BatchStats, sample: Sample) -> None:
+    """One finished request into the counters the progress display shows."""
+    stats.done += 1
+    stats.requests += 1
+    if sample.ok:
+        stats.succeeded += 1
+    else:
+        stats.failed += 1
+    stats.prompt_tokens += sample.prompt_tokens or 0
+    stats.completion_tokens += sample.completion_tokens or 0
+    if sample.cost_usd is not None:
+        stats.cost_usd += sample.cost_usd
+        stats.cost_known = True
+
+
 def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, params: dict[str, Any],
-             progress: Progress, samples: list[Sample],
-             summaries: list[dict[str, Any]]) -> tuple[bool, BaseException | None]:
+             samples: list[Sample], summaries: list[dict[str, Any]]) -> tuple[bool, BaseException | None]:
     """Measure each model in turn; returns ``(interrupted, fatal_error)``. Fills samples and summaries."""
+    from ..batch._progress import make_progress  # lazy: other commands do not load the batch layer
+    from ..batch._results import BatchStats
+
     stop = threading.Event()
     fatal: BaseException | None = None
     interrupted = False
@@ -224,7 +250,10 @@ def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, pa
         price_in, price_out = _prices(model)  # also loads the catalog here, before the worker threads use it
         run = _Run(client, model, args, params, stop)
         mine: list[Sample] = []
-        progress.start(model, args.requests)
+        stats = BatchStats(total=args.requests)
+        progress = make_progress(_progress_choice(args), label=f"bench {model}")
+        if progress is not None:
+            progress.start(stats)
         run.start()
         try:
             while len(mine) < args.requests and fatal is None:
@@ -234,14 +263,18 @@ def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, pa
                     continue
                 if sample is not None:
                     mine.append(sample)
-                    progress.update(len(mine), sum(not s.ok for s in mine))
+                    _count(stats, sample)
+                    if progress is not None:
+                        progress.update(stats)
                 if exc is not None:
                     fatal = exc
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            if progress is not None:
+                progress.close(stats)
         if interrupted or fatal is not None:
             stop.set()  # workers drop their in-flight streams; those requests are not counted
-        progress.finish()
         samples.extend(mine)
         if mine:
             wall = max(s.started_s + (s.e2e_s or 0.0) for s in mine)
@@ -270,11 +303,7 @@ def run_bench(args: argparse.Namespace) -> int:
         params["stream_options"] = {"include_usage": True}
     samples: list[Sample] = []
     summaries: list[dict[str, Any]] = []
-    progress = make_progress(enabled=not args.no_progress)
-    try:
-        interrupted, fatal = _run_all(client, models, args, params, progress, samples, summaries)
-    finally:
-        progress.close()
+    interrupted, fatal = _run_all(client, models, args, params, samples, summaries)
     if csv_file is not None:
         _write_csv(csv_file, samples)
     if fatal is not None:

@@ -1,17 +1,18 @@
 """Pure statistics for ``holysheep bench``: per-request samples in, per-model summary out.
 
-Percentiles interpolate linearly between order statistics (numpy's default, as vLLM's benchmark_serving
-uses). Definitions are in ``docs/cli.md``.
+Percentiles are the code base's one ``percentile`` (linear interpolation between order statistics, numpy's
+default, as vLLM's benchmark_serving uses). Definitions are in ``docs/cli.md``.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from .._percentile import percentile
 
 __all__ = ["Sample", "percentile", "sample_fields", "summarize"]
 
@@ -45,19 +46,6 @@ class Sample:
 def sample_fields() -> list[str]:
     """Column names of a sample, in CSV order."""
     return [f.name for f in fields(Sample)]
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0-100) with linear interpolation; ``None`` for no values."""
-    if not values:
-        return None
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
 def tpot(e2e_s: float | None, ttft_s: float | None, completion_tokens: int | None) -> float | None:

@@ -6,7 +6,7 @@ from typing import Generic, TypeVar
 
 from .._request import RequestSpec
 from ..types.account import Model, ModelList, Quota
-from .chat import Executor
+from .chat import Resource
 
 __all__ = ["BaseModels", "BaseQuota"]
 
@@ -22,11 +22,8 @@ def _parse_quota(content: bytes) -> Quota:
     return Quota.model_validate_json(content)
 
 
-class BaseModels(Generic[_RL]):
+class BaseModels(Resource, Generic[_RL]):
     """``client.models``."""
-
-    def __init__(self, client: Executor) -> None:
-        self._client = client
 
     def list(self) -> _RL:
         """The models the API serves (``GET /models``), as a list of `Model`."""
@@ -34,11 +31,8 @@ class BaseModels(Generic[_RL]):
         return result
 
 
-class BaseQuota(Generic[_RQ]):
+class BaseQuota(Resource, Generic[_RQ]):
     """``client.quota``."""
-
-    def __init__(self, client: Executor) -> None:
-        self._client = client
 
     def retrieve(self) -> _RQ:
         """The account's quota (``GET /quota``): ``remaining`` plus whatever else the server reports."""

@@ -13,7 +13,7 @@ from ..types.chat import ChatCompletion, ChatCompletionMessageParam, Message, Mo
 if TYPE_CHECKING:
     from .._request import RequestSpec
 
-__all__ = ["BaseChat", "BaseCompletions", "Executor"]
+__all__ = ["BaseChat", "BaseCompletions", "Executor", "Resource"]
 
 _RC = TypeVar("_RC")
 _RS = TypeVar("_RS")
@@ -41,11 +41,15 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
     return ChatCompletion.model_validate_json(content)
 
 
-class BaseCompletions(Generic[_RC, _RS]):
-    """Chat completions. ``_RC``/``_RS`` are what ``create`` returns without/with ``stream=True``."""
+class Resource:
+    """A part of a client (``client.models``, ``client.chat.completions``, ...) that sends through it."""
 
     def __init__(self, client: Executor) -> None:
         self._client = client
+
+
+class BaseCompletions(Resource, Generic[_RC, _RS]):
+    """Chat completions. ``_RC``/``_RS`` are what ``create`` returns without/with ``stream=True``."""
 
     @overload
     def create(

@@ -119,14 +119,8 @@ class AsyncParse:
                     max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
         """Create a chat completion (``await`` it) and validate its content as ``response_format``.
 
-        ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
-        ``Literal["a", "b"]``: sent wrapped as ``{"value": ...}`` and unwrapped for you) or a JSON-schema dict,
-        sent as a strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed``
-        is the value. Failures are typed: `StructuredOutputError` (not JSON or does not validate; keeps
-        ``raw_text`` and ``validation_error``), `RefusalError`, `LengthFinishReasonError`,
-        `ContentFilterFinishReasonError`. ``max_repairs=N`` re-asks up to N times with the model's reply and
-        the validation errors; ``usage`` and ``cost`` count every request. ``stream=True`` returns a
-        `AsyncParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
+        Same arguments, result and typed failures as the sync ``Client.chat.completions.parse``;
+        ``stream=True`` returns an `AsyncParsedStream` whose ``await get_final_completion()`` is parsed.
         See ``docs/structured-outputs.md``.
         """
         from .._structured import plan_parse  # lazy: `import holysheep` stays light
