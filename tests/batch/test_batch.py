@@ -207,7 +207,7 @@ async def test_retries_beyond_the_budget_share_are_paced_not_refused() -> None:
                                                           check_quota=False)
     s = results.summary()
     assert all(r.ok for r in results), s
-    assert s.retry_budget_denied == 0
+    assert s.retries_paced == results.stats.retries_paced > 0 and "retries paced by the budget" in str(s)
     assert s.retries > 5 and results.stats.retries_paced > 0  # over the 5 % share: paced, every item done
     assert s.requests == 100 + s.retries == len(chat_requests(server))
 
@@ -350,3 +350,17 @@ def test_sync_ctrl_c_raises_with_partial_results() -> None:
         assert results.summary().stop_reason == "interrupted (Ctrl-C)"
         assert isinstance(info.value, KeyboardInterrupt)
         assert server.wait_idle(3)
+
+
+async def test_summary_shows_the_limits_the_server_announced() -> None:
+    with FakeServer(rpm_limit=6000) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"p{i}" for i in range(5)], model=MODEL,
+                                                          check_quota=False)
+    s = results.summary()
+    assert (s.learned_rpm, s.learned_tpm) == (6000, None)
+    assert "rate limits announced by the server: 6,000 RPM" in str(s).splitlines()
+    with FakeServer() as server:  # no x-ratelimit-* headers: nothing learned, no line
+        async with async_client(server) as client:
+            quiet = (await client.chat.completions.batch(["a"], model=MODEL, check_quota=False)).summary()
+    assert quiet.learned_rpm is None and "announced" not in str(quiet)

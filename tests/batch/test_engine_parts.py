@@ -133,3 +133,50 @@ async def test_work_queue_ends_once_every_item_finished() -> None:
     assert not waiter.done()  # one item is still unfinished (it may come back as a retry)
     queue.item_finished()
     assert (await asyncio.wait_for(waiter, 1)) is None
+
+
+class _Breaking:
+    """A sender over a real one that raises (not answers) for chosen prompts: in plan(), or in attempt()."""
+
+    def __init__(self, inner: Any, plan_fails: str, attempt_fails: str) -> None:
+        self._inner, self._plan_fails, self._attempt_fails = inner, plan_fails, attempt_fails
+
+    def plan(self, params: Any, *, idempotency_key: str | None = None) -> Any:
+        if params["messages"][0]["content"] == self._plan_fails:
+            raise RuntimeError("plan broke")
+        return self._inner.plan(params, idempotency_key=idempotency_key)
+
+    async def attempt(self, call: Any) -> Any:
+        if call.spec.body["messages"][0]["content"] == self._attempt_fails:
+            raise RuntimeError("attempt broke")
+        return await self._inner.attempt(call)
+
+    async def quota(self) -> Any:
+        return await self._inner.quota()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_an_item_whose_sender_raises_ends_with_that_error_and_the_batch_goes_on() -> None:
+    from holysheep import AsyncClient
+    from holysheep.batch._iterator import BatchIterator
+    from holysheep.testing import FakeServer
+
+    with FakeServer() as server:
+        async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+            sender = _Breaking(client.sender(), plan_fails="p1", attempt_fails="p3")
+            it = BatchIterator(sender, [f"p{i}" for i in range(6)], defaults={"model": "m"},
+                               options=BatchOptions(check_quota=False))
+            results = sorted([r async for r in asyncio_timeout(it)], key=lambda r: r.index)
+    assert [r.ok for r in results] == [True, False, True, False, True, True]
+    assert str(results[1].error) == "plan broke" and str(results[3].error) == "attempt broke"
+    assert len([r for r in server.requests if r.path.endswith("/chat/completions")]) == 4
+
+
+async def asyncio_timeout(it: Any) -> Any:
+    async def collect() -> list[Any]:
+        return [r async for r in it]
+
+    for result in await asyncio.wait_for(collect(), 10):  # a hang fails the test instead of stalling it
+        yield result

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._call import Outcome
 from .._call_plan import CallPlan
-from .._exceptions import APIError, APIStatusError, AuthenticationError, InvalidRequestError
+from .._exceptions import APIError, APIStatusError, AuthenticationError
 from .._retry import RetryPolicy, is_quota_exhausted, is_retryable
 from .._sender import Sender
 from .._structured import plan_parse, wants_parse
@@ -55,8 +55,8 @@ class AttemptRunner:
         if plan is None:
             try:
                 plan = item.plan = self._sender.plan(self._request_of(item), idempotency_key=item.key)
-            except InvalidRequestError as exc:
-                self._sink.finalize(item, None, exc)
+            except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
+                self._sink.finalize(item, None, exc)  # ends with it; nothing was sent, the batch goes on
                 return None
         return plan
 
@@ -116,16 +116,23 @@ class AttemptRunner:
         except asyncio.CancelledError:
             admission.release()
             raise
+        except Exception as exc:  # a sender that raised instead of answering: the item ends with it, never hangs
+            admission.release()
+            self._sink.finalize(item, None, exc)
+            return
         finally:
             admission.probe_done()
         admission.release()
-        admission.learn(plan.call.response_headers)
-        delay = plan.after(outcome)
-        if outcome.error is None:
-            self._on_success(item, plan.result(), charge)
-            return
-        admission.refund_tokens(charge)
-        self._on_error(item, outcome, delay, epoch)
+        try:
+            admission.learn(plan.call.response_headers)
+            delay = plan.after(outcome)
+            if outcome.error is None:
+                self._on_success(item, plan.result(), charge)
+                return
+            admission.refund_tokens(charge)
+            self._on_error(item, outcome, delay, epoch)
+        except Exception as exc:  # e.g. a structured-output validator that raised: the item ends with it
+            self._sink.finalize(item, None, exc)
 
     def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
         self._outage.record(True)

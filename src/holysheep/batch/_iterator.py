@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
-from types import TracebackType
 from typing import Any
 
+from .._closing import AsyncClosing
 from .._sender import Sender
 from ._admission import Admission
 from ._attempts import AttemptRunner
@@ -29,7 +29,7 @@ from ._work_queue import END, WorkQueue
 __all__ = ["BatchIterator", "BatchOptions"]
 
 
-class BatchIterator(AsyncIterator[BatchResult]):
+class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
     """Results of a running batch as they complete (``async for``); each carries its input ``index``.
 
     Use ``async with`` (or call ``aclose``) when you may stop early: closing cancels what is in
@@ -99,11 +99,8 @@ class BatchIterator(AsyncIterator[BatchResult]):
         result: BatchResult = item
         return result
 
-    async def __aenter__(self) -> BatchIterator:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def close(self) -> None:
+        """The same as ``aclose`` (``async with`` calls it)."""
         await self.aclose()
 
     async def aclose(self) -> None:

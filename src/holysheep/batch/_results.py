@@ -105,7 +105,6 @@ class BatchStats:
     peak_in_flight: int = 0
     pauses: int = 0
     paused_s: float = 0.0
-    budget_denied: int = 0
     retries_paced: int = 0
     learned_rpm: float | None = None
     learned_tpm: float | None = None
@@ -159,7 +158,9 @@ class BatchSummary:
     peak_in_flight: int
     pauses: int
     paused_s: float
-    retry_budget_denied: int
+    retries_paced: int
+    learned_rpm: float | None
+    learned_tpm: float | None
     stop_reason: str | None
     errors: dict[str, int]
 
@@ -175,7 +176,8 @@ class BatchSummary:
             concurrency_max=stats.concurrency_max, concurrency_final=round(stats.concurrency, 2),
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
-            retry_budget_denied=stats.budget_denied, stop_reason=stats.stop_reason, errors=dict(stats.errors),
+            retries_paced=stats.retries_paced, learned_rpm=stats.learned_rpm, learned_tpm=stats.learned_tpm,
+            stop_reason=stats.stop_reason, errors=dict(stats.errors),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,7 +190,7 @@ class BatchSummary:
             f"{self.succeeded}/{self.total} succeeded, {self.failed} failed"
             + (f" (stopped: {self.stop_reason})" if self.stop_reason else ""),
             f"requests {self.requests} (retries {self.retries}, rate limited {self.rate_limited}, "
-            f"retries refused by budget {self.retry_budget_denied})",
+            f"retries paced by the budget {self.retries_paced})",
             f"tokens {self.total_tokens} (prompt {self.prompt_tokens}, completion {self.completion_tokens}), "
             f"cost {cost}",
             f"wall {self.wall_s:.2f} s, {self.requests_per_s:.1f} req/s, peak in flight {self.peak_in_flight}",
@@ -196,6 +198,10 @@ class BatchSummary:
             f"final {self.concurrency_final:g}, decreases {self.concurrency_decreases}; "
             f"pauses {self.pauses} ({self.paused_s:.2f} s)",
         ]
+        if self.learned_rpm is not None or self.learned_tpm is not None:
+            learned = [f"{v:,.0f} {unit}" for v, unit in ((self.learned_rpm, "RPM"), (self.learned_tpm, "TPM"))
+                       if v is not None]
+            lines.append("rate limits announced by the server: " + ", ".join(learned))
         if self.errors:
             lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
         return "\n".join(lines)
