@@ -180,6 +180,7 @@ def main() -> None:
             print(f"{name:<16} {us:>8.0f} µs/request", flush=True)
             if prof is not None:
                 pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+                prof.dump_stats(f"/tmp/transport_{name}.prof")
 
 
 if __name__ == "__main__":
