@@ -101,6 +101,11 @@ class BoundedDecoder:
             stages.append(_Inflater("deflate" if name == "deflate" else "gzip"))
         self._stages = stages
 
+    @property
+    def inflates(self) -> bool:
+        """False for an identity body (the bytes are the body)."""
+        return bool(self._stages)
+
     def decode(self, data: bytes) -> Iterator[bytes]:
         """The decoded pieces of ``data`` (each at most 64 KiB when the body is compressed)."""
         if not self._stages:
@@ -137,16 +142,24 @@ def too_large(limit: int) -> ResponseTooLargeError:
 class BodyReader:
     """Collects a body from raw (possibly compressed) pieces, never holding more than ``limit`` decoded bytes."""
 
-    __slots__ = ("_decoder", "_parts", "limit", "total")
+    __slots__ = ("_decoder", "_identity", "_parts", "limit", "total")
 
     def __init__(self, content_encoding: str | None, limit: int) -> None:
         self._decoder = BoundedDecoder(content_encoding)
+        self._identity = not self._decoder.inflates
         self._parts: list[bytes] = []
         self.limit = limit
         self.total = 0
 
     def feed(self, raw: bytes) -> None:
         """Add raw bytes; raises `ResponseTooLargeError` once the decoded size passes the limit."""
+        if self._identity:  # the common case, without a generator per piece
+            self.total += len(raw)
+            if self.total > self.limit:
+                self._parts.clear()
+                raise too_large(self.limit)
+            self._parts.append(raw)
+            return
         self._add(self._decoder.decode(raw))
 
     def _add(self, pieces: Iterator[bytes]) -> None:
@@ -159,7 +172,8 @@ class BodyReader:
 
     def finish(self) -> bytes:
         """The whole decoded body."""
-        self._add(self._decoder.flush())
+        if not self._identity:
+            self._add(self._decoder.flush())
         parts = self._parts
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
@@ -286,8 +300,21 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
 
     Releases the connection after a complete body; closes it when the limit is passed or reading fails.
     """
-    reader = BodyReader(resp.headers.get("Content-Encoding"), limit)
+    length = resp.content_length
+    encoding = resp.headers.get("Content-Encoding")
     ok = False
+    if (length is not None and length <= limit and encoding in (None, "", "identity")
+            and "Transfer-Encoding" not in resp.headers):
+        try:  # the parser stops at Content-Length, so the body cannot pass the limit (and no reader per piece)
+            body: bytes = await resp.read()
+            ok = True
+            return body
+        finally:
+            if ok:
+                resp.release()
+            else:
+                resp.close()
+    reader = BodyReader(encoding, limit)
     try:
         async for raw in resp.content.iter_chunked(PIECE):
             reader.feed(raw)
@@ -304,6 +331,9 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
 def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
     """A streamed httpx response's body, decompressed in bounded pieces."""
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    if not decoder.inflates:  # identity: the raw pieces as they come (no generator per piece)
+        yield from response.iter_raw()
+        return
     for raw in response.iter_raw():
         yield from decoder.decode(raw)
     yield from decoder.flush()
@@ -312,6 +342,10 @@ def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
 async def aiter_decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """`iter_decoded` for an async httpx response."""
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    if not decoder.inflates:
+        async for raw in response.aiter_raw():
+            yield raw
+        return
     async for raw in response.aiter_raw():
         for piece in decoder.decode(raw):
             yield piece
