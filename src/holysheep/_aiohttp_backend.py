@@ -29,6 +29,14 @@ MAX_REDIRECTS = 10
 _CROSS_ORIGIN_DROP = ("authorization", "cookie", "proxy-authorization")
 
 
+_SKIP = ("User-Agent", "Content-Type")
+
+
+def _skip(headers: dict[str, str], body: bytes | None) -> tuple[str, ...] | None:
+    """The auto headers aiohttp must not add: None when the SDK's own are there (the usual case)."""
+    return None if "user-agent" in headers and ("content-type" in headers or body is None) else _SKIP
+
+
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
     import asyncio
 
@@ -73,21 +81,40 @@ class AiohttpBackend:
         self._max_connections = max_connections
         self._session: Any = None
         self._timeouts: dict[tuple[Any, ...], Any] = {}
+        self._urls: dict[str, Any] = {}
+        self._yarl_url: Any = None
 
     def _open(self) -> Any:
         import aiohttp
+        import yarl
 
         self._aiohttp = aiohttp
+        self._yarl_url = yarl.URL
         connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
         # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
         # SSE caps), so a compression bomb never expands in full. Redirects are followed by `_redirected`
         # under holysheep's policy (a trace hook would cost CPU on every request, redirected or not).
-        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, skip_auto_headers=(
-            "User-Agent", "Content-Type"))
+        # No session-wide skip_auto_headers: aiohttp would build a header set from it on every request.
+        # The SDK's headers carry User-Agent and Content-Type; `_skip` covers a caller who removed them.
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         return self._session
 
-    def _timeout(self, timeout: httpx.Timeout) -> Any:
-        key = (timeout.connect, timeout.read, timeout.pool)
+    def _url(self, url: str) -> Any:
+        value = self._urls.get(url)
+        if value is None:  # parsed once per URL, not on every request
+            if len(self._urls) >= 256:
+                self._urls.clear()
+            value = self._urls[url] = self._yarl_url(url)
+        return value
+
+    def _timeout(self, call: Call) -> Any:
+        timeout = call.timeout
+        read = timeout.read
+        if read is not None and not call.spec.stream and call.deadline_s is not None and read >= call.deadline_s:
+            # The attempt's deadline (within_deadline, armed by the client around send) ends it no later than
+            # this per-read limit would, so aiohttp need not re-arm a timer on every read.
+            read = None
+        key = (timeout.connect, read, timeout.pool)
         value = self._timeouts.get(key)
         if value is None:
             value = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1], connect=key[2])
@@ -104,9 +131,11 @@ class AiohttpBackend:
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
-            timeout = self._timeout(call.timeout)
-            resp = await session.request(call.method, call.url, data=call.content, headers=call.headers,
-                                         timeout=timeout, allow_redirects=False)
+            timeout = self._timeout(call)
+            data = call.content
+            resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
+                                         timeout=timeout, allow_redirects=False,
+                                         skip_auto_headers=_skip(call.headers, data))
             if resp.status in REDIRECT_STATUSES:
                 resp = await self._redirected(session, call, resp, timeout)
             limit = call.config.max_response_bytes
@@ -154,7 +183,7 @@ class AiohttpBackend:
                 headers = {k: v for k, v in headers.items() if k not in _CROSS_ORIGIN_DROP}
             url = str(target)
             resp = await session.request(method, url, data=data, headers=headers, timeout=timeout,
-                                         allow_redirects=False)
+                                         allow_redirects=False, skip_auto_headers=_skip(headers, data))
         resp.close()
         raise httpx.TooManyRedirects(f"the server redirected more than {MAX_REDIRECTS} times",
                                      request=call.httpx_request())
