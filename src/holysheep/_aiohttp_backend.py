@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._call import RawResponse
+from ._exceptions import RedirectRefusedError
 from ._limits import read_aiohttp_body
-from ._redirects import redirect_trace_config
+from ._redirects import REDIRECT_STATUSES, redirect_refusal, same_origin
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -24,6 +25,16 @@ __all__ = ["AiohttpBackend"]
 
 _DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _DROP_STREAM = frozenset({b"content-length", b"transfer-encoding"})
+MAX_REDIRECTS = 10
+_CROSS_ORIGIN_DROP = ("authorization", "cookie", "proxy-authorization")
+
+
+_SKIP = ("User-Agent", "Content-Type")
+
+
+def _skip(headers: dict[str, str], body: bytes | None) -> tuple[str, ...] | None:
+    """The auto headers aiohttp must not add: None when the SDK's own are there (the usual case)."""
+    return None if "user-agent" in headers and ("content-type" in headers or body is None) else _SKIP
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
@@ -70,20 +81,40 @@ class AiohttpBackend:
         self._max_connections = max_connections
         self._session: Any = None
         self._timeouts: dict[tuple[Any, ...], Any] = {}
+        self._urls: dict[str, Any] = {}
+        self._yarl_url: Any = None
 
     def _open(self) -> Any:
         import aiohttp
+        import yarl
 
         self._aiohttp = aiohttp
+        self._yarl_url = yarl.URL
         connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
         # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
-        # SSE caps), so a compression bomb never expands in full; redirects follow holysheep's policy.
-        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, skip_auto_headers=(
-            "User-Agent", "Content-Type"), trace_configs=[redirect_trace_config()])
+        # SSE caps), so a compression bomb never expands in full. Redirects are followed by `_redirected`
+        # under holysheep's policy (a trace hook would cost CPU on every request, redirected or not).
+        # No session-wide skip_auto_headers: aiohttp would build a header set from it on every request.
+        # The SDK's headers carry User-Agent and Content-Type; `_skip` covers a caller who removed them.
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         return self._session
 
-    def _timeout(self, timeout: httpx.Timeout) -> Any:
-        key = (timeout.connect, timeout.read, timeout.pool)
+    def _url(self, url: str) -> Any:
+        value = self._urls.get(url)
+        if value is None:  # parsed once per URL, not on every request
+            if len(self._urls) >= 256:
+                self._urls.clear()
+            value = self._urls[url] = self._yarl_url(url)
+        return value
+
+    def _timeout(self, call: Call) -> Any:
+        timeout = call.timeout
+        read = timeout.read
+        if read is not None and not call.spec.stream and call.deadline_s is not None and read >= call.deadline_s:
+            # The attempt's deadline (within_deadline, armed by the client around send) ends it no later than
+            # this per-read limit would, so aiohttp need not re-arm a timer on every read.
+            read = None
+        key = (timeout.connect, read, timeout.pool)
         value = self._timeouts.get(key)
         if value is None:
             value = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1], connect=key[2])
@@ -100,8 +131,13 @@ class AiohttpBackend:
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
-            resp = await session.request(call.method, call.url, data=call.content, headers=call.headers,
-                                         timeout=self._timeout(call.timeout), allow_redirects=True)
+            timeout = self._timeout(call)
+            data = call.content
+            resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
+                                         timeout=timeout, allow_redirects=False,
+                                         skip_auto_headers=_skip(call.headers, data))
+            if resp.status in REDIRECT_STATUSES:
+                resp = await self._redirected(session, call, resp, timeout)
             limit = call.config.max_response_bytes
             if not stream and resp.status < 400:
                 return RawResponse(resp.status, resp.headers, await read_aiohttp_body(resp, limit))
@@ -115,6 +151,42 @@ class AiohttpBackend:
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _map_error(exc, call.httpx_request()) from exc
         return httpx.Response(resp.status, headers=headers, content=content, request=request)
+
+    async def _redirected(self, session: Any, call: Call, resp: Any, timeout: Any) -> Any:
+        """Follow redirects like aiohttp would (303, and 301/302 of a POST, become a GET without a body;
+        credentials are dropped across origins), refusing what `redirect_refusal` refuses."""
+        method, url, data, headers = call.method, call.url, call.content, call.headers
+        for _ in range(MAX_REDIRECTS):
+            location = resp.headers.get("Location") or resp.headers.get("URI")
+            if resp.status not in REDIRECT_STATUSES or not location:
+                return resp
+            source = httpx.URL(url)
+            try:
+                target = source.join(location)
+            except Exception:
+                resp.close()
+                raise httpx.RemoteProtocolError(f"the server redirected to an unusable Location {location!r}",
+                                                request=call.httpx_request()) from None
+            reason = redirect_refusal(method, source, target)
+            if reason is not None:
+                resp.close()
+                raise RedirectRefusedError(reason)
+            if target.scheme not in ("http", "https"):
+                resp.close()
+                raise httpx.UnsupportedProtocol(f"the server redirected to a {target.scheme!r} URL",
+                                                request=call.httpx_request())
+            resp.release()
+            if (resp.status == 303 and method != "HEAD") or (resp.status in (301, 302) and method == "POST"):
+                method, data = "GET", None
+                headers = {k: v for k, v in headers.items() if k not in ("content-type", "content-length")}
+            if not same_origin(source, target):
+                headers = {k: v for k, v in headers.items() if k not in _CROSS_ORIGIN_DROP}
+            url = str(target)
+            resp = await session.request(method, url, data=data, headers=headers, timeout=timeout,
+                                         allow_redirects=False, skip_auto_headers=_skip(headers, data))
+        resp.close()
+        raise httpx.TooManyRedirects(f"the server redirected more than {MAX_REDIRECTS} times",
+                                     request=call.httpx_request())
 
     def in_use(self) -> int:
         """Connections checked out of the connector (0 once every response is released)."""

@@ -31,6 +31,7 @@ from ._validation import body_error
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
+_POLICIES: dict[tuple[Any, ...], RetryPolicy] = {}
 RETRY_COUNT_HEADER = "x-holysheep-retry-count"
 IDEMPOTENCY_HEADER = "idempotency-key"
 
@@ -77,9 +78,15 @@ class Call:
         self._rand = rand
         opts = spec.options
         max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
-        check_max_retries(max_retries)
-        self.policy = RetryPolicy(max_retries, config.initial_retry_delay, config.max_retry_delay,
-                                  config.max_retry_after)
+        key = (max_retries, config.initial_retry_delay, config.max_retry_delay, config.max_retry_after)
+        policy = _POLICIES.get(key) if type(max_retries) is int else None  # 2.0 and True are checked, not cached
+        if policy is None:  # a frozen value: one per distinct setting, not one per call
+            check_max_retries(max_retries)
+            policy = RetryPolicy(*key)
+            if len(_POLICIES) >= 64:
+                _POLICIES.clear()
+            _POLICIES[key] = policy
+        self.policy = policy
         self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
         self.deadline_s = attempt_seconds(self.timeout)  # the whole attempt (non-stream; stream: to headers)
         idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout

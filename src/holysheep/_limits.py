@@ -13,8 +13,11 @@ Pure pieces that any transport can drive (the httpx and aiohttp shells use the h
 
 from __future__ import annotations
 
+import math
 import time
+import weakref
 import zlib
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -27,6 +30,7 @@ __all__ = [
     "BodyReader",
     "BoundedDecoder",
     "Deadline",
+    "DeadlineTimer",
     "IdleClock",
     "aiter_decoded",
     "attempt_seconds",
@@ -101,6 +105,11 @@ class BoundedDecoder:
             stages.append(_Inflater("deflate" if name == "deflate" else "gzip"))
         self._stages = stages
 
+    @property
+    def inflates(self) -> bool:
+        """False for an identity body (the bytes are the body)."""
+        return bool(self._stages)
+
     def decode(self, data: bytes) -> Iterator[bytes]:
         """The decoded pieces of ``data`` (each at most 64 KiB when the body is compressed)."""
         if not self._stages:
@@ -137,16 +146,24 @@ def too_large(limit: int) -> ResponseTooLargeError:
 class BodyReader:
     """Collects a body from raw (possibly compressed) pieces, never holding more than ``limit`` decoded bytes."""
 
-    __slots__ = ("_decoder", "_parts", "limit", "total")
+    __slots__ = ("_decoder", "_identity", "_parts", "limit", "total")
 
     def __init__(self, content_encoding: str | None, limit: int) -> None:
         self._decoder = BoundedDecoder(content_encoding)
+        self._identity = not self._decoder.inflates
         self._parts: list[bytes] = []
         self.limit = limit
         self.total = 0
 
     def feed(self, raw: bytes) -> None:
         """Add raw bytes; raises `ResponseTooLargeError` once the decoded size passes the limit."""
+        if self._identity:  # the common case, without a generator per piece
+            self.total += len(raw)
+            if self.total > self.limit:
+                self._parts.clear()
+                raise too_large(self.limit)
+            self._parts.append(raw)
+            return
         self._add(self._decoder.decode(raw))
 
     def _add(self, pieces: Iterator[bytes]) -> None:
@@ -159,7 +176,8 @@ class BodyReader:
 
     def finish(self) -> bytes:
         """The whole decoded body."""
-        self._add(self._decoder.flush())
+        if not self._identity:
+            self._add(self._decoder.flush())
         parts = self._parts
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
@@ -197,6 +215,97 @@ def deadline_error(seconds: float | None) -> httpx.ReadTimeout:
     return httpx.ReadTimeout(f"the attempt took longer than its {seconds:g} s deadline (timeout=)")
 
 
+_PENDING, _DONE, _FIRED = 0, 1, 2
+
+
+class DeadlineTimer:
+    """Every attempt deadline of one event loop on a single loop timer.
+
+    A ``loop.call_later`` per attempt (a ``TimerHandle`` pushed on the loop's heap, then cancelled) costs
+    more than the rest of the deadline bookkeeping. Here each deadline is an entry in a FIFO per duration
+    (entries of one duration expire in the order they were added), and one timer is armed for the
+    earliest head. Finished entries are dropped from the heads at once and compacted away when a slow
+    attempt holds a head, so memory follows the attempts in flight.
+    """
+
+    __slots__ = ("__weakref__", "_active", "_at", "_handle", "_loop", "_queues")
+
+    def __init__(self, loop: Any) -> None:
+        self._loop = loop
+        self._queues: dict[float, deque[list[Any]]] = {}
+        self._handle: Any = None
+        self._at = math.inf
+        self._active = 0
+
+    def add(self, task: Any, seconds: float) -> list[Any]:
+        """Cancel ``task`` after ``seconds`` unless `done` is called first; the entry to pass to `done`."""
+        at = self._loop.time() + seconds
+        entry = [at, task, _PENDING, seconds]
+        queue = self._queues.get(seconds)
+        if queue is None:
+            queue = self._queues[seconds] = deque()
+        queue.append(entry)
+        self._active += 1
+        if at < self._at:
+            self._arm(at)
+        return entry
+
+    def done(self, entry: list[Any]) -> bool:
+        """Retire an entry; True when its deadline had fired (the task was cancelled by it)."""
+        if entry[2] != _PENDING:  # retired already (idempotent), or fired
+            return bool(entry[2] == _FIRED)
+        entry[2] = _DONE
+        self._active -= 1
+        queue = self._queues.get(entry[3])
+        if queue is not None:
+            while queue and queue[0][2] != _PENDING:
+                queue.popleft()
+            if len(queue) > 4 * self._active + 64:  # a slow head holds finished entries behind it
+                self._queues[entry[3]] = deque(e for e in queue if e[2] == _PENDING)
+        return False
+
+    def _arm(self, at: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._at = at
+        self._handle = self._loop.call_at(at, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._at = math.inf
+        now = self._loop.time()
+        earliest = math.inf
+        for seconds, queue in list(self._queues.items()):
+            while queue and (queue[0][2] != _PENDING or queue[0][0] <= now):
+                entry = queue.popleft()
+                if entry[2] == _PENDING:
+                    entry[2] = _FIRED
+                    self._active -= 1
+                    entry[1].cancel()
+            if queue:
+                earliest = min(earliest, queue[0][0])
+            else:
+                del self._queues[seconds]
+        if earliest < math.inf:
+            self._arm(earliest)
+
+
+_timer_of: tuple[Any, DeadlineTimer | None] = (None, None)  # (weakref to the last loop, its timer)
+_timers: weakref.WeakKeyDictionary[Any, DeadlineTimer] = weakref.WeakKeyDictionary()
+
+
+def _deadline_timer(loop: Any) -> DeadlineTimer:
+    global _timer_of
+    ref, timer = _timer_of
+    if timer is not None and ref() is loop:
+        return timer
+    timer = _timers.get(loop)
+    if timer is None:
+        timer = _timers[loop] = DeadlineTimer(loop)
+    _timer_of = (weakref.ref(loop), timer)
+    return timer
+
+
 async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T:
     """Await ``awaitable``, abandoning it (cancelled, connection closed) after ``seconds``.
 
@@ -206,28 +315,21 @@ async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T
         return await awaitable
     import asyncio
 
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    fired = False
-
-    def fire() -> None:
-        nonlocal fired
-        fired = True
-        task.cancel()
-
-    handle = loop.call_later(seconds, fire)
+    timer = _deadline_timer(asyncio.get_running_loop())
+    entry = timer.add(task, seconds)
     try:
         return await awaitable
     except asyncio.CancelledError:
-        if not fired:
+        if not timer.done(entry):
             raise
         uncancel = getattr(task, "uncancel", None)
         if uncancel is not None:
             uncancel()
         raise deadline_error(seconds) from None
     finally:
-        handle.cancel()
+        timer.done(entry)
 
 
 class IdleClock:
@@ -286,8 +388,21 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
 
     Releases the connection after a complete body; closes it when the limit is passed or reading fails.
     """
-    reader = BodyReader(resp.headers.get("Content-Encoding"), limit)
+    length = resp.content_length
+    encoding = resp.headers.get("Content-Encoding")
     ok = False
+    if (length is not None and length <= limit and encoding in (None, "", "identity")
+            and "Transfer-Encoding" not in resp.headers):
+        try:  # the parser stops at Content-Length, so the body cannot pass the limit (and no reader per piece)
+            body: bytes = await resp.read()
+            ok = True
+            return body
+        finally:
+            if ok:
+                resp.release()
+            else:
+                resp.close()
+    reader = BodyReader(encoding, limit)
     try:
         async for raw in resp.content.iter_chunked(PIECE):
             reader.feed(raw)
@@ -304,6 +419,9 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
 def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
     """A streamed httpx response's body, decompressed in bounded pieces."""
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    if not decoder.inflates:  # identity: the raw pieces as they come (no generator per piece)
+        yield from response.iter_raw()
+        return
     for raw in response.iter_raw():
         yield from decoder.decode(raw)
     yield from decoder.flush()
@@ -312,6 +430,10 @@ def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
 async def aiter_decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """`iter_decoded` for an async httpx response."""
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
+    if not decoder.inflates:
+        async for raw in response.aiter_raw():
+            yield raw
+        return
     async for raw in response.aiter_raw():
         for piece in decoder.decode(raw):
             yield piece

@@ -1,4 +1,5 @@
-"""Which redirects the SDK follows (pure policy, plus the hooks that apply it on httpx and aiohttp).
+"""Which redirects the SDK follows (pure policy, plus the hooks that apply it on httpx;
+the aiohttp backend follows redirects itself and asks `redirect_refusal`).
 
 - A redirect never moves a request from https to plain http on a host that is not loopback: the key,
   the prompt and the answer would travel in clear text.
@@ -9,21 +10,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from ._config import is_loopback_host
 from ._exceptions import RedirectRefusedError
 
-__all__ = ["check_redirect", "check_redirect_async", "redirect_refusal", "redirect_trace_config"]
+__all__ = ["REDIRECT_STATUSES", "check_redirect", "check_redirect_async", "redirect_refusal", "same_origin"]
 
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_REDIRECTS = REDIRECT_STATUSES
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     port = url.port or (443 if url.scheme == "https" else 80)
     return url.scheme, url.host, port
+
+
+def same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    """Whether two URLs share scheme, host and (default-filled) port."""
+    return _origin(a) == _origin(b)
 
 
 def redirect_refusal(method: str, source: httpx.URL, target: httpx.URL) -> str | None:
@@ -65,26 +70,3 @@ async def check_redirect_async(response: httpx.Response) -> None:
     if reason is not None:
         await response.aclose()
         raise RedirectRefusedError(reason)
-
-
-def redirect_trace_config() -> Any:
-    """An ``aiohttp.TraceConfig`` that applies the same policy on the aiohttp backend."""
-    import aiohttp
-
-    async def on_redirect(session: Any, ctx: Any, params: Any) -> None:
-        location = params.response.headers.get("Location")
-        if not location:
-            return
-        source = httpx.URL(str(params.url))
-        try:
-            target = source.join(location)
-        except Exception:
-            return
-        reason = redirect_refusal(params.method.upper(), source, target)
-        if reason is not None:
-            params.response.close()
-            raise RedirectRefusedError(reason)
-
-    config = aiohttp.TraceConfig()
-    config.on_request_redirect.append(on_redirect)
-    return config

@@ -75,35 +75,51 @@ class SSEDecoder:
             self._skip_lf = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         events: list[ServerSentEvent] = []
+        buf = self._buf
         newline = chunk.find(b"\n")
         if newline < 0:  # no line end in the new bytes: only the pending line grows
-            self._buf += chunk
-            self._check_line(len(self._buf))
+            buf += chunk
+            self._check_line(len(buf))
             return events
-        buf = self._buf
         if buf:  # the pending line ends inside this chunk
             buf += chunk[:newline]
             self._check_line(len(buf))
-            event = self._line(bytes(buf))
+            line = bytes(buf)
             buf.clear()
-            if event is not None:
-                events.append(event)
-            pos = newline + 1
-        else:
-            pos = 0
-        while True:
-            end = chunk.find(b"\n", pos)
-            if end < 0:
-                break
-            self._check_line(end - pos)
-            event = self._line(chunk[pos:end])
-            if event is not None:
-                events.append(event)
-            pos = end + 1
-        if pos < len(chunk):
-            buf += chunk[pos:]
+            self._take(line, events)
+            chunk = chunk[newline + 1:]
+        lines = chunk.split(b"\n")
+        tail = lines.pop()  # after the last line end: the start of the next line (often empty)
+        limit = self.max_line_bytes
+        data = self._data
+        for raw in lines:
+            if len(raw) > limit:
+                self._check_line(len(raw))
+            if raw[:5] == b"data:":  # the common line, inlined: the value alone is decoded
+                self._data_bytes += len(raw) + 1
+                if self._data_bytes > self.max_event_bytes:
+                    self._event_too_large()
+                data.append((raw[6:] if raw[5:6] == b" " else raw[5:]).decode("utf-8", "replace"))
+            elif raw:
+                self._line(raw)
+                data = self._data
+            elif data:
+                events.append(ServerSentEvent("\n".join(data), self._event, self._last_id, self._retry))
+                data = self._data = []
+                self._data_bytes = 0
+                self._event = None
+                self.events += 1
+            else:
+                self._event = None
+        if tail:
+            buf += tail
             self._check_line(len(buf))
         return events
+
+    def _take(self, raw: bytes, events: list[ServerSentEvent]) -> None:
+        event = self._line(raw)
+        if event is not None:
+            events.append(event)
 
     def _check_line(self, size: int) -> None:
         if size > self.max_line_bytes:
@@ -112,6 +128,14 @@ class SSEDecoder:
                 f"A server-sent event line is longer than {self.max_line_bytes} bytes (the max_sse_event_bytes "
                 "limit); the stream was closed. Raise max_sse_event_bytes if this server really sends lines "
                 "that long.", limit=self.max_line_bytes)
+
+    def _event_too_large(self) -> None:
+        self._data = []
+        self._data_bytes = 0
+        raise ResponseTooLargeError(
+            f"A server-sent event is larger than {self.max_event_bytes} bytes (the max_sse_event_bytes "
+            "limit); the stream was closed. Raise max_sse_event_bytes if this server really sends "
+            "events that big.", limit=self.max_event_bytes)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream. As the standard says, an event not closed by a blank line is discarded (a
@@ -142,12 +166,7 @@ class SSEDecoder:
         if name == "data":
             self._data_bytes += len(raw) + 1
             if self._data_bytes > self.max_event_bytes:
-                self._data = []
-                self._data_bytes = 0
-                raise ResponseTooLargeError(
-                    f"A server-sent event is larger than {self.max_event_bytes} bytes (the max_sse_event_bytes "
-                    "limit); the stream was closed. Raise max_sse_event_bytes if this server really sends "
-                    "events that big.", limit=self.max_event_bytes)
+                self._event_too_large()
             self._data.append(value)
         elif name == "event":
             self._event = value

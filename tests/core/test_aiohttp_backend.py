@@ -94,3 +94,23 @@ def test_connection_refused_is_typed() -> None:
 def test_backend_argument_errors() -> None:
     with pytest.raises(InvalidRequestError, match="http_backend"):
         AsyncClient(base_url="http://127.0.0.1:9/v1", http_backend="curl")  # type: ignore[arg-type]
+
+
+def test_auto_headers_are_the_sdks_own_or_none() -> None:
+    """aiohttp adds no User-Agent or Content-Type of its own, also when the caller removed the SDK's."""
+    async def main(server: FakeServer) -> None:
+        async with _client(server) as client:
+            await client.chat.completions.create(model="m", messages=MSG)
+        async with _client(server, default_headers={"User-Agent": None}) as client:
+            await client.chat.completions.create(model="m", messages=MSG,
+                                                 extra_headers={"Content-Type": None})
+            await client.models.list()
+
+    with FakeServer() as server:
+        asyncio.run(main(server))
+        first, bare, listing = server.requests[-3:]
+    assert first.headers["user-agent"].startswith("holysheep-python/")
+    assert first.headers["content-type"] == "application/json"
+    assert "user-agent" not in bare.headers and "content-type" not in bare.headers
+    assert (listing.method, "user-agent" in listing.headers, "content-type" in listing.headers) == ("GET", False,
+                                                                                                   False)

@@ -18,6 +18,7 @@ from holysheep import (
     APIResponseValidationError,
     APIStatusError,
     APIStreamError,
+    AsyncClient,
     AuthenticationError,
     Client,
     InsecureTransportError,
@@ -206,6 +207,63 @@ def test_same_origin_308_is_followed(kind: str) -> None:
     assert result.choices[0].message.content == "moved"
     assert [r.path for r in srv.requests] == ["/v1/chat/completions", "/v2/chat/completions"]
     assert srv.requests[1].body == srv.requests[0].body
+
+
+def test_303_becomes_a_get_without_the_body(kind: str) -> None:
+    completion = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "seen"}, "finish_reason": "stop"}]}).encode()
+
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        if req.path == "/v1/result":
+            w.write(fixed(200, completion))
+        else:
+            w.write(fixed(303, b"", location="/v1/result"))
+
+    with HostileServer(scenario) as srv:
+        result = chat(kind, srv.url)
+    assert result.choices[0].message.content == "seen"
+    assert [(r.method, r.path) for r in srv.requests] == [("POST", "/v1/chat/completions"), ("GET", "/v1/result")]
+    assert srv.requests[1].body == b""
+    assert srv.requests[1].headers["authorization"] == f"Bearer {KEY}"  # same origin: the key stays
+
+
+def test_cross_origin_get_redirect_drops_the_key(kind: str) -> None:
+    models = json.dumps({"object": "list", "data": [{"id": "m1", "object": "model"}]}).encode()
+
+    async def target(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(fixed(200, models))
+
+    with HostileServer(target) as other:
+        async def redirect(req: Req, w: asyncio.StreamWriter) -> None:
+            w.write(fixed(302, b"", location=f"{other.url}/models"))
+
+        with HostileServer(redirect) as srv:
+            assert [m.id for m in list_models(kind, srv.url)] == ["m1"]
+        assert [r.path for r in other.requests] == ["/v1/models"]
+        assert "authorization" not in other.requests[0].headers
+
+
+def test_endless_redirects_fail_as_a_connection_error(kind: str) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(fixed(307, b"", location="/v1/chat/completions"))
+
+    with HostileServer(scenario) as srv, pytest.raises(APIConnectionError, match="redirect") as info:
+        chat(kind, srv.url)
+    assert len(srv.requests) == (11 if kind == "aiohttp" else 21)  # aiohttp's limit is 10, httpx's 20
+    assert_clean(info.value)
+
+
+def list_models(kind: str, base_url: str) -> Any:
+    if kind == "sync":
+        with Client(api_key=KEY, base_url=base_url, max_retries=0) as client:
+            return list(client.models.list())
+
+    async def go() -> Any:
+        async with AsyncClient(api_key=KEY, base_url=base_url, max_retries=0,
+                               http_backend="httpx" if kind == "httpx" else "aiohttp") as client:
+            return list(await client.models.list())
+
+    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])

@@ -162,3 +162,24 @@ def test_first_lookups_from_many_threads_all_see_the_catalog() -> None:
         for t in threads:
             t.join()
         assert len(seen) == 8 and len(set(seen)) == 1 and seen[0] is not None
+
+
+def test_typed_usage_details_price_cached_tokens_and_keep_unknown_fields() -> None:
+    from holysheep.types import ChatCompletion, PromptTokensDetails
+
+    usage = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500,
+             "prompt_tokens_details": {"cached_tokens": 400, "vendor_field": 7},
+             "completion_tokens_details": {"reasoning_tokens": 120}}
+    resp = ChatCompletion.model_validate({"id": "c", "created": 1, "model": "gpt-4.1", "choices": [],
+                                          "usage": usage})
+    assert resp.usage is not None
+    assert isinstance(resp.usage.prompt_tokens_details, PromptTokensDetails)
+    assert resp.usage.prompt_tokens_details.cached_tokens == 400
+    assert resp.usage.completion_tokens_details is not None
+    assert resp.usage.completion_tokens_details.reasoning_tokens == 120
+    assert resp.to_dict()["usage"]["prompt_tokens_details"] == {"cached_tokens": 400, "vendor_field": 7}
+    assert resp.cost == pytest.approx((600 * 2 + 400 * 0.5 + 500 * 8) / 1e6)
+    odd = ChatCompletion.model_validate({"id": "c", "created": 1, "model": "gpt-4.1", "choices": [], "usage": {
+        "prompt_tokens": 1000, "completion_tokens": 0, "prompt_tokens_details": 5}})
+    assert odd.usage is not None and odd.usage.prompt_tokens_details is None  # a scalar is dropped, not fatal
+    assert odd.cost == pytest.approx(1000 * 2 / 1e6)

@@ -10,10 +10,12 @@ from .chat import (
     ChoiceDelta,
     ChoiceDeltaToolCall,
     ChunkChoice,
+    CompletionTokensDetails,
     CompletionUsage,
     FunctionCall,
     Message,
     ModelName,
+    PromptTokensDetails,
     ToolCall,
 )
 from .parsed import ParsedChatCompletion, ParsedChatCompletionMessage, ParsedChoice
@@ -27,6 +29,7 @@ __all__ = [
     "ChoiceDelta",
     "ChoiceDeltaToolCall",
     "ChunkChoice",
+    "CompletionTokensDetails",
     "CompletionUsage",
     "FunctionCall",
     "Message",
@@ -36,6 +39,7 @@ __all__ = [
     "ParsedChatCompletion",
     "ParsedChatCompletionMessage",
     "ParsedChoice",
+    "PromptTokensDetails",
     "Quota",
     "ToolCall",
 ]

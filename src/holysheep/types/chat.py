@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import PrivateAttr
+from pydantic import BeforeValidator, PrivateAttr
 from typing_extensions import NotRequired, Required, TypedDict
 
 from ._base import HolySheepModel
@@ -18,10 +18,12 @@ __all__ = [
     "ChoiceDelta",
     "ChoiceDeltaToolCall",
     "ChunkChoice",
+    "CompletionTokensDetails",
     "CompletionUsage",
     "FunctionCall",
     "Message",
     "ModelName",
+    "PromptTokensDetails",
     "ToolCall",
 ]
 
@@ -85,12 +87,36 @@ class Choice(HolySheepModel):
     logprobs: Any = None
 
 
+def _object_or_none(value: Any) -> Any:
+    return value if value is None or isinstance(value, dict) else None  # an odd server's scalar: dropped
+
+
+class PromptTokensDetails(HolySheepModel):
+    """Breakdown of the prompt tokens (``cached_tokens``: served from the prompt cache, billed lower)."""
+
+    cached_tokens: int | None = None
+    audio_tokens: int | None = None
+
+
+class CompletionTokensDetails(HolySheepModel):
+    """Breakdown of the completion tokens (``reasoning_tokens``: spent thinking, not in the reply)."""
+
+    reasoning_tokens: int | None = None
+    audio_tokens: int | None = None
+    accepted_prediction_tokens: int | None = None
+    rejected_prediction_tokens: int | None = None
+
+
 class CompletionUsage(HolySheepModel):
     """Token counts billed for a request."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    # Typed (not left in model_extra): reading a missing extra attribute raises inside pydantic, which
+    # made `ChatCompletion.cost` cost as much CPU as parsing the whole reply.
+    prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(_object_or_none)] = None
+    completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
 
 
 class _ResponseMeta(HolySheepModel):
