@@ -11,6 +11,7 @@ from typing import Any
 
 from ._exceptions import APIResponseValidationError, APIStreamError
 from ._keys import redact, redact_value
+from ._percentile import percentile
 from ._sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
 from .types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -35,16 +36,6 @@ class StreamMetrics:
     completion_tokens: int
     total_s: float | None
     tokens_per_s: float | None
-
-
-def _p95(values: list[float]) -> float:
-    if len(values) == 1:
-        return values[0]
-    ordered = sorted(values)
-    rank = 0.95 * (len(ordered) - 1)
-    lo = int(rank)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
 class StreamState:
@@ -219,7 +210,7 @@ class StreamState:
             ttft_s=ttft,
             itl_mean_s=statistics.fmean(gaps) if gaps else None,
             itl_p50_s=statistics.median(gaps) if gaps else None,
-            itl_p95_s=_p95(gaps) if gaps else None,
+            itl_p95_s=percentile(gaps, 95),
             chunks=self.chunks,
             completion_tokens=tokens,
             total_s=total,

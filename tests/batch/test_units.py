@@ -180,3 +180,17 @@ def test_clone_of_keyless_client_does_not_pick_up_the_env_key(monkeypatch: pytes
     clone = AsyncClient.from_config(client.config)
     assert "authorization" not in clone.config.base_headers
     assert clone.config.base_url == client.config.base_url
+
+
+def test_quota_estimate_is_exact_for_short_inputs_and_sampled_for_long_ones() -> None:
+    from holysheep.batch._api import ESTIMATE_SAMPLE, _estimate
+
+    defaults = {"model": "m", "max_tokens": 10}
+    short = ["x" * 40] * 100
+    assert _estimate(short, defaults) == 100 * (10 + 10)
+    mixed = [("x" * 40 if i % 8 < 4 else [{"role": "user", "content": "y" * 8}]) for i in range(4 * ESTIMATE_SAMPLE)]
+    exact = sum(estimate_tokens({**defaults, "messages": [{"content": "x" * 40 if i % 8 < 4 else "y" * 8}]})
+                for i in range(len(mixed)))
+    assert exact == 2 * ESTIMATE_SAMPLE * 20 + 2 * ESTIMATE_SAMPLE * 12
+    assert _estimate(mixed, defaults, exact=True) == exact
+    assert _estimate(mixed, defaults) == exact  # the even sample (every 4th item) has half of each kind
