@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -73,40 +73,41 @@ def validate_sampling(model: object, params: Mapping[str, Any]) -> None:
     """Check the model name and the sampling parameters that have a valid range."""
     if not isinstance(model, str) or not model.strip():
         raise _fail("model", f"must be a non-empty string, got {model!r}", "For example model='deepseek-v3.2'.")
-    if (v := params.get("temperature")) is not None:
-        _number("temperature", v, 0.0, 2.0)
-    if (v := params.get("top_p")) is not None:
-        _number("top_p", v, 0.0, 1.0)
-    for name in ("presence_penalty", "frequency_penalty"):
-        if (v := params.get(name)) is not None:
-            _number(name, v, -2.0, 2.0)
-    for name in ("max_tokens", "max_completion_tokens", "n"):
-        if (v := params.get(name)) is not None:
-            _positive_int(name, v)
-    if (v := params.get("stop")) is not None and not (
-        isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v))
-    ):
-        raise _fail("stop", f"must be a string or a list of strings, got {v!r}", "For example stop=['\\n\\n'].")
-    if (v := params.get("seed")) is not None and (isinstance(v, bool) or not isinstance(v, int)):
-        raise _fail("seed", f"must be an integer, got {v!r}", "For example seed=42.")
-    if (v := params.get("tools")) is not None:
-        _tools(v)
-    if (v := params.get("stream_options")) is not None:
-        if not isinstance(v, Mapping):
-            raise _fail("stream_options", f"must be a dict, got {type(v).__name__}",
-                        'Use stream_options={"include_usage": True}.')
-        if "include_usage" in v and not isinstance(v["include_usage"], bool):
-            raise _fail("stream_options.include_usage", f"must be True or False, got {v['include_usage']!r}",
-                        'Use stream_options={"include_usage": True}.')
-    _typed_params(params)
+    for name, value in params.items():  # only the parameters given: most calls pass two or three
+        if value is not None:
+            check = _CHECKS.get(name)
+            if check is not None:
+                check(name, value)
+
+
+def _range(lo: float, hi: float) -> Callable[[str, object], None]:
+    return lambda field, value: _number(field, value, lo, hi)
+
+
+def _stop(field: str, v: object) -> None:
+    if not (isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v))):
+        raise _fail(field, f"must be a string or a list of strings, got {v!r}", "For example stop=['\\n\\n'].")
+
+
+def _seed(field: str, v: object) -> None:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _fail(field, f"must be an integer, got {v!r}", "For example seed=42.")
+
+
+def _stream_options(field: str, v: object) -> None:
+    if not isinstance(v, Mapping):
+        raise _fail(field, f"must be a dict, got {type(v).__name__}", 'Use stream_options={"include_usage": True}.')
+    if "include_usage" in v and not isinstance(v["include_usage"], bool):
+        raise _fail("stream_options.include_usage", f"must be True or False, got {v['include_usage']!r}",
+                    'Use stream_options={"include_usage": True}.')
 
 
 _TOOL_HINT = 'Use tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {...}}}].'
 
 
-def _tools(tools: object) -> None:
+def _tools(field: str, tools: object) -> None:
     if not isinstance(tools, list):
-        raise _fail("tools", f"must be a list of tool definitions, got {type(tools).__name__}", _TOOL_HINT)
+        raise _fail(field, f"must be a list of tool definitions, got {type(tools).__name__}", _TOOL_HINT)
     for i, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise _fail(f"tools[{i}]", f"must be a dict, got {type(tool).__name__}", _TOOL_HINT)
@@ -116,36 +117,75 @@ def _tools(tools: object) -> None:
                 raise _fail(f"tools[{i}].function", "must be a dict with a non-empty 'name'", _TOOL_HINT)
 
 
-def _typed_params(params: Mapping[str, Any]) -> None:
-    for name in ("logprobs", "parallel_tool_calls", "store"):
-        if (v := params.get(name)) is not None and not isinstance(v, bool):
-            raise _fail(name, f"must be True or False, got {v!r}", f"Pass {name}=True or {name}=False.")
-    if (v := params.get("top_logprobs")) is not None and (
-            isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 20):
-        raise _fail("top_logprobs", f"must be an integer from 0 to 20, got {v!r}", "For example top_logprobs=5.")
-    if (v := params.get("tool_choice")) is not None and not isinstance(v, (str, Mapping)):
-        raise _fail("tool_choice", f"must be a string or a dict, got {type(v).__name__}",
+def _flag(field: str, v: object) -> None:
+    if not isinstance(v, bool):
+        raise _fail(field, f"must be True or False, got {v!r}", f"Pass {field}=True or {field}=False.")
+
+
+def _top_logprobs(field: str, v: object) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 20:
+        raise _fail(field, f"must be an integer from 0 to 20, got {v!r}", "For example top_logprobs=5.")
+
+
+def _tool_choice(field: str, v: object) -> None:
+    if not isinstance(v, (str, Mapping)):
+        raise _fail(field, f"must be a string or a dict, got {type(v).__name__}",
                     "Use 'auto', 'none', 'required' or {'type': 'function', 'function': {'name': ...}}.")
-    # response_format is checked where its schema is built (_schema.response_format_for).
-    if (v := params.get("logit_bias")) is not None and not (
-            isinstance(v, Mapping) and all(isinstance(b, (int, float)) and not isinstance(b, bool)
+
+
+def _logit_bias(field: str, v: object) -> None:
+    if not (isinstance(v, Mapping) and all(isinstance(b, (int, float)) and not isinstance(b, bool)
                                            for b in v.values())):
-        raise _fail("logit_bias", f"must be a dict of token ids to numbers, got {v!r}"[:200],
+        raise _fail(field, f"must be a dict of token ids to numbers, got {v!r}"[:200],
                     'For example logit_bias={"50256": -100}.')
-    for name in ("user", "reasoning_effort", "service_tier"):
-        if (v := params.get(name)) is not None and not isinstance(v, str):
-            raise _fail(name, f"must be a string, got {type(v).__name__}", f"Pass {name}='...'.")
-    if (v := params.get("metadata")) is not None and not (
-            isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())):
-        raise _fail("metadata", f"must be a dict of strings to strings, got {type(v).__name__}",
+
+
+def _text(field: str, v: object) -> None:
+    if not isinstance(v, str):
+        raise _fail(field, f"must be a string, got {type(v).__name__}", f"Pass {field}='...'.")
+
+
+def _metadata(field: str, v: object) -> None:
+    if not (isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())):
+        raise _fail(field, f"must be a dict of strings to strings, got {type(v).__name__}",
                     'For example metadata={"run": "nightly"}.')
-    if (v := params.get("extra_body")) is not None:
-        if not isinstance(v, Mapping):
-            raise _fail("extra_body", f"must be a dict, got {type(v).__name__}",
-                        'Pass server-specific fields as extra_body={"top_k": 20}.')
-        found = _find_bad(v, "extra_body")
-        if found:
-            raise _fail(found[0], found[1], "Pass only JSON types (str, int, float, bool, None, lists, dicts).")
+
+
+def _extra_body(field: str, v: object) -> None:
+    if not isinstance(v, Mapping):
+        raise _fail(field, f"must be a dict, got {type(v).__name__}",
+                    'Pass server-specific fields as extra_body={"top_k": 20}.')
+    found = _find_bad(v, "extra_body")
+    if found:
+        raise _fail(found[0], found[1], "Pass only JSON types (str, int, float, bool, None, lists, dicts).")
+
+
+# One check per parameter with a valid range or type. response_format is checked where its schema is built
+# (_schema.response_format_for).
+_CHECKS: dict[str, Callable[[str, Any], None]] = {
+    "temperature": _range(0.0, 2.0),
+    "top_p": _range(0.0, 1.0),
+    "presence_penalty": _range(-2.0, 2.0),
+    "frequency_penalty": _range(-2.0, 2.0),
+    "max_tokens": _positive_int,
+    "max_completion_tokens": _positive_int,
+    "n": _positive_int,
+    "stop": _stop,
+    "seed": _seed,
+    "tools": _tools,
+    "stream_options": _stream_options,
+    "logprobs": _flag,
+    "parallel_tool_calls": _flag,
+    "store": _flag,
+    "top_logprobs": _top_logprobs,
+    "tool_choice": _tool_choice,
+    "logit_bias": _logit_bias,
+    "user": _text,
+    "reasoning_effort": _text,
+    "service_tier": _text,
+    "metadata": _metadata,
+    "extra_body": _extra_body,
+}
 
 
 def _find_bad(value: Any, path: str) -> tuple[str, str] | None:
