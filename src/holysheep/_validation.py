@@ -21,7 +21,7 @@ def _fail(field: str, reason: str, hint: str) -> InvalidRequestError:
 
 def normalize_messages(messages: object) -> list[dict[str, Any]]:
     """Check ``messages`` and return them as plain dicts (typed ``Message`` objects are dumped)."""
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+    if type(messages) is not list and (isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence)):
         raise _fail(
             "messages",
             f"must be a list of messages, got {type(messages).__name__}",
@@ -31,29 +31,32 @@ def normalize_messages(messages: object) -> list[dict[str, Any]]:
         raise _fail("messages", "is empty", 'Pass at least one message, e.g. [{"role": "user", "content": "Hi"}].')
     out: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
-        where = f"messages[{i}]"
-        if isinstance(msg, BaseModel):
-            msg = msg.model_dump(exclude_none=True)
-        if not isinstance(msg, Mapping):
-            raise _fail(where, f"must be a dict or Message, got {type(msg).__name__}",
-                        'Each message looks like {"role": "user", "content": "..."}.')
+        if type(msg) is not dict:  # plain dicts (the common case) skip the ABC checks
+            if isinstance(msg, BaseModel):
+                msg = msg.model_dump(exclude_none=True)
+            if not isinstance(msg, Mapping):
+                raise _fail(f"messages[{i}]", f"must be a dict or Message, got {type(msg).__name__}",
+                            'Each message looks like {"role": "user", "content": "..."}.')
         role = msg.get("role")
         if role not in VALID_ROLES:
-            raise _fail(f"{where}.role", f"unknown role {role!r}",
+            raise _fail(f"messages[{i}].role", f"unknown role {role!r}",
                         f"Use one of {', '.join(sorted(VALID_ROLES))}.")
         content = msg.get("content")
-        if content is None:
+        if type(content) is str:
+            pass
+        elif content is None:
             if role != "assistant" and "content" not in msg:
-                raise _fail(f"{where}.content", "is missing", "Give the message text as content='...'.")
+                raise _fail(f"messages[{i}].content", "is missing", "Give the message text as content='...'.")
         elif isinstance(content, list):
             for j, part in enumerate(content):
                 if not isinstance(part, Mapping) or "type" not in part:
-                    raise _fail(f"{where}.content[{j}]", "content parts must be dicts with a 'type'",
+                    raise _fail(f"messages[{i}].content[{j}]", "content parts must be dicts with a 'type'",
                                 'Use {"type": "text", "text": "..."} or {"type": "image_url", ...}.')
         elif not isinstance(content, str):
-            raise _fail(f"{where}.content", f"must be a string or a list of parts, got {type(content).__name__}",
+            raise _fail(f"messages[{i}].content",
+                        f"must be a string or a list of parts, got {type(content).__name__}",
                         "Convert it to text first, e.g. content=str(value).")
-        out.append(msg if isinstance(msg, dict) else dict(msg))
+        out.append(msg if type(msg) is dict else dict(msg))
     return out
 
 
