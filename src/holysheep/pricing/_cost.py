@@ -7,7 +7,7 @@ from typing import Any
 
 from ._catalog import _lookup
 
-__all__ = ["cost_of"]
+__all__ = ["completion_cost", "cost_of"]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -59,3 +59,12 @@ def cost_of(usage_or_response: Any, model: str | None = None) -> float | None:
         return None
     entry = _lookup(name)
     return None if entry is None else entry.cost(*counts)
+
+
+def completion_cost(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
+    """USD for one completion of ``model`` from typed token counts (negative counts read as 0); ``None``
+    when the model has no price. The fast path behind ``ChatCompletion.cost``."""
+    entry = _lookup(model) if model else None
+    if entry is None:
+        return None
+    return entry.cost(max(prompt_tokens, 0), max(completion_tokens, 0), max(cached_tokens, 0))

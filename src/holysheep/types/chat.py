@@ -162,9 +162,14 @@ class ChatCompletion(_ResponseMeta):
     @property
     def cost(self) -> float | None:
         """Price of this call in USD from the price catalog, or None when the model has no known price."""
-        from ..pricing import cost_of  # lazy: the price catalog loads only when asked
+        usage = self.usage
+        if usage is None:
+            return None
+        from ..pricing._cost import completion_cost  # lazy: the price catalog loads only when asked
 
-        return cost_of(self)
+        details = usage.prompt_tokens_details
+        cached = details.cached_tokens if details is not None else None
+        return completion_cost(self.model, usage.prompt_tokens, usage.completion_tokens, cached or 0)
 
 
 class ChoiceDeltaFunction(HolySheepModel):
