@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
-import httpcore
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
-__all__ = ["DeadlineNetworkBackend", "attempt_deadline", "deadline_transport"]
+__all__ = ["attempt_deadline", "bounded_read_timeout", "deadline_transport"]
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("holysheep_attempt_deadline", default=None)
 
@@ -37,62 +37,26 @@ def attempt_deadline(seconds: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
-def _bounded(timeout: float | None) -> float | None:
+def bounded_read_timeout(timeout: float | None) -> float | None:
+    """The read timeout for one socket read on this thread: at most what is left of the attempt's deadline.
+    Raises ``httpcore.ReadTimeout`` once the deadline has passed."""
     current = _deadline.get()
     if current is None:
         return timeout
     at, seconds = current
     left = at - time.monotonic()
     if left <= 0:
+        import httpcore
+
         raise httpcore.ReadTimeout(f"the attempt took longer than its {seconds:g} s deadline (timeout=)")
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose reads end at the attempt's deadline."""
-
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bounded(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: typing.Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> typing.Any:
-        return self._inner.get_extra_info(info)
-
-
-class DeadlineNetworkBackend(httpcore.NetworkBackend):
-    """httpcore's sync socket backend, with reads bounded by ``attempt_deadline``."""
-
-    def __init__(self, inner: httpcore.NetworkBackend | None = None) -> None:
-        self._inner = inner or httpcore.SyncBackend()
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
 def deadline_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    """An ``httpx.HTTPTransport`` whose connections read through ``DeadlineNetworkBackend``."""
-    transport = httpx.HTTPTransport(limits=limits)
-    pool = getattr(transport, "_pool", None)  # httpx does not pass a network backend through
-    if isinstance(pool, httpcore.ConnectionPool) and hasattr(pool, "_network_backend"):
-        pool._network_backend = DeadlineNetworkBackend()
-    return transport
+    """An ``httpx.HTTPTransport`` whose connections read through a deadline-aware socket backend
+    (httpcore loads here, when the SDK's own sync pool is first built, not on ``import holysheep``)."""
+    from ._deadline_transport import make_transport
+
+    return make_transport(limits)
+
+

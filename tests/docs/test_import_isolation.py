@@ -63,3 +63,13 @@ def test_building_an_async_client_does_not_import_aiohttp() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env(),
                          timeout=60, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_building_a_sync_client_does_not_import_httpcore() -> None:
+    """httpx loads httpcore when its first pool is built; the SDK builds its sync pool on the first request,
+    so `import holysheep; Client()` pays for neither (part of the import-time budget)."""
+    code = ("import sys, holysheep; holysheep.Client(api_key='hs_' + 'x' * 24); "
+            "print('httpcore' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env(),
+                         timeout=60, check=True)
+    assert out.stdout.split() == ["False"]
