@@ -36,6 +36,8 @@ class Admission:
         self._auto = options.rpm == "auto" or options.tpm == "auto"
         # "auto": set until the first reply's headers were read (or no reply will come).
         self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
+        self._probe_taken = False
+        self._turn = asyncio.Lock()
 
     def _fixed_bucket(self, limit: float | str | None) -> TokenBucket | None:
         if limit is None or isinstance(limit, str):
@@ -43,25 +45,36 @@ class Admission:
         return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
 
     async def admit(self, est_tokens: int) -> int:
-        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket."""
-        await self.gate.wait()
-        await self.limiter.acquire()
-        charge = 0
-        if self.rpm is not None:
-            await self.rpm.take(1)
-        if self.tpm is not None:
-            charge = self.estimator.estimate(est_tokens)
-            await self.tpm.take(charge)
-        return charge
+        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
+
+        Workers are admitted one at a time, in the order they asked (a FIFO lock), so only one of them
+        waits on the gate and the buckets at any moment."""
+        async with self._turn:
+            await self.gate.wait()
+            await self.limiter.acquire()
+            charge = 0
+            if self.rpm is not None:
+                await self.rpm.take(1)
+            if self.tpm is not None:
+                charge = self.estimator.estimate(est_tokens)
+                await self.tpm.take(charge)
+            return charge
 
     @property
     def probing(self) -> bool:
         """True until the first reply of an "auto" batch told the limits."""
         return self._probe is not None and not self._probe.is_set()
 
+    def take_probe(self) -> bool:
+        """True for the one item that goes out as the "auto" probe (the first asked for); False after."""
+        if self._probe is None or self._probe_taken:
+            return False
+        self._probe_taken = True
+        return True
+
     async def wait_for_probe(self) -> None:
         """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
-        if self._probe is not None:
+        if self._probe is not None and not self._probe.is_set():
             await self._probe.wait()
 
     def probe_done(self) -> None:

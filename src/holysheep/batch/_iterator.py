@@ -4,7 +4,9 @@ The parts, each with its own state:
 
 - ``WorkQueue`` (``_work_queue``): retries first, then fresh inputs read lazily with bounded read-ahead;
 - ``Admission`` (``_admission``): the pause gate, concurrency slots and RPM/TPM buckets an item waits for;
-- ``AttemptRunner`` (``_attempts``): sends one attempt through the client's sender and settles it;
+- ``AttemptRunner`` (``_attempts``): sends one attempt through the client's sender and settles it
+  (``concurrency`` workers each take an item, get it admitted and send it, then take the next: a reply is
+  followed by the next request at once, as in a plain worker pool);
 - ``ResultSink`` (``_delivery``): every input ends as exactly one ``BatchResult``, delivered as it completes.
 """
 
@@ -64,7 +66,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
                                      outage=self._outage)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._dispatcher: asyncio.Task[None] | None = None
+        self._started = False
+        self._workers = 0
         self._quota_check: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -80,7 +83,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
     async def __anext__(self) -> BatchResult:
         if self._closed:
             raise StopAsyncIteration
-        if self._dispatcher is None:
+        if not self._started:
             await self._start()
         item = await self._sink.out.get()
         if item is END:
@@ -108,7 +111,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if self._closed:
             return
         self._closed = True
-        tasks = [t for t in (self._dispatcher, self._quota_check, *self._tasks) if t is not None and not t.done()]
+        tasks = [t for t in (self._quota_check, *self._tasks) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         self.queue.cancel_backoffs()
@@ -141,7 +144,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             except BaseException:
                 self._finish()
                 raise
-        self._dispatcher = loop.create_task(self._dispatch())
+        self._started = True
+        self._start_workers(loop)
 
     async def _check_quota(self) -> None:
         rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
@@ -149,38 +153,45 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if rejected is not None:
             self._runner.stop(rejected, "authentication failed (HTTP 401)")
 
-    # ------------------------------------------------------------------ dispatch loop
-    async def _dispatch(self) -> None:
-        """Take items in order (retries first), admit each, and start one task per attempt."""
-        loop = asyncio.get_running_loop()
+    # ------------------------------------------------------------------ workers
+    def _start_workers(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._workers = self.options.concurrency
+        for _ in range(self.options.concurrency):
+            task = loop.create_task(self._work())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _work(self) -> None:
+        """One worker: take items in order (retries first), get each admitted, send it, repeat."""
         queue, admission, runner, sink = self.queue, self.admission, self._runner, self._sink
         try:
             while (item := await queue.next()) is not None:
                 if item.invalid is not None:
                     sink.finalize(item, None, item.invalid)
                     continue
+                if not admission.take_probe():  # rpm/tpm="auto": the rest wait for the probe's reply
+                    await admission.wait_for_probe()
+                    if self._quota_check is not None:
+                        await self._quota_check  # ... and for the quota check that runs alongside it
                 if runner.abort is None:
                     charge = await admission.admit(item.est_tokens)
                     outage = self._outage.check()
                     if outage is not None:
                         runner.stop_unfinished(outage, None)
                     if runner.abort is None:
-                        task = loop.create_task(runner.run(item, charge))
-                        self._tasks.add(task)
-                        task.add_done_callback(self._tasks.discard)
-                        await admission.wait_for_probe()  # rpm/tpm="auto": learn the limits from one reply first
-                        if self._quota_check is not None:
-                            check, self._quota_check = self._quota_check, None
-                            await check
+                        await runner.run(item, charge)
                         continue
                     admission.release()
+                admission.probe_done()  # a probe that will not go out must not hold the others back
                 sink.finalize(item, None, runner.unfinished_error(None))
-            if self._quota_check is not None:  # no item was sent: the check still finishes before the end
-                check, self._quota_check = self._quota_check, None
-                await check
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # the input iterable failed: hand its error to the consumer
+            self._workers = -1
             sink.out.put_nowait(exc)
             return
-        sink.out.put_nowait(END)
+        self._workers -= 1
+        if self._workers == 0:  # the last worker out ends the results
+            if self._quota_check is not None:  # nothing was sent: the check still finishes first
+                await self._quota_check
+            sink.out.put_nowait(END)

@@ -2,7 +2,9 @@
 
 ``WorkQueue`` owns the input iterator, the queue of retries ready to go, the retries still in their
 backoff, and the two counters the batch ends on: items not finished yet, and results not yet taken
-by the consumer (which bounds the read-ahead).
+by the consumer (which bounds the read-ahead). Several workers take from it: a waiting worker is woken
+once per item that becomes available (all of them once the batch is over), and one at a time reads an
+async input.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class WorkQueue:
         self._read_ahead = read_ahead
         self._ready: deque[BatchRequest] = deque()
         self._backoff: dict[int, tuple[BatchRequest, asyncio.TimerHandle]] = {}
-        self._wake = asyncio.Event()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._reading = False  # a worker is awaiting the async input
         self.exhausted = False
         self.read_count = 0
         """How many inputs have been read so far."""
@@ -45,20 +48,26 @@ class WorkQueue:
         """Items read whose result the consumer has not taken yet."""
 
     async def _read(self) -> Any:
-        if self._ait is not None:
+        if self._ait is None:
+            assert self._it is not None
+            return next(self._it, END)
+        self._reading = True
+        try:
             return await anext(self._ait, END)
-        assert self._it is not None
-        return next(self._it, END)
+        finally:
+            self._reading = False
+            self._wake_one()
 
     async def next(self) -> BatchRequest | None:
         """The next item to send; None once every item is finished. Waits while the read-ahead is full."""
         while True:
             if self._ready:
                 return self._ready.popleft()
-            if not self.exhausted and self.in_memory < self._read_ahead:
+            if not self.exhausted and self.in_memory < self._read_ahead and not self._reading:
                 raw = await self._read()
                 if raw is END:
                     self.exhausted = True
+                    self._wake_all()
                     continue
                 index = self.read_count
                 self.read_count += 1
@@ -69,17 +78,36 @@ class WorkQueue:
                 return normalize_item(raw, index, self._defaults, where=f"item {index}: ")
             if self.exhausted and self.unfinished == 0:
                 return None
-            self._wake.clear()
-            await self._wake.wait()
+            await self._wait()
 
-    def poke(self) -> None:
-        """Wake ``next()`` to look again."""
-        self._wake.set()
+    async def _wait(self) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def _wake_one(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _wake_all(self) -> None:
+        waiters, self._waiters = self._waiters, deque()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def retry_now(self, item: BatchRequest) -> None:
         """Queue ``item`` to be sent again ahead of fresh inputs."""
         self._ready.append(item)
-        self._wake.set()
+        self._wake_one()
 
     def retry_later(self, item: BatchRequest, delay: float) -> None:
         """Queue ``item`` again after ``delay`` seconds (its backoff)."""
@@ -93,12 +121,13 @@ class WorkQueue:
     def item_finished(self) -> None:
         """One item ended with its result."""
         self.unfinished -= 1
-        self._wake.set()
+        if self.exhausted and self.unfinished == 0:
+            self._wake_all()
 
     def result_taken(self) -> None:
         """The consumer took one result: room for one more read-ahead item."""
         self.in_memory -= 1
-        self._wake.set()
+        self._wake_one()
 
     def end_backoffs(self) -> None:
         """Send every item still in its backoff now (the batch stopped: they end at once)."""
@@ -106,7 +135,7 @@ class WorkQueue:
             handle.cancel()
             self._ready.append(item)
         self._backoff.clear()
-        self._wake.set()
+        self._wake_all()
 
     def cancel_backoffs(self) -> None:
         """Drop the backoff timers (the batch was closed)."""
