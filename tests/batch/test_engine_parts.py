@@ -180,3 +180,38 @@ async def asyncio_timeout(it: Any) -> Any:
 
     for result in await asyncio.wait_for(collect(), 10):  # a hang fails the test instead of stalling it
         yield result
+
+
+async def test_work_queue_wakes_one_worker_per_item_and_all_at_the_end() -> None:
+    queue = WorkQueue(["x"], {"model": "m"}, read_ahead=8)
+    item = await queue.next()
+    assert item is not None
+    waiters = [asyncio.ensure_future(queue.next()) for _ in range(3)]
+    await asyncio.sleep(0)
+    queue.retry_now(item)  # one item: one worker gets it, the others keep waiting
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert [w.done() for w in waiters].count(True) == 1
+    assert next(w for w in waiters if w.done()).result() is item
+    queue.item_finished()  # the last item finished: every waiting worker ends
+    rest = [w for w in waiters if not w.done()]
+    assert await asyncio.wait_for(asyncio.gather(*rest), 1) == [None, None]
+
+
+async def test_an_async_input_is_read_by_one_worker_at_a_time() -> None:
+    reading = 0
+    overlaps = []
+
+    async def source() -> Any:
+        nonlocal reading
+        for i in range(6):
+            reading += 1
+            overlaps.append(reading)
+            await asyncio.sleep(0.001)
+            reading -= 1
+            yield f"p{i}"
+
+    queue = WorkQueue(source(), {"model": "m"}, read_ahead=16)
+    items = await asyncio.wait_for(asyncio.gather(*(queue.next() for _ in range(6))), 5)
+    assert sorted(x.index for x in items if x is not None) == list(range(6))
+    assert max(overlaps) == 1  # never two anext() at once (an async generator refuses that)
