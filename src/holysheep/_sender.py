@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ._base_client import BaseClient
     from ._client import Client
 
-__all__ = ["AsyncSender", "Sender", "ThreadSender", "chat_plan"]
+__all__ = ["AsyncSender", "Sender", "ThreadSender", "chat_plan", "limits_key"]
 
 
 class Sender(Protocol):
@@ -38,6 +39,11 @@ class Sender(Protocol):
         """Send one attempt of ``call``; the call's decision on it."""
         ...
 
+    @property
+    def limits_key(self) -> str | None:
+        """Names the server and key whose rate limits a batch may remember (None: do not remember)."""
+        ...
+
     async def quota(self) -> Any:
         """The account's quota (``client.quota.retrieve()``)."""
         ...
@@ -45,6 +51,12 @@ class Sender(Protocol):
     async def aclose(self) -> None:
         """Release what the sender owns."""
         ...
+
+
+def limits_key(client: BaseClient[Any, Any]) -> str:
+    """The base URL and a one-way digest of the key: which server's rate limits, for which account."""
+    key = client.config.api_key.reveal() or ""
+    return f"{client.config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 def chat_plan(client: BaseClient[Any, Any], params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
@@ -68,6 +80,10 @@ class AsyncSender:
     def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
         return chat_plan(self._client, params, idempotency_key)
 
+    @property
+    def limits_key(self) -> str | None:
+        return limits_key(self._client)
+
     async def attempt(self, call: Call) -> Outcome:
         return await self._client._attempt(call)
 
@@ -88,6 +104,10 @@ class ThreadSender:
 
     def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
         return chat_plan(self._client, params, idempotency_key)
+
+    @property
+    def limits_key(self) -> str | None:
+        return limits_key(self._client)
 
     async def attempt(self, call: Call) -> Outcome:
         loop = asyncio.get_running_loop()

@@ -215,3 +215,36 @@ async def test_an_async_input_is_read_by_one_worker_at_a_time() -> None:
     items = await asyncio.wait_for(asyncio.gather(*(queue.next() for _ in range(6))), 5)
     assert sorted(x.index for x in items if x is not None) == list(range(6))
     assert max(overlaps) == 1  # never two anext() at once (an async generator refuses that)
+
+
+def test_limits_memory_keeps_entries_for_their_ttl() -> None:
+    from holysheep.batch._server_limits import LimitsMemory, read_limits
+
+    clock = FakeClock()
+    memory = LimitsMemory(ttl_s=600, size=2, clock=clock)
+    limits = read_limits(LIMITS)
+    memory.remember("a", limits)
+    memory.remember("b", None)  # the server announced no limits: also worth remembering
+    assert memory.recall("a") == (True, limits) and memory.recall("b") == (True, None)
+    assert memory.recall("c") == (False, None)
+    clock.now = 600.5
+    assert memory.recall("a") == (False, None)  # stale: probe again
+    memory.remember("c", None)  # the oldest entry makes room
+    assert memory.recall("c") == (True, None) and "a" not in memory._entries
+
+
+async def test_a_later_batch_reuses_the_limits_instead_of_probing_again() -> None:
+    from holysheep import AsyncClient
+    from holysheep.testing import FakeServer
+
+    with FakeServer(rpm_limit=6000, latency=0.2) as server:
+        async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+            first = await client.chat.completions.batch(["a", "b", "c"], model="m", check_quota=False)
+            mark = len(server.requests)
+            second = await client.chat.completions.batch(["d", "e", "f"], model="m", check_quota=False)
+    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    one, two = chats[:3], [r for r in server.requests[mark:] if r.path.endswith("/chat/completions")]
+    assert all(r.finished_at is not None for r in chats)
+    assert all(r.started_at >= one[0].finished_at for r in one[1:])  # type: ignore[operator]  # probed
+    assert all(r.started_at < two[0].finished_at for r in two[1:])  # type: ignore[operator]  # went together
+    assert first.stats.learned_rpm == second.stats.learned_rpm == 6000

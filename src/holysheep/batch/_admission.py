@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ._limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from ._options import BatchOptions
 from ._results import BatchStats
-from ._server_limits import LEARNED_BURST_S, LEARNED_SHARE, read_limits
+from ._server_limits import LEARNED_BURST_S, LEARNED_SHARE, LIMITS_MEMORY, LimitsMemory, ServerLimits, read_limits
 
 __all__ = ["Admission"]
 
@@ -22,7 +22,8 @@ __all__ = ["Admission"]
 class Admission:
     """Load control for one batch: ``admit`` before a send, ``release`` after, and what it learns on the way."""
 
-    def __init__(self, options: BatchOptions, *, clock: Clock, sleep: Sleep) -> None:
+    def __init__(self, options: BatchOptions, *, clock: Clock, sleep: Sleep, memory_key: str | None = None,
+                 memory: LimitsMemory = LIMITS_MEMORY) -> None:
         self._options = options
         self._clock, self._sleep = clock, sleep
         self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
@@ -38,6 +39,14 @@ class Admission:
         self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
         self._probe_taken = False
         self._turn = asyncio.Lock()
+        self._memory, self._memory_key = memory, memory_key
+        self._heard = False
+        if self._auto and memory_key is not None:
+            known, limits = memory.recall(memory_key)
+            if known:  # a batch in this process heard from this server lately: no need to probe again
+                self._probe = None
+                if limits is not None:
+                    self._apply(limits, first=False)
 
     def _fixed_bucket(self, limit: float | str | None) -> TokenBucket | None:
         if limit is None or isinstance(limit, str):
@@ -89,12 +98,16 @@ class Admission:
     def learn(self, headers: Mapping[str, str] | None) -> None:
         """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the
         first reply says remains; a new bucket when the limit changes)."""
-        if not self._auto:
+        if not self._auto or headers is None:
             return
         limits = read_limits(headers)
-        if limits is None:
-            return
-        first = self.learned_rpm is None and self.learned_tpm is None
+        first_reply, self._heard = not self._heard, True
+        if self._memory_key is not None and (limits is not None or first_reply):
+            self._memory.remember(self._memory_key, limits)  # None: the server announces no limits
+        if limits is not None:
+            self._apply(limits, first=self.learned_rpm is None and self.learned_tpm is None)
+
+    def _apply(self, limits: ServerLimits, *, first: bool) -> None:
         if self._options.rpm == "auto" and limits.limit_requests and limits.limit_requests != self.learned_rpm:
             self.rpm = self._learned_bucket(limits.limit_requests, limits.remaining_requests, first)
             self.learned_rpm = limits.limit_requests

@@ -59,7 +59,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
         self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
         self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
-        self.admission = Admission(opts, clock=clock, sleep=sleep)
+        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
         self._sink = ResultSink(self.stats, self.queue, self.admission)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "ServerLimits", "parse_duration", "read_limits"]
+__all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "LIMITS_MEMORY", "LimitsMemory", "ServerLimits", "parse_duration",
+           "read_limits"]
 
 LEARNED_SHARE = 0.98
 """Share of a server-announced limit a batch paces at (a margin for clock skew between the two)."""
@@ -76,3 +78,37 @@ def read_limits(headers: Mapping[str, str] | None) -> ServerLimits | None:
         _number(headers, "x-ratelimit-limit-tokens"), _number(headers, "x-ratelimit-remaining-tokens"),
         parse_duration(headers.get("x-ratelimit-reset-tokens")),
     )
+
+
+class LimitsMemory:
+    """What each server (base URL and key) last announced, so a later batch in the same process need not
+    send its first request alone to learn it again. An entry is the limits, or None when the server
+    announced none; it is trusted for ``ttl_s`` seconds. Replies keep correcting it as they come."""
+
+    def __init__(self, ttl_s: float = 600.0, size: int = 64, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._size = size
+        self._entries: dict[str, tuple[float, ServerLimits | None]] = {}
+
+    def remember(self, key: str, limits: ServerLimits | None) -> None:
+        """Record what ``key``'s server announced just now."""
+        now = self._clock()
+        if key not in self._entries and len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (now, limits)
+
+    def recall(self, key: str) -> tuple[bool, ServerLimits | None]:
+        """(known, limits): whether a fresh entry exists for ``key``, and what it holds."""
+        entry = self._entries.get(key)
+        if entry is None or self._clock() - entry[0] > self.ttl_s:
+            return False, None
+        return True, entry[1]
+
+    def forget(self) -> None:
+        """Drop every entry."""
+        self._entries.clear()
+
+
+LIMITS_MEMORY = LimitsMemory()
+"""The process-wide memory the batch engine uses (``LIMITS_MEMORY.forget()`` starts afresh)."""

@@ -103,6 +103,10 @@ class GatedSender:
     async def quota(self) -> Any:
         return await self._inner.quota()
 
+    @property
+    def limits_key(self) -> str | None:
+        return None  # the cluster limiter learns the limits; each replica's engine does not remember them
+
     async def aclose(self) -> None:
         await self._inner.aclose()
 
