@@ -41,10 +41,13 @@ class Admission:
         self._turn = asyncio.Lock()
         self._memory, self._memory_key = memory, memory_key
         self._heard = False
+        self.remembered = False
+        """True when the limits came from the memory of an earlier batch (this key got replies lately)."""
         if self._auto and memory_key is not None:
             known, limits = memory.recall(memory_key)
             if known:  # a batch in this process heard from this server lately: no need to probe again
                 self._probe = None
+                self.remembered = True
                 if limits is not None:
                     self._apply(limits, first=False)
 

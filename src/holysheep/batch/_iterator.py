@@ -69,6 +69,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._started = False
         self._workers = 0
         self._quota_check: asyncio.Task[None] | None = None
+        self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
         self._closed = False
 
     @property
@@ -134,10 +135,13 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             self._progress.start(self.stats)
         loop = asyncio.get_running_loop()
         opts = self.options
-        if opts.check_quota and self.admission.probing and not opts.require_quota:
-            # The quota check only warns here: it runs alongside the rate-limit probe (the first request,
-            # sent alone), and the rest wait for both. A rejected key costs at most that one request.
+        if opts.check_quota and not opts.require_quota and (self.admission.probing or self.admission.remembered):
+            # The quota check only warns here, so it need not come first. With a probe (the first request,
+            # sent alone) it runs alongside it and the rest wait for both: a rejected key costs that one
+            # request. When this key got replies lately (remembered limits) nobody waits for it.
             self._quota_check = loop.create_task(self._check_quota())
+            if self.admission.probing:
+                self._quota_gate = self._quota_check
         elif opts.check_quota:
             try:
                 await self._check_quota()
@@ -171,8 +175,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                     continue
                 if not admission.take_probe():  # rpm/tpm="auto": the rest wait for the probe's reply
                     await admission.wait_for_probe()
-                    if self._quota_check is not None:
-                        await self._quota_check  # ... and for the quota check that runs alongside it
+                    if self._quota_gate is not None:
+                        await self._quota_gate  # ... and for the quota check that runs alongside it
                 if runner.abort is None:
                     charge = await admission.admit(item.est_tokens)
                     outage = self._outage.check()
