@@ -388,25 +388,9 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
 
     Releases the connection after a complete body; closes it when the limit is passed or reading fails.
     """
-    length = resp.content_length
-    encoding = resp.headers.get("Content-Encoding")
     ok = False
-    if (length is not None and length <= limit and encoding in (None, "", "identity")
-            and "Transfer-Encoding" not in resp.headers):
-        try:  # the parser stops at Content-Length, so the body cannot pass the limit (and no reader per piece)
-            body: bytes = await resp.read()
-            ok = True
-            return body
-        finally:
-            if ok:
-                resp.release()
-            else:
-                resp.close()
-    reader = BodyReader(encoding, limit)
     try:
-        async for raw in resp.content.iter_chunked(PIECE):
-            reader.feed(raw)
-        body = reader.finish()
+        body = await _read_aiohttp(resp, limit)
         ok = True
         return body
     finally:
@@ -414,6 +398,20 @@ async def read_aiohttp_body(resp: Any, limit: int) -> bytes:
             resp.release()
         else:
             resp.close()
+
+
+async def _read_aiohttp(resp: Any, limit: int) -> bytes:
+    length = resp.content_length
+    encoding = resp.headers.get("Content-Encoding")
+    if (length is not None and length <= limit and encoding in (None, "", "identity")
+            and "Transfer-Encoding" not in resp.headers):
+        # The parser stops at Content-Length, so the body cannot pass the limit (and no reader per piece).
+        body: bytes = await resp.read()
+        return body
+    reader = BodyReader(encoding, limit)
+    async for raw in resp.content.iter_chunked(PIECE):
+        reader.feed(raw)
+    return reader.finish()
 
 
 def iter_decoded(response: httpx.Response) -> Iterator[bytes]:

@@ -70,12 +70,10 @@ def chat_plan(client: BaseClient[Any, Any], params: Mapping[str, Any], idempoten
     return client.plan(spec, idempotency_key=idempotency_key)
 
 
-class AsyncSender:
-    """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
+class _ClientSender:
+    """What every client's sender shares: plans and the rate-limit memory key come from the client."""
 
-    def __init__(self, client: AsyncClient, *, owns: bool = False) -> None:
-        self._client = client
-        self._owns = owns
+    _client: BaseClient[Any, Any]
 
     def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
         return chat_plan(self._client, params, idempotency_key)
@@ -83,6 +81,14 @@ class AsyncSender:
     @property
     def limits_key(self) -> str | None:
         return limits_key(self._client)
+
+
+class AsyncSender(_ClientSender):
+    """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
+
+    def __init__(self, client: AsyncClient, *, owns: bool = False) -> None:
+        self._client: AsyncClient = client
+        self._owns = owns
 
     async def attempt(self, call: Call) -> Outcome:
         return await self._client._attempt(call)
@@ -95,19 +101,12 @@ class AsyncSender:
             await self._client.aclose()
 
 
-class ThreadSender:
+class ThreadSender(_ClientSender):
     """A ``Sender`` over a sync ``Client``: each attempt runs in a pool of ``max_workers`` threads."""
 
     def __init__(self, client: Client, max_workers: int) -> None:
-        self._client = client
+        self._client: Client = client
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="holysheep-batch")
-
-    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
-        return chat_plan(self._client, params, idempotency_key)
-
-    @property
-    def limits_key(self) -> str | None:
-        return limits_key(self._client)
 
     async def attempt(self, call: Call) -> Outcome:
         loop = asyncio.get_running_loop()

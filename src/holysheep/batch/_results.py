@@ -86,30 +86,55 @@ class BatchStats:
     """Live counters of a running batch (what the progress bar and ``on_progress`` see)."""
 
     total: int | None = None
+    """Items in the input, when known (a sized input)."""
     done: int = 0
+    """Items finished (succeeded or failed)."""
     succeeded: int = 0
+    """Items that ended with a response."""
     failed: int = 0
+    """Items that ended with an error."""
     requests: int = 0
+    """HTTP requests sent, retries and structured-output re-asks included."""
     retries: int = 0
+    """Retries sent (backoff, a 429 pause or a long Retry-After)."""
     rate_limited: int = 0
+    """Replies that were 429 (not counting exhausted quota)."""
     prompt_tokens: int = 0
+    """Prompt tokens billed, over every request."""
     completion_tokens: int = 0
+    """Completion tokens billed, over every request."""
     cost_usd: float = 0.0
+    """Cost in USD from the price catalog (see `cost_known`)."""
     cost_known: bool = False
+    """True once any reply's model had a known price."""
     started_at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the batch started."""
     finished_at: float | None = None
+    """`time.monotonic()` when it finished (None while running)."""
     concurrency: float = 0.0
+    """The AIMD concurrency limit now."""
     concurrency_max: int = 0
+    """The concurrency asked for (`concurrency=`)."""
     concurrency_min: float = 0.0
+    """The lowest the AIMD limit went after rate limits."""
     concurrency_decreases: int = 0
+    """How often a rate limit halved the concurrency limit."""
     peak_in_flight: int = 0
+    """Most requests in flight at once."""
     pauses: int = 0
+    """Batch-wide pauses (429 or Retry-After)."""
     paused_s: float = 0.0
+    """Seconds spent in those pauses."""
     retries_paced: int = 0
+    """Retries the retry budget delayed (never refused)."""
     learned_rpm: float | None = None
+    """Requests per minute the server announced (`x-ratelimit-limit-requests`), if any."""
     learned_tpm: float | None = None
+    """Tokens per minute the server announced (`x-ratelimit-limit-tokens`), if any."""
     stop_reason: str | None = None
+    """Why the batch stopped early (401, exhausted quota, an outage...), else None."""
     errors: Counter[str] = field(default_factory=Counter)
+    """Failed items by error class name."""
 
     @property
     def elapsed_s(self) -> float:
