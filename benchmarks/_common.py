@@ -9,11 +9,29 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 KEY = "hs_bench0123456789abcdefABCDEF"
+MODEL = "deepseek-v3.2"
+MESSAGES = [{"role": "user", "content": "Say something long."}]
+PAYLOAD = {"model": MODEL, "messages": MESSAGES, "max_tokens": 16}
+"""The request the per-request CPU and instruction benchmarks send."""
+
+
+async def inflight(call: Callable[[], Awaitable[Any]], n: int, conc: int) -> None:
+    """Run ``call`` ``n`` times with at most ``conc`` in flight."""
+    import asyncio
+
+    sem = asyncio.Semaphore(conc)
+
+    async def one() -> None:
+        async with sem:
+            await call()
+
+    await asyncio.gather(*(one() for _ in range(n)))
 
 
 @contextlib.contextmanager

@@ -30,21 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from _common import KEY, canned_server, pin_client
-
-MODEL = "deepseek-v3.2"
-MESSAGES = [{"role": "user", "content": "Say something long."}]
-PAYLOAD = {"model": MODEL, "messages": MESSAGES, "max_tokens": 16}
-
-
-async def _inflight(call: Callable[[], Awaitable[Any]], n: int, conc: int) -> None:
-    sem = asyncio.Semaphore(conc)
-
-    async def one() -> None:
-        async with sem:
-            await call()
-
-    await asyncio.gather(*(one() for _ in range(n)))
+from _common import KEY, MESSAGES, MODEL, PAYLOAD, canned_server, inflight, pin_client
 
 
 def _async_case(open_: Callable[[], Any], body: Callable[[Any], Awaitable[None]], close: Callable[[Any], Any],
@@ -85,14 +71,14 @@ def cases(url: str, n: int, rounds: int) -> dict[str, Callable[[cProfile.Profile
                 async with s.post(f"{url}/chat/completions", json=PAYLOAD,
                                   headers={"authorization": f"Bearer {KEY}"}) as r:
                     await r.read()
-            await _inflight(one, n, 64)
+            await inflight(one, n, 64)
 
         return _async_case(open_, body, lambda s: s.close(), n, rounds, p)
 
     def hs_async(backend: str) -> Callable[[cProfile.Profile | None], float]:
         def case(p: cProfile.Profile | None) -> float:
             async def body(c: Any) -> None:
-                await _inflight(lambda: c.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16),
+                await inflight(lambda: c.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16),
                                 n, 64)
             return _async_case(lambda: holysheep.AsyncClient(api_key=KEY, base_url=url, http_backend=backend),
                                body, lambda c: c.aclose(), n, rounds, p)
@@ -110,7 +96,7 @@ def cases(url: str, n: int, rounds: int) -> dict[str, Callable[[cProfile.Profile
         async def body(c: Any) -> None:
             async def one() -> None:
                 (await c.post(f"{url}/chat/completions", json=PAYLOAD)).read()
-            await _inflight(one, n, 64)
+            await inflight(one, n, 64)
         return _async_case(lambda: httpx.AsyncClient(limits=httpx.Limits(max_connections=1000)), body,
                            lambda c: c.aclose(), n, rounds, p)
 
@@ -154,7 +140,7 @@ def cases(url: str, n: int, rounds: int) -> dict[str, Callable[[cProfile.Profile
                 async with await c.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as s:
                     async for _ in s:
                         pass
-            await _inflight(one, ns, 16)
+            await inflight(one, ns, 16)
         return _async_case(lambda: holysheep.AsyncClient(api_key=KEY, base_url=url), body,
                            lambda c: c.aclose(), ns, rounds, p)
 

@@ -22,24 +22,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from _common import KEY, canned_server
+from _common import KEY, MESSAGES, MODEL, PAYLOAD, canned_server, inflight
 
-MODEL = "deepseek-v3.2"
-MESSAGES = [{"role": "user", "content": "Say something long."}]
-PAYLOAD = {"model": MODEL, "messages": MESSAGES, "max_tokens": 16}
 WARMUP = 64
 CASES = ("aiohttp_floor", "async_create", "batch_item", "httpx_floor", "httpx_create", "raw_stream",
          "sync_stream", "async_stream")
-
-
-async def _inflight(call: Callable[[], Awaitable[Any]], n: int, conc: int) -> None:
-    sem = asyncio.Semaphore(conc)
-
-    async def one() -> None:
-        async with sem:
-            await call()
-
-    await asyncio.gather(*(one() for _ in range(n)))
 
 
 def child(case: str, n: int, url: str) -> None:
@@ -64,13 +51,13 @@ def child(case: str, n: int, url: str) -> None:
                 async with s.post(f"{url}/chat/completions", json=PAYLOAD,
                                   headers={"authorization": f"Bearer {KEY}"}) as r:
                     await r.read()
-            await _inflight(one, k, 64)
+            await inflight(one, k, 64)
         asyncio.run(run_async(lambda: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000)), floor))
     elif case in ("async_create", "httpx_create"):
         backend = "aiohttp" if case == "async_create" else "httpx"
 
         async def create(c: Any, k: int) -> None:
-            await _inflight(lambda: c.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16), k, 64)
+            await inflight(lambda: c.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16), k, 64)
         asyncio.run(run_async(lambda: holysheep.AsyncClient(api_key=KEY, base_url=url, http_backend=backend),
                               create))
     elif case == "batch_item":
@@ -83,7 +70,7 @@ def child(case: str, n: int, url: str) -> None:
         async def hfloor(c: Any, k: int) -> None:
             async def one() -> None:
                 (await c.post(f"{url}/chat/completions", json=PAYLOAD)).read()
-            await _inflight(one, k, 64)
+            await inflight(one, k, 64)
         asyncio.run(run_async(lambda: httpx.AsyncClient(limits=httpx.Limits(max_connections=1000)), hfloor))
     elif case == "async_stream":
         async def astream(c: Any, k: int) -> None:
@@ -91,7 +78,7 @@ def child(case: str, n: int, url: str) -> None:
                 async with await c.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as s:
                     async for _ in s:
                         pass
-            await _inflight(one, k, 16)
+            await inflight(one, k, 16)
         asyncio.run(run_async(lambda: holysheep.AsyncClient(api_key=KEY, base_url=url), astream))
     elif case == "raw_stream":
         with httpx.Client() as http:

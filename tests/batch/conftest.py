@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,3 +42,19 @@ def chat_requests(server: FakeServer) -> list[Any]:
 def server() -> Iterator[FakeServer]:
     with FakeServer(latency=0.01) as srv:
         yield srv
+
+
+class FakeClock:
+    """A clock that only moves when something sleeps on it (each sleep also yields to the loop once)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 9))
+        self.now += seconds
+        await asyncio.sleep(0)

@@ -13,19 +13,7 @@ from holysheep.batch._results import BatchStats
 from holysheep.batch._server_limits import LEARNED_SHARE
 from holysheep.batch._work_queue import WorkQueue
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(round(seconds, 9))
-        self.now += seconds
-        await asyncio.sleep(0)
+from .conftest import FakeClock
 
 
 def admission(**options: Any) -> tuple[Admission, FakeClock]:

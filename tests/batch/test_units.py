@@ -10,6 +10,8 @@ from holysheep import InvalidRequestError
 from holysheep.batch._limits import AIMDLimiter, OutageDetector, PauseGate, RetryPace, TokenBucket, TokenEstimator
 from holysheep.batch._requests import estimate_tokens, normalize_item
 
+from .conftest import FakeClock
+
 
 def test_normalize_prompt_messages_dict_and_batch_api_line() -> None:
     d = {"model": "m", "max_tokens": 5}
@@ -59,21 +61,6 @@ def test_estimator_learns_from_usage() -> None:
     for _ in range(20):
         est.observe(1000, 100)
     assert est.estimate(1000) == pytest.approx(100, abs=2)
-
-
-class FakeClock:
-    """A clock that only moves when something sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(round(seconds, 9))
-        self.now += seconds
 
 
 async def test_token_bucket_paces_and_refunds() -> None:

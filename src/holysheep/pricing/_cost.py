@@ -57,8 +57,7 @@ def cost_of(usage_or_response: Any, model: str | None = None) -> float | None:
     counts = _tokens(usage)
     if counts is None:
         return None
-    entry = _lookup(name)
-    return None if entry is None else entry.cost(*counts)
+    return completion_cost(name, *counts)
 
 
 def completion_cost(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
