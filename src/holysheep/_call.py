@@ -28,6 +28,7 @@ from ._request import RequestSpec
 from ._retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
 from ._scrub import scrub_cause
 from ._validation import body_error
+from .types.chat import TransportFacts
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
@@ -236,9 +237,8 @@ class Call:
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
                 body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
             )
-        if hasattr(result, "_request_id"):
-            result._request_id = response.headers.get("x-request-id")
-            result._retries_taken = self.retries_taken
-            result._elapsed_s = self.elapsed
-            result._served_by = self.served_by
+        set_transport = getattr(result, "_set_transport", None)
+        if set_transport is not None:
+            set_transport(TransportFacts(response.headers.get("x-request-id"), self.retries_taken, self.elapsed,
+                                     self.served_by))
         return result

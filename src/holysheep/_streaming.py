@@ -200,9 +200,10 @@ class _StreamBase(Generic[_T]):
 
     def _final(self) -> ChatCompletion:
         completion = self._state.final_completion()
-        completion._request_id = self.request_id
-        completion._retries_taken = self._call.retries_taken
-        completion._served_by = self._call.served_by
+        transport = completion._own_transport()
+        transport.request_id = self.request_id
+        transport.retries_taken = self._call.retries_taken
+        transport.served_by = self._call.served_by
         return completion
 
 

@@ -58,6 +58,26 @@ def test_create_parses_and_keeps_unknown_fields(kind: str, respx_mock: respx.Moc
     assert sent.headers["idempotency-key"].startswith("hs-")
 
 
+def test_transport_facts_survive_copy_pickle_and_parse_into_a_subclass(respx_mock: respx.MockRouter) -> None:
+    import copy
+    import pickle
+
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=[
+        httpx.Response(500, json={"error": {"message": "boom"}}),
+        httpx.Response(200, json=COMPLETION, headers={"x-request-id": "req_abc"})])
+    with holysheep.Client(api_key=KEY, base_url=BASE, **FAST) as client:
+        resp = create(client)
+    facts = ("req_abc", 1, "primary")
+    for other in (resp.model_copy(), resp.model_copy(deep=True), copy.copy(resp), copy.deepcopy(resp),
+                  pickle.loads(pickle.dumps(resp))):
+        assert (other.request_id, other.retries_taken, other.served_by) == facts
+        assert other.elapsed_s == resp.elapsed_s > 0
+        assert other == resp
+    assert resp.__pydantic_private__ is None  # no pydantic private attributes: they cost a validation's worth
+    bare = ChatCompletion.model_validate(COMPLETION)  # built by hand: the defaults
+    assert (bare.request_id, bare.retries_taken, bare.elapsed_s, bare.served_by) == (None, 0, 0.0, "primary")
+
+
 def test_extra_body_headers_and_typed_messages(kind: str, respx_mock: respx.MockRouter) -> None:
     route = respx_mock.post(f"{BASE}/chat/completions").respond(200, json=COMPLETION)
     msgs = [holysheep.Message(role="system", content="Be brief"), {"role": "user", "content": "Hi"}]

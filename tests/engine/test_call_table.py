@@ -148,7 +148,7 @@ def test_call_plan_fallback_transitions(statuses: list[int], tried: list[str], f
         assert delay == 0.0  # moving to the next endpoint is immediate
     assert served == tried
     if final == "ok":
-        assert plan.result()._served_by == tried[-1]
+        assert plan.result().served_by == tried[-1]
     else:
         assert plan.error is not None and str(plan.error.status_code) == final  # type: ignore[attr-defined]
 

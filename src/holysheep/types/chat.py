@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, PrivateAttr
+from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
 from ._base import HolySheepModel
@@ -119,33 +119,95 @@ class CompletionUsage(HolySheepModel):
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
 
 
-class _ResponseMeta(HolySheepModel):
-    """Adds transport facts (request id, retries, timing, which endpoint served it) to a response."""
+class TransportFacts:
+    """What the transport knew about a response (kept outside the pydantic fields: no validation cost)."""
 
-    _request_id: str | None = PrivateAttr(default=None)
-    _retries_taken: int = PrivateAttr(default=0)
-    _elapsed_s: float = PrivateAttr(default=0.0)
-    _served_by: str = PrivateAttr(default="primary")
+    __slots__ = ("elapsed_s", "request_id", "retries_taken", "served_by")
+
+    def __init__(self, request_id: str | None = None, retries_taken: int = 0, elapsed_s: float = 0.0,
+                 served_by: str = "primary") -> None:
+        self.request_id = request_id
+        self.retries_taken = retries_taken
+        self.elapsed_s = elapsed_s
+        self.served_by = served_by
+
+    def copy(self) -> TransportFacts:
+        return TransportFacts(self.request_id, self.retries_taken, self.elapsed_s, self.served_by)
+
+
+_NO_FACTS = TransportFacts()
+
+
+class _ResponseMeta(HolySheepModel):
+    """Adds transport facts (request id, retries, timing, which endpoint served it) to a response.
+
+    They live in a slot rather than in pydantic private attributes: private attributes cost about as
+    much again as validating a small completion, on every response.
+    """
+
+    __slots__ = ("_hs_transport",)
+
+    @property
+    def _transport(self) -> TransportFacts:
+        try:
+            return self._hs_transport  # type: ignore[no-any-return]
+        except AttributeError:  # built by hand, not by a client
+            return _NO_FACTS
+
+    def _set_transport(self, transport: TransportFacts) -> None:
+        object.__setattr__(self, "_hs_transport", transport)
+
+    def _own_transport(self) -> TransportFacts:
+        """This response's transport facts, ready to be written."""
+        try:
+            return self._hs_transport  # type: ignore[no-any-return]
+        except AttributeError:
+            transport = TransportFacts()
+            object.__setattr__(self, "_hs_transport", transport)
+            return transport
+
+    def __copy__(self) -> Any:
+        new = super().__copy__()
+        new._set_transport(self._transport.copy())
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        new = super().__deepcopy__(memo)
+        new._set_transport(self._transport.copy())
+        return new
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        t = self._transport
+        state["__holysheep_transport__"] = (t.request_id, t.retries_taken, t.elapsed_s, t.served_by)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        state = dict(state)
+        facts = state.pop("__holysheep_transport__", None)
+        super().__setstate__(state)
+        if facts is not None:
+            self._set_transport(TransportFacts(*facts))
 
     @property
     def request_id(self) -> str | None:
         """The server's ``x-request-id`` for this response (quote it to support)."""
-        return self._request_id
+        return self._transport.request_id
 
     @property
     def retries_taken(self) -> int:
         """How many retries the call needed before this response (0 when the first attempt worked)."""
-        return self._retries_taken
+        return self._transport.retries_taken
 
     @property
     def elapsed_s(self) -> float:
         """Seconds from sending the request (final attempt) to the full response body."""
-        return self._elapsed_s
+        return self._transport.elapsed_s
 
     @property
     def served_by(self) -> str:
         """``"primary"``, or the name of the fallback endpoint that served the request."""
-        return self._served_by
+        return self._transport.served_by
 
 
 class ChatCompletion(_ResponseMeta):
