@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
@@ -146,11 +146,13 @@ class _ResponseMeta(HolySheepModel):
     """
 
     __slots__ = ("_hs_transport",)
+    if TYPE_CHECKING:  # a slot, not a field or a private attribute
+        _hs_transport: TransportFacts
 
     @property
     def _transport(self) -> TransportFacts:
         try:
-            return self._hs_transport  # type: ignore[no-any-return]
+            return self._hs_transport
         except AttributeError:  # built by hand, not by a client
             return _NO_FACTS
 
@@ -160,7 +162,7 @@ class _ResponseMeta(HolySheepModel):
     def _own_transport(self) -> TransportFacts:
         """This response's transport facts, ready to be written."""
         try:
-            return self._hs_transport  # type: ignore[no-any-return]
+            return self._hs_transport
         except AttributeError:
             transport = TransportFacts()
             object.__setattr__(self, "_hs_transport", transport)
