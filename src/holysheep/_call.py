@@ -24,7 +24,7 @@ from ._keys import redact
 from ._limits import attempt_seconds
 from ._logging import logger
 from ._option_checks import check_idle_timeout, check_max_retries
-from ._request import RequestSpec
+from ._request import NO_OPTIONS, RequestOptions, RequestSpec
 from ._retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
 from ._scrub import scrub_cause
 from ._validation import body_error
@@ -59,6 +59,29 @@ class Outcome:
     cause: BaseException | None = None
 
 
+def _settings(config: ClientConfig, opts: RequestOptions, stream: bool
+              ) -> tuple[RetryPolicy, httpx.Timeout, float | None, float | None]:
+    """A call's retry policy, timeout, whole-attempt deadline and stream idle limit (checked here)."""
+    max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
+    key = (max_retries, config.initial_retry_delay, config.max_retry_delay, config.max_retry_after)
+    policy = _POLICIES.get(key) if type(max_retries) is int else None  # 2.0 and True are checked, not cached
+    if policy is None:  # a frozen value: one per distinct setting, not one per call
+        check_max_retries(max_retries)
+        policy = RetryPolicy(*key)
+        if len(_POLICIES) >= 64:
+            _POLICIES.clear()
+        _POLICIES[key] = policy
+    timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
+    deadline_s = attempt_seconds(timeout)  # the whole attempt (non-stream; stream: to headers)
+    idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
+    check_idle_timeout(idle)
+    idle_timeout = float(idle) if idle is not None and stream else None
+    if idle_timeout is not None:
+        t = timeout
+        timeout = httpx.Timeout(connect=t.connect, read=idle_timeout, write=t.write, pool=t.pool)
+    return policy, timeout, deadline_s, idle_timeout
+
+
 class Call:
     """State of one logical call across its attempts (retry count, idempotency key, timing).
 
@@ -78,24 +101,13 @@ class Call:
         self.spec = spec
         self._rand = rand
         opts = spec.options
-        max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
-        key = (max_retries, config.initial_retry_delay, config.max_retry_delay, config.max_retry_after)
-        policy = _POLICIES.get(key) if type(max_retries) is int else None  # 2.0 and True are checked, not cached
-        if policy is None:  # a frozen value: one per distinct setting, not one per call
-            check_max_retries(max_retries)
-            policy = RetryPolicy(*key)
-            if len(_POLICIES) >= 64:
-                _POLICIES.clear()
-            _POLICIES[key] = policy
-        self.policy = policy
-        self.timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
-        self.deadline_s = attempt_seconds(self.timeout)  # the whole attempt (non-stream; stream: to headers)
-        idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
-        check_idle_timeout(idle)
-        self.idle_timeout: float | None = float(idle) if idle is not None and spec.stream else None
-        if self.idle_timeout is not None:
-            t = self.timeout
-            self.timeout = httpx.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
+        if opts is NO_OPTIONS:  # the usual case: the client's settings, worked out once per client
+            settings = config.call_settings.get(spec.stream)
+            if settings is None:
+                settings = config.call_settings[spec.stream] = _settings(config, opts, spec.stream)
+        else:
+            settings = _settings(config, opts, spec.stream)
+        self.policy, self.timeout, self.deadline_s, self.idle_timeout = settings
         self.served_by = served_by
         self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
         self.retries_taken = 0

@@ -204,6 +204,8 @@ class ClientConfig:
     on_retry: OnRetry | None
     base_headers: dict[str, str] = field(repr=False, compare=False)
     urls: dict[str, tuple[httpx.URL, str]] = field(default_factory=dict, repr=False, compare=False)
+    call_settings: dict[bool, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The retry policy and timeouts of a call that overrides nothing, by ``stream`` (filled by ``Call``)."""
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
 
@@ -231,6 +233,7 @@ class ClientConfig:
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
+        object.__setattr__(new, "call_settings", {})
         return new
 
     def __repr__(self) -> str:

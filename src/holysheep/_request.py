@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 from ._config import TimeoutTypes, check_headers
 from ._validation import normalize_messages, validate_sampling
 
-__all__ = ["ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
+__all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
 
 _NOT_GIVEN: Any = object()
 
@@ -77,9 +77,12 @@ def _check_known(params: Mapping[str, Any]) -> None:
                 f"extra_body={{{key!r}: ...}}.", field=str(key), reason="unknown parameter")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class RequestOptions:
-    """Per-call overrides of the client's transport settings (unset fields inherit)."""
+    """Per-call overrides of the client's transport settings (unset fields inherit).
+
+    Never changed once built (not ``frozen``: a frozen dataclass costs three times as much to build, and
+    one is built for every request)."""
 
     extra_headers: Mapping[str, str | None] | None = None
     timeout: Any = _NOT_GIVEN
@@ -95,16 +98,22 @@ class RequestOptions:
         return self.stream_idle_timeout is not _NOT_GIVEN
 
 
-@dataclass(frozen=True)
+NO_OPTIONS = RequestOptions()
+"""The options of a call that overrides nothing (shared: calls with it use the client's settings as they are)."""
+
+
+@dataclass(slots=True)
 class RequestSpec:
-    """One API call: method, path under the base URL, JSON body, how to parse the reply."""
+    """One API call: method, path under the base URL, JSON body, how to parse the reply.
+
+    Never changed once built (``dataclasses.replace`` makes a changed copy)."""
 
     method: str
     path: str
     body: Mapping[str, Any] | None
     parse: Callable[[bytes], Any]
     stream: bool = False
-    options: RequestOptions = RequestOptions()
+    options: RequestOptions = NO_OPTIONS
 
     @property
     def model(self) -> str | None:
@@ -139,8 +148,12 @@ def build_chat_spec(
     if params.get("extra_headers") is not None:
         check_headers("extra_headers", params["extra_headers"])
     body: dict[str, Any] = {"model": model, "messages": normalize_messages(messages)}
+    overrides = False  # any per-call transport option (else the shared NO_OPTIONS)
     for key, value in params.items():
-        if key in _TRANSPORT_KEYS or value is None:
+        if key in _TRANSPORT_KEYS:
+            overrides = True
+            continue
+        if value is None:
             continue
         body[key] = _response_format(value) if key == "response_format" else value
     if stream:
@@ -148,10 +161,12 @@ def build_chat_spec(
     extra_body = params.get("extra_body")
     if extra_body:
         body.update(extra_body)
-    options = RequestOptions(
-        extra_headers=params.get("extra_headers"),
-        timeout=params.get("timeout", _NOT_GIVEN),
-        max_retries=params.get("max_retries"),
-        stream_idle_timeout=params.get("stream_idle_timeout", _NOT_GIVEN),
-    )
-    return RequestSpec("POST", "chat/completions", body, parse, stream=stream, options=options)
+    options = NO_OPTIONS
+    if overrides:
+        options = RequestOptions(
+            extra_headers=params.get("extra_headers"),
+            timeout=params.get("timeout", _NOT_GIVEN),
+            max_retries=params.get("max_retries"),
+            stream_idle_timeout=params.get("stream_idle_timeout", _NOT_GIVEN),
+        )
+    return RequestSpec("POST", "chat/completions", body, parse, stream, options)

@@ -109,6 +109,7 @@ _loading = False
 
 
 @functools.lru_cache(maxsize=1024)  # pure; called once per priced response
+@functools.lru_cache(maxsize=1024)  # pure: every priced response asks it for the same few names
 def _norm(model: str) -> str:
     """Lower case, provider prefix and date suffix dropped, '.', '_' and ' ' read as '-'."""
     s = model.strip().lower().rsplit("/", 1)[-1]

@@ -119,6 +119,19 @@ class CompletionUsage(HolySheepModel):
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
 
 
+_cost_fn: Any = None
+
+
+def _completion_cost() -> Any:
+    """``pricing.completion_cost``, imported on first use: the price catalog loads only when a cost is asked."""
+    global _cost_fn
+    if _cost_fn is None:
+        from ..pricing._cost import completion_cost
+
+        _cost_fn = completion_cost
+    return _cost_fn
+
+
 class TransportFacts:
     """What the transport knew about a response (kept outside the pydantic fields: no validation cost)."""
 
@@ -229,11 +242,9 @@ class ChatCompletion(_ResponseMeta):
         usage = self.usage
         if usage is None:
             return None
-        from ..pricing._cost import completion_cost  # lazy: the price catalog loads only when asked
-
         details = usage.prompt_tokens_details
         cached = details.cached_tokens if details is not None else None
-        return completion_cost(self.model, usage.prompt_tokens, usage.completion_tokens, cached or 0)
+        return _completion_cost()(self.model, usage.prompt_tokens, usage.completion_tokens, cached or 0)
 
 
 class ChoiceDeltaFunction(HolySheepModel):
