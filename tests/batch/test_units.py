@@ -35,10 +35,11 @@ def test_normalize_prompt_messages_dict_and_batch_api_line() -> None:
     ({"custom_id": "z", "url": "/v1/embeddings", "body": {}}, "url"),
     ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "stream"),
 ])
-def test_normalize_bad_items_carry_their_error(bad: object, field: str) -> None:
-    item = normalize_item(bad, 7, {"model": "m"}, where="item 7: ")
+@pytest.mark.parametrize("where", ["item 7: ", None])  # None: numbered only when there is an error
+def test_normalize_bad_items_carry_their_error(bad: object, field: str, where: str | None) -> None:
+    item = normalize_item(bad, 7, {"model": "m"}, where=where)
     assert isinstance(item.invalid, InvalidRequestError)
-    assert item.invalid.field == field and "item 7" in str(item.invalid)
+    assert item.invalid.field == field and str(item.invalid).startswith("item 7: ")
     if isinstance(bad, dict) and "custom_id" in bad:
         assert item.custom_id == "z"
 
@@ -46,6 +47,21 @@ def test_normalize_bad_items_carry_their_error(bad: object, field: str) -> None:
 def test_missing_model_is_an_item_error() -> None:
     item = normalize_item("hi", 0, {})
     assert isinstance(item.invalid, InvalidRequestError) and item.invalid.field == "model"
+    assert item.est_tokens == 0
+
+
+def test_tuples_and_str_subclasses_are_items_and_the_estimate_waits_until_asked() -> None:
+    class Prompt(str):
+        pass
+
+    d = {"model": "m", "max_tokens": 4}
+    item = normalize_item(({"role": "user", "content": "x" * 8},), 0, d)
+    assert item.params["messages"] == [{"role": "user", "content": "x" * 8}] and item.invalid is None
+    assert item._est_tokens is None  # not worked out: only a TPM bucket or the quota check asks
+    assert item.token_estimate() == item.est_tokens == 2 + 4
+    assert normalize_item(Prompt("hi"), 1, d).params["messages"] == [{"role": "user", "content": "hi"}]
+    assert "stream" not in normalize_item({"messages": [{"role": "user", "content": "x"}], "stream": False}, 2,
+                                          d).params
 
 
 def test_estimate_is_chars_over_4_plus_max_tokens() -> None:

@@ -183,3 +183,29 @@ def test_typed_usage_details_price_cached_tokens_and_keep_unknown_fields() -> No
         "prompt_tokens": 1000, "completion_tokens": 0, "prompt_tokens_details": 5}})
     assert odd.usage is not None and odd.usage.prompt_tokens_details is None  # a scalar is dropped, not fatal
     assert odd.cost == pytest.approx(1000 * 2 / 1e6)
+
+
+def test_a_resolved_name_follows_every_catalog_change(tmp_path: Path) -> None:
+    def cost() -> float | None:
+        return cost_of({"prompt_tokens": 1_000_000, "completion_tokens": 0}, model="Vendor/My-Model-2026-01-31")
+
+    assert cost() is None and cost() is None  # resolved (to nothing) and remembered
+    set_price("my-model", input_per_m=3.0, output_per_m=4.0)
+    assert cost() == 3.0
+    set_price("my-model", input_per_m=5.0)
+    assert cost() == 5.0
+    f = tmp_path / "prices.json"
+    f.write_text(json.dumps({"models": [{"model": "my-model", "input_per_m": 7.0, "output_per_m": 1.0}]}))
+    load_prices(f)
+    assert cost() == 7.0
+    reset_prices()
+    assert cost() is None
+
+
+def test_token_counts_are_clamped() -> None:
+    gpt = price_for("gpt-4.1")  # 2.0 in, 0.5 cached, 8.0 out per million
+    assert gpt.cost(100, 10, cached_tokens=400) == pytest.approx((100 * 0.5 + 10 * 8.0) / 1e6)  # cached <= prompt
+    assert gpt.cost(100, 10, cached_tokens=-3) == pytest.approx((100 * 2.0 + 10 * 8.0) / 1e6)
+    from holysheep.pricing._cost import completion_cost
+
+    assert completion_cost("gpt-4.1", -5, -1, -2) == 0.0

@@ -9,7 +9,7 @@ server announced.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ._limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from ._options import BatchOptions
@@ -56,8 +56,11 @@ class Admission:
             return None
         return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
 
-    async def admit(self, est_tokens: int) -> int:
+    async def admit(self, est_tokens: int | Callable[[], int]) -> int:
         """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
+
+        ``est_tokens`` is the request's raw token estimate, or a function that gives it (asked only when
+        a TPM bucket applies).
 
         Workers are admitted one at a time, in the order they asked (a FIFO lock), so only one of them
         waits on the gate and the buckets at any moment."""
@@ -68,7 +71,7 @@ class Admission:
             if self.rpm is not None:
                 await self.rpm.take(1)
             if self.tpm is not None:
-                charge = self.estimator.estimate(est_tokens)
+                charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
                 await self.tpm.take(charge)
             return charge
 

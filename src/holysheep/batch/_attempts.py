@@ -139,7 +139,7 @@ class AttemptRunner:
         admission = self._admission
         admission.limiter.on_success()
         actual = self._sink.count_usage(response)
-        if actual:
+        if actual and admission.tpm is not None:  # the estimate's correction matters only to a TPM bucket
             admission.estimator.observe(item.est_tokens, actual)
         admission.settle_tokens(charge, actual)
         if item.steps is not None:

@@ -178,7 +178,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                     if self._quota_gate is not None:
                         await self._quota_gate  # ... and for the quota check that runs alongside it
                 if runner.abort is None:
-                    charge = await admission.admit(item.est_tokens)
+                    charge = await admission.admit(item.token_estimate)
                     outage = self._outage.check()
                     if outage is not None:
                         runner.stop_unfinished(outage, None)

@@ -23,7 +23,7 @@ _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/co
 class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
-    __slots__ = ("attempts", "custom_id", "est_tokens", "first_sent", "index", "invalid", "key", "params", "plan",
+    __slots__ = ("_est_tokens", "attempts", "custom_id", "first_sent", "index", "invalid", "key", "params", "plan",
                  "repairs", "request", "steps")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
@@ -39,7 +39,19 @@ class BatchRequest:
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
         self.request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
         self.repairs = 0
-        self.est_tokens = estimate_tokens(params) if invalid is None else 0
+        self._est_tokens: int | None = None if invalid is None else 0
+
+    def token_estimate(self) -> int:
+        """The raw token estimate (worked out on first use: only TPM limits and the quota check need it)."""
+        est = self._est_tokens
+        if est is None:
+            est = self._est_tokens = estimate_tokens(self.params)
+        return est
+
+    @property
+    def est_tokens(self) -> int:
+        """The same as ``token_estimate()``."""
+        return self.token_estimate()
 
 
 def _text_len(content: Any) -> int:
@@ -105,33 +117,47 @@ def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     return params
 
 
-def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where: str = "",
+def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where: str | None = "",
                    custom_id: str | None = None) -> BatchRequest:
     """A `BatchRequest` for ``item``; a malformed item gives one whose ``invalid`` holds the error.
 
-    ``defaults`` (``model``, ``max_tokens``, ...) apply where the item does not set them.
+    ``defaults`` (``model``, ``max_tokens``, ...) apply where the item does not set them. ``where``
+    prefixes error messages (None: ``"item {index}: "``, formatted only when there is an error).
     """
+    kind = type(item)
     try:
-        if isinstance(item, str):
-            params: dict[str, Any] = {"messages": [{"role": "user", "content": item}]}
+        if kind is list or kind is tuple:  # the usual inputs first, without the ABC checks
+            params: dict[str, Any] = {"messages": list(item)}
+        elif kind is str:
+            params = {"messages": [{"role": "user", "content": item}]}
         elif isinstance(item, Mapping):
+            where = _where(where, index)
             custom_id = _custom_id(item.get("custom_id"), where) if custom_id is None else custom_id
             params = _params_from_mapping(item, where)
+        elif isinstance(item, str):
+            params = {"messages": [{"role": "user", "content": item}]}
         elif isinstance(item, (list, tuple)):
             params = {"messages": list(item)}
         else:
             raise InvalidRequestError(
-                f"{where}a batch item must be a prompt string, a list of messages or a dict of create() "
-                f"parameters, got {type(item).__name__}.", field="requests")
+                f"{_where(where, index)}a batch item must be a prompt string, a list of messages or a dict of "
+                f"create() parameters, got {kind.__name__}.", field="requests")
         if "messages" not in params:
-            raise InvalidRequestError(f"{where}the item has no 'messages' (or 'prompt').", field="messages")
-        if params.get("stream"):
-            raise InvalidRequestError(f"{where}stream=True is not supported in a batch.", field="stream")
-        params.pop("stream", None)
+            raise InvalidRequestError(f"{_where(where, index)}the item has no 'messages' (or 'prompt').",
+                                      field="messages")
+        if "stream" in params:
+            if params["stream"]:
+                raise InvalidRequestError(f"{_where(where, index)}stream=True is not supported in a batch.",
+                                          field="stream")
+            del params["stream"]
         merged = {**defaults, **params} if defaults else params
         if not merged.get("model"):
-            raise InvalidRequestError(f"{where}no model: pass model= to the batch or set it per item.",
-                                      field="model")
+            raise InvalidRequestError(f"{_where(where, index)}no model: pass model= to the batch or set it per "
+                                      "item.", field="model")
         return BatchRequest(index, custom_id, merged)
     except InvalidRequestError as exc:
         return BatchRequest(index, custom_id, {}, invalid=exc)
+
+
+def _where(where: str | None, index: int) -> str:
+    return f"item {index}: " if where is None else where

@@ -75,7 +75,7 @@ class WorkQueue:
                 self.in_memory += 1
                 if isinstance(raw, BatchRequest):
                     return raw
-                return normalize_item(raw, index, self._defaults, where=f"item {index}: ")
+                return normalize_item(raw, index, self._defaults, where=None)
             if self.exhausted and self.unfinished == 0:
                 return None
             await self._wait()

@@ -66,7 +66,7 @@ class ModelPrice:
         Uses input/output prices when both are known, else the blended price for all tokens.
         """
         if self.input_per_m is not None and self.output_per_m is not None:
-            cached = min(max(cached_tokens, 0), prompt_tokens)
+            cached = cached_tokens if 0 < cached_tokens < prompt_tokens else (prompt_tokens if cached_tokens > 0 else 0)
             cached_rate = self.cached_input_per_m if self.cached_input_per_m is not None else self.input_per_m
             usd = (prompt_tokens - cached) * self.input_per_m + cached * cached_rate
             return (usd + completion_tokens * self.output_per_m) / 1e6
@@ -103,13 +103,14 @@ def _check_fraction(f: float) -> None:
 
 _entries: dict[str, ModelPrice] = {}
 _keys: dict[str, str] = {}
+_resolved: dict[str, ModelPrice | None] = {}  # model name as asked -> entry; cleared whenever the catalog changes
+_UNRESOLVED: Any = object()
 _loaded = False
 _load_lock = threading.RLock()
 _loading = False
 
 
 @functools.lru_cache(maxsize=1024)  # pure; called once per priced response
-@functools.lru_cache(maxsize=1024)  # pure: every priced response asks it for the same few names
 def _norm(model: str) -> str:
     """Lower case, provider prefix and date suffix dropped, '.', '_' and ' ' read as '-'."""
     s = model.strip().lower().rsplit("/", 1)[-1]
@@ -148,6 +149,7 @@ def _entry(raw: Mapping[str, Any], where: str) -> ModelPrice:
 
 
 def _put(entry: ModelPrice) -> None:
+    _resolved.clear()
     _entries[entry.model] = entry
     for name in (entry.model, *entry.aliases):
         _keys[_norm(name)] = entry.model
@@ -183,14 +185,21 @@ def reset_prices() -> None:
     global _loaded
     _entries.clear()
     _keys.clear()
+    _resolved.clear()
     _loaded = False
     _ensure_loaded()
 
 
 def _lookup(model: str) -> ModelPrice | None:
-    _ensure_loaded()
-    key = _keys.get(_norm(model))
-    return _entries[key] if key else None
+    found = _resolved.get(model, _UNRESOLVED)
+    if found is _UNRESOLVED:  # each name is resolved once (every priced response asks again)
+        _ensure_loaded()
+        key = _keys.get(_norm(model))
+        found = _entries[key] if key else None
+        if len(_resolved) >= 1024:
+            _resolved.clear()
+        _resolved[model] = found
+    return found
 
 
 def price_for(model: str) -> ModelPrice:

@@ -66,4 +66,6 @@ def completion_cost(model: str, prompt_tokens: int, completion_tokens: int, cach
     entry = _lookup(model) if model else None
     if entry is None:
         return None
-    return entry.cost(max(prompt_tokens, 0), max(completion_tokens, 0), max(cached_tokens, 0))
+    # Conditionals, not max(): this runs for every priced response and builtin max() costs several times more.
+    return entry.cost(prompt_tokens if prompt_tokens > 0 else 0, completion_tokens if completion_tokens > 0 else 0,
+                      cached_tokens if cached_tokens > 0 else 0)
