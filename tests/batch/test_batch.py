@@ -139,13 +139,19 @@ async def test_rpm_limit_paces_the_dispatch_on_an_exact_schedule() -> None:
             it = client.chat.completions.batch_iter([f"r{i}" for i in range(30)], model=MODEL, concurrency=32,
                                                     rpm=600, check_quota=False)
             it.admission.rpm = TokenBucket.per_minute(600, clock=clock, sleep=clock.sleep)
-            take = it.admission.rpm.take
+            take, take_now = it.admission.rpm.take, it.admission.rpm.take_now
 
             async def recorded(amount: float) -> None:
                 await take(amount)
                 sent.append(round(clock.now, 6))
 
+            def recorded_now(amount: float) -> bool:  # the burst is admitted without an await
+                if taken := take_now(amount):
+                    sent.append(round(clock.now, 6))
+                return taken
+
             it.admission.rpm.take = recorded  # type: ignore[method-assign]
+            it.admission.rpm.take_now = recorded_now  # type: ignore[method-assign]
             results = [r async for r in it]
     assert len(results) == 30 and all(r.ok for r in results)
     assert sent == [0.0] * 10 + [round(0.1 * k, 6) for k in range(1, 21)]

@@ -236,3 +236,62 @@ async def test_a_later_batch_reuses_the_limits_instead_of_probing_again() -> Non
     assert all(r.started_at >= one[0].finished_at for r in one[1:])  # type: ignore[operator]  # probed
     assert all(r.started_at < two[0].finished_at for r in two[1:])  # type: ignore[operator]  # went together
     assert first.stats.learned_rpm == second.stats.learned_rpm == 6000
+
+
+async def test_admit_now_takes_the_usual_case_without_waiting_and_never_jumps_the_queue() -> None:
+    adm, clock = admission(rpm=120, tpm=None, concurrency=3)  # 2/s: a burst of 2
+    assert adm.admit_now(5) == 0 and adm.admit_now(5) == 0
+    assert adm.admit_now(5) is None  # the RPM bucket is empty: nothing taken, the slot given back
+    assert adm.limiter.in_flight == 2 and adm.rpm is not None and adm.rpm.level == pytest.approx(0)
+    waiter = asyncio.ensure_future(adm.admit(5))  # waits for the bucket
+    await asyncio.sleep(0)
+    clock.now = 10.0  # the bucket refills, but the waiter is first in line
+    assert adm.admit_now(5) is None
+    assert await waiter == 0 and adm.limiter.in_flight == 3
+    assert adm.admit_now(5) is None  # every slot taken
+    adm.release()
+    adm.gate.pause_for(1.0)
+    assert adm.admit_now(5) is None  # paused
+    clock.now = 11.5
+    assert adm.admit_now(5) == 0 and adm.limiter.in_flight == 3
+
+
+async def test_admit_now_charges_tpm_only_when_it_fits() -> None:
+    adm, _ = admission(rpm=None, tpm=6000)  # 100 tokens/s, capacity 100
+    asked: list[int] = []
+
+    def estimate() -> int:
+        asked.append(1)
+        return 80
+
+    assert adm.admit_now(estimate) == 80 and adm.tpm is not None and adm.tpm.level == 20
+    assert adm.admit_now(estimate) is None and adm.tpm.level == 20 and adm.limiter.in_flight == 1
+    assert len(asked) == 2
+    no_tpm, _ = admission(rpm=None, tpm=None)
+    assert no_tpm.admit_now(estimate) == 0 and len(asked) == 2  # no TPM bucket: the estimate is never worked out
+
+
+async def test_next_now_hands_out_retries_and_plain_inputs_without_waiting() -> None:
+    from holysheep.batch._work_queue import WAIT
+
+    q = WorkQueue(iter(["a", "b"]), {"model": "m"}, read_ahead=1)
+    first = q.next_now()
+    assert first is not WAIT and first is not None and first.index == 0
+    assert q.next_now() is WAIT  # the read-ahead (1) is full until the consumer takes a result
+    q.retry_now(first)
+    assert q.next_now() is first  # a retry goes first, read-ahead or not
+    q.result_taken()
+    second = q.next_now()
+    assert second is not None and second is not WAIT and second.index == 1
+    q.item_finished()
+    q.item_finished()
+    q.result_taken()
+    assert q.next_now() is None  # the input is over and every item finished
+
+    async def gen() -> Any:
+        yield "x"
+
+    aq = WorkQueue(gen(), {"model": "m"}, read_ahead=4)
+    assert aq.next_now() is WAIT  # an async input is read by awaiting next()
+    item = await aq.next()
+    assert item is not None and item.index == 0

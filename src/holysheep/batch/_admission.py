@@ -39,6 +39,7 @@ class Admission:
         self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
         self._probe_taken = False
         self._turn = asyncio.Lock()
+        self._waiting = 0  # workers inside admit(): while any, nobody is admitted at once (FIFO)
         self._memory, self._memory_key = memory, memory_key
         self._heard = False
         self.remembered = False
@@ -56,6 +57,26 @@ class Admission:
             return None
         return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
 
+    def admit_now(self, est_tokens: int | Callable[[], int]) -> int | None:
+        """Admit at once when nothing stands in the way (nobody waiting, no pause, a free slot, room in the
+        buckets): the tokens charged; None when the worker must ``await admit``."""
+        gate = self.gate
+        if self._waiting or (gate.resume_at and gate.paused) or not self.limiter.try_acquire():
+            return None
+        rpm, tpm = self.rpm, self.tpm
+        charge = 0
+        if tpm is not None:
+            charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
+            if tpm.delay_for(charge) > 0:
+                self.limiter.release()
+                return None
+        if rpm is not None and not rpm.take_now(1):
+            self.limiter.release()
+            return None
+        if tpm is not None:
+            tpm.level -= charge
+        return charge
+
     async def admit(self, est_tokens: int | Callable[[], int]) -> int:
         """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
 
@@ -64,16 +85,20 @@ class Admission:
 
         Workers are admitted one at a time, in the order they asked (a FIFO lock), so only one of them
         waits on the gate and the buckets at any moment."""
-        async with self._turn:
-            await self.gate.wait()
-            await self.limiter.acquire()
-            charge = 0
-            if self.rpm is not None:
-                await self.rpm.take(1)
-            if self.tpm is not None:
-                charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
-                await self.tpm.take(charge)
-            return charge
+        self._waiting += 1
+        try:
+            async with self._turn:
+                await self.gate.wait()
+                await self.limiter.acquire()
+                charge = 0
+                if self.rpm is not None:
+                    await self.rpm.take(1)
+                if self.tpm is not None:
+                    charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
+                    await self.tpm.take(charge)
+                return charge
+        finally:
+            self._waiting -= 1
 
     @property
     def probing(self) -> bool:

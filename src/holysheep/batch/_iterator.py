@@ -26,7 +26,7 @@ from ._limits import Clock, OutageDetector, Sleep
 from ._options import BatchOptions, OnResult
 from ._quota_check import check_quota
 from ._results import BatchResult, BatchStats
-from ._work_queue import END, WorkQueue
+from ._work_queue import END, WAIT, WorkQueue
 
 __all__ = ["BatchIterator", "BatchOptions"]
 
@@ -169,16 +169,25 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         """One worker: take items in order (retries first), get each admitted, send it, repeat."""
         queue, admission, runner, sink = self.queue, self.admission, self._runner, self._sink
         try:
-            while (item := await queue.next()) is not None:
+            while True:  # the *_now calls take the usual case without an await: no coroutine per step
+                item = queue.next_now()
+                if item is WAIT:
+                    item = await queue.next()
+                if item is None:
+                    break
                 if item.invalid is not None:
                     sink.finalize(item, None, item.invalid)
                     continue
-                if not admission.take_probe():  # rpm/tpm="auto": the rest wait for the probe's reply
-                    await admission.wait_for_probe()
+                if not admission.take_probe():
+                    if admission.probing:  # rpm/tpm="auto": the rest wait for the probe's reply
+                        await admission.wait_for_probe()
                     if self._quota_gate is not None:
                         await self._quota_gate  # ... and for the quota check that runs alongside it
+                        self._quota_gate = None  # it passed: later items need not ask again
                 if runner.abort is None:
-                    charge = await admission.admit(item.token_estimate)
+                    charge = admission.admit_now(item.token_estimate)
+                    if charge is None:
+                        charge = await admission.admit(item.token_estimate)
                     outage = self._outage.check()
                     if outage is not None:
                         runner.stop_unfinished(outage, None)

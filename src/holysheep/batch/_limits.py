@@ -55,6 +55,13 @@ class TokenBucket:
         need = min(amount, self.capacity)
         return 0.0 if self.level >= need - 1e-9 else (need - self.level) / self.rate  # 1e-9: float noise
 
+    def take_now(self, amount: float) -> bool:
+        """Take ``amount`` if it fits now (True); False, taking nothing, when it would have to wait."""
+        if self.delay_for(amount) > 0:
+            return False
+        self.level -= amount
+        return True
+
     async def take(self, amount: float) -> None:
         """Wait until ``amount`` fits, then take it."""
         while True:
@@ -93,6 +100,15 @@ class AIMDLimiter:
         self.peak_in_flight = 0
         self._slots = maximum
         self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_acquire(self) -> bool:
+        """Take a free slot now if there is one and nobody waits for it (True), else False."""
+        if self.in_flight >= self._slots or self._waiters:
+            return False
+        self.in_flight += 1
+        if self.in_flight > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight
+        return True
 
     async def acquire(self) -> None:
         """Wait for a free slot and take it."""

@@ -16,10 +16,12 @@ from typing import Any
 
 from ._requests import BatchRequest, normalize_item
 
-__all__ = ["END", "WorkQueue"]
+__all__ = ["END", "WAIT", "WorkQueue"]
 
 END: Any = object()
 """Marks the end of the input, and of the results on the output queue."""
+WAIT: Any = object()
+"""``next_now``: nothing can be had without waiting."""
 
 
 class WorkQueue:
@@ -58,6 +60,21 @@ class WorkQueue:
             self._reading = False
             self._wake_one()
 
+    def next_now(self) -> Any:
+        """The next item when it can be had without waiting (a retry, or a fresh item of a plain iterable);
+        None once every item is finished; ``WAIT`` when the worker must ``await next()``."""
+        if self._ready:
+            return self._ready.popleft()
+        if self._it is not None and not self.exhausted and self.in_memory < self._read_ahead:
+            raw = next(self._it, END)
+            if raw is not END:
+                return self._admit_read(raw)
+            self.exhausted = True
+            self._wake_all()
+        if self.exhausted and self.unfinished == 0:
+            return None
+        return WAIT
+
     async def next(self) -> BatchRequest | None:
         """The next item to send; None once every item is finished. Waits while the read-ahead is full."""
         while True:
@@ -69,16 +86,19 @@ class WorkQueue:
                     self.exhausted = True
                     self._wake_all()
                     continue
-                index = self.read_count
-                self.read_count += 1
-                self.unfinished += 1
-                self.in_memory += 1
-                if isinstance(raw, BatchRequest):
-                    return raw
-                return normalize_item(raw, index, self._defaults, where=None)
+                return self._admit_read(raw)
             if self.exhausted and self.unfinished == 0:
                 return None
             await self._wait()
+
+    def _admit_read(self, raw: Any) -> BatchRequest:
+        index = self.read_count
+        self.read_count += 1
+        self.unfinished += 1
+        self.in_memory += 1
+        if isinstance(raw, BatchRequest):
+            return raw
+        return normalize_item(raw, index, self._defaults, where=None)
 
     async def _wait(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
