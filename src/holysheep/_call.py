@@ -101,12 +101,13 @@ class Call:
         self.spec = spec
         self._rand = rand
         opts = spec.options
-        if opts is NO_OPTIONS:  # the usual case: the client's settings, worked out once per client
-            settings = config.call_settings.get(spec.stream)
-            if settings is None:
-                settings = config.call_settings[spec.stream] = _settings(config, opts, spec.stream)
-        else:
+        settings: tuple[RetryPolicy, httpx.Timeout, float | None, float | None]
+        if opts is not NO_OPTIONS:
             settings = _settings(config, opts, spec.stream)
+        elif spec.stream in config.call_settings:  # the usual case: the client's settings, worked out once
+            settings = config.call_settings[spec.stream]
+        else:
+            settings = config.call_settings[spec.stream] = _settings(config, opts, spec.stream)
         self.policy, self.timeout, self.deadline_s, self.idle_timeout = settings
         self.served_by = served_by
         self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)

@@ -104,7 +104,6 @@ def _check_fraction(f: float) -> None:
 _entries: dict[str, ModelPrice] = {}
 _keys: dict[str, str] = {}
 _resolved: dict[str, ModelPrice | None] = {}  # model name as asked -> entry; cleared whenever the catalog changes
-_UNRESOLVED: Any = object()
 _loaded = False
 _load_lock = threading.RLock()
 _loading = False
@@ -191,14 +190,14 @@ def reset_prices() -> None:
 
 
 def _lookup(model: str) -> ModelPrice | None:
-    found = _resolved.get(model, _UNRESOLVED)
-    if found is _UNRESOLVED:  # each name is resolved once (every priced response asks again)
-        _ensure_loaded()
-        key = _keys.get(_norm(model))
-        found = _entries[key] if key else None
-        if len(_resolved) >= 1024:
-            _resolved.clear()
-        _resolved[model] = found
+    if model in _resolved:  # each name is resolved once (every priced response asks again)
+        return _resolved[model]
+    _ensure_loaded()
+    key = _keys.get(_norm(model))
+    found = _entries[key] if key else None
+    if len(_resolved) >= 1024:
+        _resolved.clear()
+    _resolved[model] = found
     return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator
@@ -119,10 +120,10 @@ class CompletionUsage(HolySheepModel):
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
 
 
-_cost_fn: Any = None
+_cost_fn: Callable[[str, int, int, int], float | None] | None = None
 
 
-def _completion_cost() -> Any:
+def _completion_cost() -> Callable[[str, int, int, int], float | None]:
     """``pricing.completion_cost``, imported on first use: the price catalog loads only when a cost is asked."""
     global _cost_fn
     if _cost_fn is None:
