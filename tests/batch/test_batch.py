@@ -302,6 +302,23 @@ async def test_bad_items_fail_alone(server: FakeServer) -> None:
     assert len(chat_requests(server)) == 2
 
 
+async def test_cost_and_tokens_in_the_stats_equal_the_sum_over_responses(server: FakeServer) -> None:
+    """The batch prices the token sums per model when its stats are read; that must equal the sum of
+    each response's own ``cost`` (prices are linear in tokens), across models and unpriced ones."""
+    seen: list[float] = []
+    items = [{"model": m, "messages": [{"role": "user", "content": "x" * (7 * i + 1)}]}
+             for i, m in enumerate(["gpt-4.1", "deepseek-v3.2", "my-private-model", "gpt-4.1"] * 3)]
+    async with async_client(server) as client:
+        results = await client.chat.completions.batch(
+            items, on_progress=lambda s: seen.append(s.cost_usd), check_quota=False)
+    responses = results.responses
+    priced = [r.cost for r in responses if r.cost is not None]
+    assert len(priced) == 9 and all(c > 0 for c in priced)
+    assert results.stats.cost_known and results.stats.cost_usd == pytest.approx(sum(priced), rel=1e-12)
+    assert results.stats.prompt_tokens == sum(r.usage.prompt_tokens for r in responses if r.usage)
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(sum(priced), rel=1e-12)  # live on every read
+
+
 async def test_progress_callback_and_plain_bar(server: FakeServer) -> None:
     seen: list[tuple[int, int | None]] = []
     out = io.StringIO()

@@ -23,6 +23,7 @@ class ResultSink:
         self.out: asyncio.Queue[Any] = asyncio.Queue()
         self._queue = queue
         self._admission = admission
+        self._usage: dict[str, list[int]] = {}  # model -> [prompt, completion, cached] tokens; priced on read
 
     def finalize(self, item: BatchRequest, response: ChatCompletion | None, error: BaseException | None) -> None:
         """End ``item`` with its response or its error."""
@@ -35,28 +36,45 @@ class ResultSink:
         else:
             stats.failed += 1
             stats.errors[type(error).__name__] += 1
-        self.sync_stats()
         self._queue.item_finished()
         self.out.put_nowait(result)
 
     def count_usage(self, response: ChatCompletion) -> int:
-        """Add a reply's tokens and cost to the stats; its total tokens (0 when it has no usage)."""
-        stats = self.stats
+        """Add a reply's tokens to the stats; its total tokens (0 when it has no usage). The cost is worked
+        out from the sums per model when the stats are read (the price is linear in tokens)."""
         usage = response.usage
-        actual = 0
-        if usage is not None:
-            stats.prompt_tokens += usage.prompt_tokens
-            stats.completion_tokens += usage.completion_tokens
-            actual = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
-        try:
-            cost = response.cost
-        except Exception:  # the price catalog is optional
-            cost = None
-        if cost is not None:
-            stats.cost_usd += cost
-            stats.cost_known = True
-        return actual
+        if usage is None:
+            return 0
+        stats = self.stats
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        stats.prompt_tokens += prompt
+        stats.completion_tokens += completion
+        details = usage.prompt_tokens_details
+        cached = (details.cached_tokens or 0) if details is not None else 0
+        sums = self._usage.get(response.model)
+        if sums is None:
+            sums = self._usage[response.model] = [0, 0, 0]
+        if prompt > 0:  # each reply's counts clamped as ModelPrice.cost clamps them
+            sums[0] += prompt
+            if cached > 0:
+                sums[2] += cached if cached < prompt else prompt
+        if completion > 0:
+            sums[1] += completion
+        return usage.total_tokens or prompt + completion
 
     def sync_stats(self) -> None:
-        """Copy the load-control figures into the stats."""
+        """Bring the stats up to date: the load-control figures and the cost so far."""
         self._admission.fill(self.stats)
+        if not self._usage:
+            return
+        from ..pricing._cost import completion_cost  # lazy: the price catalog loads when a reply has usage
+
+        cost, known = 0.0, False
+        for model, (prompt, completion, cached) in self._usage.items():
+            try:
+                price = completion_cost(model, prompt, completion, cached)
+            except Exception:  # the price catalog is optional
+                price = None
+            if price is not None:
+                cost, known = cost + price, True
+        self.stats.cost_usd, self.stats.cost_known = cost, known

@@ -57,10 +57,10 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._sender = sender
         self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
-        self.stats = BatchStats(total=total, concurrency_max=opts.concurrency)
+        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency)
         self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
         self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
-        self._sink = ResultSink(self.stats, self.queue, self.admission)
+        self._sink = ResultSink(self._stats, self.queue, self.admission)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)
         self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
@@ -71,6 +71,12 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._quota_check: asyncio.Task[None] | None = None
         self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
         self._closed = False
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (the load-control figures and the cost are brought up to date on read)."""
+        self._sink.sync_stats()
+        return self._stats
 
     @property
     def read_count(self) -> int:
