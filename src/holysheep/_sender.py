@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -86,12 +86,12 @@ class _ClientSender:
 class AsyncSender(_ClientSender):
     """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
 
+    attempt: Callable[[Call], Coroutine[Any, Any, Outcome]]
+
     def __init__(self, client: AsyncClient, *, owns: bool = False) -> None:
         self._client: AsyncClient = client
         self._owns = owns
-
-    async def attempt(self, call: Call) -> Outcome:
-        return await self._client._attempt(call)
+        self.attempt = client._attempt  # the client's own coroutine: no wrapper frame per attempt
 
     async def quota(self) -> Any:
         return await self._client.quota.retrieve()

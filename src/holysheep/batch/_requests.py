@@ -125,6 +125,8 @@ def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where:
     prefixes error messages (None: ``"item {index}: "``, formatted only when there is an error).
     """
     kind = type(item)
+    if kind is list and defaults.get("model"):  # the usual input: a list of messages, model from the batch
+        return BatchRequest(index, custom_id, {**defaults, "messages": item})  # (read, never changed)
     try:
         if kind is list or kind is tuple:  # the usual inputs first, without the ABC checks
             params: dict[str, Any] = {"messages": list(item)}
