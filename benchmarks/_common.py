@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,16 @@ def canned_server(latency_ms: float = 0.0, reply_words: int = 330) -> Iterator[s
         finally:
             proc.terminate()
             proc.wait(5)
+
+
+def valgrind_instructions(argv: list[str]) -> int:
+    """Instructions the command ``argv`` runs, counted by ``valgrind --tool=cachegrind`` (no cache model)."""
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          *argv], capture_output=True, text=True, check=True)
+    match = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if match is None:
+        raise RuntimeError(f"no instruction count from valgrind: {out.stderr[-400:]}")
+    return int(match.group(1).replace(",", ""))
 
 
 def pin_client() -> None:

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _common import KEY, canned_server
+from _common import KEY, canned_server, valgrind_instructions
 
 CONCURRENCY = 256
 
@@ -73,13 +71,8 @@ def child(name: str, n: int, url: str, no_gc: bool) -> None:
 
 
 def _count(name: str, n: int, url: str, no_gc: bool) -> int:
-    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-           sys.executable, __file__, "--child", name, str(n), url] + (["--no-gc"] if no_gc else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    match = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
-    if match is None:
-        raise RuntimeError(f"no instruction count from valgrind: {out.stderr[-400:]}")
-    return int(match.group(1).replace(",", ""))
+    return valgrind_instructions([sys.executable, __file__, "--child", name, str(n), url]
+                                 + (["--no-gc"] if no_gc else []))
 
 
 def main() -> None:

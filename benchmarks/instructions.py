@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from _common import KEY, MESSAGES, MODEL, PAYLOAD, canned_server, inflight
+from _common import KEY, MESSAGES, MODEL, PAYLOAD, canned_server, inflight, valgrind_instructions
 
 WARMUP = 64
 CASES = ("aiohttp_floor", "async_create", "batch_item", "httpx_floor", "httpx_create", "raw_stream",
@@ -98,13 +96,7 @@ def child(case: str, n: int, url: str) -> None:
 
 
 def _count(case: str, n: int, url: str) -> int:
-    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                          sys.executable, __file__, "--child", case, str(n), url],
-                         capture_output=True, text=True, check=True)
-    match = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
-    if match is None:
-        raise RuntimeError(f"no instruction count from valgrind: {out.stderr[-400:]}")
-    return int(match.group(1).replace(",", ""))
+    return valgrind_instructions([sys.executable, __file__, "--child", case, str(n), url])
 
 
 def main() -> None:

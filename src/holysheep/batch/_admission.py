@@ -66,7 +66,7 @@ class Admission:
         rpm, tpm = self.rpm, self.tpm
         charge = 0
         if tpm is not None:
-            charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
+            charge = self._estimate(est_tokens)
             if tpm.delay_for(charge) > 0:
                 self.limiter.release()
                 return None
@@ -76,6 +76,10 @@ class Admission:
         if tpm is not None:
             tpm.level -= charge
         return charge
+
+    def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
+        """The TPM charge for a raw estimate (or the function that gives it)."""
+        return self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
 
     async def admit(self, est_tokens: int | Callable[[], int]) -> int:
         """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
@@ -94,7 +98,7 @@ class Admission:
                 if self.rpm is not None:
                     await self.rpm.take(1)
                 if self.tpm is not None:
-                    charge = self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
+                    charge = self._estimate(est_tokens)
                     await self.tpm.take(charge)
                 return charge
         finally:
