@@ -28,7 +28,7 @@ from ._request import NO_OPTIONS, RequestOptions, RequestSpec
 from ._retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
 from ._scrub import scrub_cause
 from ._validation import body_error
-from .types.chat import TransportFacts
+from .types.chat import _ResponseMeta
 
 __all__ = ["Call", "Outcome", "RawResponse"]
 
@@ -250,8 +250,7 @@ class Call:
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
                 body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
             )
-        set_transport = getattr(result, "_set_transport", None)
-        if set_transport is not None:
-            set_transport(TransportFacts(response.headers.get("x-request-id"), self.retries_taken, self.elapsed,
-                                     self.served_by))
+        if isinstance(result, _ResponseMeta):
+            result._set_transport((response.headers.get("x-request-id"), self.retries_taken, self.elapsed,
+                                   self.served_by))
         return result

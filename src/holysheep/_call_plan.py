@@ -15,7 +15,7 @@ an error that may fall back, it moves on to the router's next endpoint (a new ``
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._call import Call, Outcome
@@ -44,7 +44,7 @@ class CallPlan:
         self._cause: BaseException | None = None
         self.done = False
         if router is None:
-            self._endpoints: list[Endpoint] = []
+            self._endpoints: Sequence[Endpoint] = ()  # shared, not a new list per call
             self.call = Call(config, spec, idempotency_key=idempotency_key, rand=rand)
         else:
             self._endpoints = router.endpoints()

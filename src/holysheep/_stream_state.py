@@ -194,7 +194,7 @@ class StreamState:
         }
         completion = ChatCompletion.model_validate(body)
         if self.ended_at is not None:
-            completion._own_transport().elapsed_s = self.ended_at - self.started_at
+            completion._update_transport(elapsed_s=self.ended_at - self.started_at)
         return completion
 
     def metrics(self) -> StreamMetrics:

@@ -200,10 +200,8 @@ class _StreamBase(Generic[_T]):
 
     def _final(self) -> ChatCompletion:
         completion = self._state.final_completion()
-        transport = completion._own_transport()
-        transport.request_id = self.request_id
-        transport.retries_taken = self._call.retries_taken
-        transport.served_by = self._call.served_by
+        completion._update_transport(request_id=self.request_id, retries_taken=self._call.retries_taken,
+                                     served_by=self._call.served_by)
         return completion
 
 

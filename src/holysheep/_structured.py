@@ -115,7 +115,7 @@ def parse_completion(fmt: ResponseFormat[T], completion: ChatCompletion,
     for choice_data, value in zip(data.get("choices", []), parsed_values, strict=True):
         choice_data.setdefault("message", {})["parsed"] = value
     result: ParsedChatCompletion[T] = ParsedChatCompletion.model_validate(data)
-    result._set_transport(summed._transport.copy())
+    result._set_transport(summed._transport)
     result._attempts = list(attempts)
     return result
 

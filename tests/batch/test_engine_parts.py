@@ -295,3 +295,52 @@ async def test_next_now_hands_out_retries_and_plain_inputs_without_waiting() -> 
     assert aq.next_now() is WAIT  # an async input is read by awaiting next()
     item = await aq.next()
     assert item is not None and item.index == 0
+
+
+async def test_result_channel_is_fifo_and_wakes_getters_in_order() -> None:
+    from holysheep.batch._delivery import EMPTY, ResultChannel
+
+    channel = ResultChannel()
+    assert channel.get_nowait() is EMPTY
+    for n in (1, 2, 3):
+        channel.put_nowait(n)
+    assert len(channel) == 3
+    assert [channel.get_nowait(), await channel.get(), channel.get_nowait()] == [1, 2, 3]
+
+    got: list[tuple[str, int]] = []
+
+    async def getter(name: str) -> None:
+        got.append((name, await channel.get()))
+
+    first = asyncio.create_task(getter("first"))
+    second = asyncio.create_task(getter("second"))
+    await asyncio.sleep(0)  # both wait, first in line first
+    channel.put_nowait(10)
+    channel.put_nowait(11)
+    await asyncio.gather(first, second)
+    assert got == [("first", 10), ("second", 11)]
+    assert channel.get_nowait() is EMPTY
+
+
+async def test_result_channel_skips_a_cancelled_getter_and_loses_nothing() -> None:
+    from holysheep.batch._delivery import ResultChannel
+
+    channel = ResultChannel()
+    gone = asyncio.create_task(channel.get())
+    waiting = asyncio.create_task(channel.get())
+    await asyncio.sleep(0)
+    gone.cancel()  # cancelled before anything arrived
+    await asyncio.sleep(0)
+    channel.put_nowait("a")
+    assert await waiting == "a"
+
+    # Woken, then cancelled before it ran: its item is handed to the next getter, not dropped.
+    woken = asyncio.create_task(channel.get())
+    after = asyncio.create_task(channel.get())
+    await asyncio.sleep(0)
+    channel.put_nowait("b")
+    woken.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await woken
+    assert await asyncio.wait_for(after, 5) == "b"
+    assert gone.cancelled() and len(channel) == 0

@@ -21,7 +21,7 @@ from .._closing import AsyncClosing
 from .._sender import Sender
 from ._admission import Admission
 from ._attempts import AttemptRunner
-from ._delivery import ResultSink
+from ._delivery import EMPTY, ResultSink
 from ._limits import Clock, OutageDetector, Sleep
 from ._options import BatchOptions, OnResult
 from ._quota_check import check_quota
@@ -92,7 +92,9 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             raise StopAsyncIteration
         if not self._started:
             await self._start()
-        item = await self._sink.out.get()
+        item = self._sink.out.get_nowait()
+        if item is EMPTY:
+            item = await self._sink.out.get()
         if item is END:
             self._finish()
             raise StopAsyncIteration

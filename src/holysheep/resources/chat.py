@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -25,9 +25,15 @@ class Executor(Protocol):
     def _execute(self, spec: RequestSpec) -> Any: ...
 
 
+_validate_json: Callable[[bytes], ChatCompletion] | None = None
+
+
 def parse_chat_completion(content: bytes) -> ChatCompletion:
     """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
     serve 4.x) have their chunks folded into one completion."""
+    global _validate_json
+    if content[:1] == b"{" and _validate_json is not None:  # the usual case: straight to pydantic-core
+        return _validate_json(content)
     if content[:64].lstrip().startswith((b"data:", b"event:")):
         import time
 
@@ -38,7 +44,9 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
         state.finish_stream()
         if state.chunks:
             return state.final_completion()
-    return ChatCompletion.model_validate_json(content)
+    completion = ChatCompletion.model_validate_json(content)  # builds the validator on first use
+    _validate_json = ChatCompletion.__pydantic_validator__.validate_json
+    return completion
 
 
 class Resource:

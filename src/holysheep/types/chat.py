@@ -120,6 +120,13 @@ class CompletionUsage(HolySheepModel):
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
 
 
+class _Keep:
+    """The default of `_update_transport`'s ``request_id`` (None is a value there)."""
+
+
+_KEEP = _Keep()
+
+
 _cost_fn: Callable[[str, int, int, int], float | None] | None = None
 
 
@@ -133,23 +140,14 @@ def _completion_cost() -> Callable[[str, int, int, int], float | None]:
     return _cost_fn
 
 
-class TransportFacts:
-    """What the transport knew about a response (kept outside the pydantic fields: no validation cost)."""
+TransportFacts = tuple[Union[str, None], int, float, str]
+"""What the transport knew about a response: ``(request_id, retries_taken, elapsed_s, served_by)``.
 
-    __slots__ = ("elapsed_s", "request_id", "retries_taken", "served_by")
+A plain tuple of immutable values, kept outside the pydantic fields (no validation cost). The garbage
+collector stops tracking such a tuple at its first pass, so a batch that keeps thousands of responses
+does not make every later collection walk them."""
 
-    def __init__(self, request_id: str | None = None, retries_taken: int = 0, elapsed_s: float = 0.0,
-                 served_by: str = "primary") -> None:
-        self.request_id = request_id
-        self.retries_taken = retries_taken
-        self.elapsed_s = elapsed_s
-        self.served_by = served_by
-
-    def copy(self) -> TransportFacts:
-        return TransportFacts(self.request_id, self.retries_taken, self.elapsed_s, self.served_by)
-
-
-_NO_FACTS = TransportFacts()
+_NO_FACTS: TransportFacts = (None, 0, 0.0, "primary")
 
 
 class _ResponseMeta(HolySheepModel):
@@ -173,29 +171,29 @@ class _ResponseMeta(HolySheepModel):
     def _set_transport(self, transport: TransportFacts) -> None:
         object.__setattr__(self, "_hs_transport", transport)
 
-    def _own_transport(self) -> TransportFacts:
-        """This response's transport facts, ready to be written."""
-        try:
-            return self._hs_transport
-        except AttributeError:
-            transport = TransportFacts()
-            object.__setattr__(self, "_hs_transport", transport)
-            return transport
+    def _update_transport(self, *, request_id: str | _Keep | None = _KEEP, retries_taken: int | None = None,
+                          elapsed_s: float | None = None, served_by: str | None = None) -> None:
+        """Replace some of the transport facts (the others are kept)."""
+        old_id, old_retries, old_elapsed, old_served = self._transport
+        object.__setattr__(self, "_hs_transport", (
+            old_id if isinstance(request_id, _Keep) else request_id,
+            old_retries if retries_taken is None else retries_taken,
+            old_elapsed if elapsed_s is None else elapsed_s,
+            old_served if served_by is None else served_by))
 
     def __copy__(self) -> Any:
         new = super().__copy__()
-        new._set_transport(self._transport.copy())
+        new._set_transport(self._transport)  # immutable: shared
         return new
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
         new = super().__deepcopy__(memo)
-        new._set_transport(self._transport.copy())
+        new._set_transport(self._transport)
         return new
 
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
-        t = self._transport
-        state["__holysheep_transport__"] = (t.request_id, t.retries_taken, t.elapsed_s, t.served_by)
+        state["__holysheep_transport__"] = self._transport
         return state
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
@@ -203,27 +201,27 @@ class _ResponseMeta(HolySheepModel):
         facts = state.pop("__holysheep_transport__", None)
         super().__setstate__(state)
         if facts is not None:
-            self._set_transport(TransportFacts(*facts))
+            self._set_transport(tuple(facts))
 
     @property
     def request_id(self) -> str | None:
         """The server's ``x-request-id`` for this response (quote it to support)."""
-        return self._transport.request_id
+        return self._transport[0]
 
     @property
     def retries_taken(self) -> int:
         """How many retries the call needed before this response (0 when the first attempt worked)."""
-        return self._transport.retries_taken
+        return self._transport[1]
 
     @property
     def elapsed_s(self) -> float:
         """Seconds from sending the request (final attempt) to the full response body."""
-        return self._transport.elapsed_s
+        return self._transport[2]
 
     @property
     def served_by(self) -> str:
         """``"primary"``, or the name of the fallback endpoint that served the request."""
-        return self._transport.served_by
+        return self._transport[3]
 
 
 class ChatCompletion(_ResponseMeta):
