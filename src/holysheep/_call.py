@@ -6,6 +6,7 @@ The shells loop: ``request = call.next_request(http)`` → send → ``call.on_re
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import time
@@ -30,11 +31,32 @@ from ._scrub import scrub_cause
 from ._validation import body_error
 from .types.chat import _ResponseMeta
 
-__all__ = ["Call", "Outcome", "RawResponse"]
+__all__ = ["Call", "Outcome", "RawResponse", "new_idempotency_key"]
 
 _POLICIES: dict[tuple[Any, ...], RetryPolicy] = {}
 RETRY_COUNT_HEADER = "x-holysheep-retry-count"
 IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+def _reseed_idempotency_keys() -> None:
+    """A new random prefix (64 bits) and a fresh counter: at import, and in a forked child."""
+    global _key_prefix, _key_counter
+    _key_prefix = f"hs-{os.urandom(8).hex()}-"
+    _key_counter = itertools.count(1)
+
+
+_key_prefix = ""
+_key_counter = itertools.count(1)
+_reseed_idempotency_keys()
+if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's keys
+    os.register_at_fork(after_in_child=_reseed_idempotency_keys)
+
+
+def new_idempotency_key() -> str:
+    """A key no other request of any process shares: this process's random prefix and a counter.
+
+    One ``os.urandom`` per process rather than per request (a system call each)."""
+    return f"{_key_prefix}{next(_key_counter):x}"
 
 
 class RawResponse:
@@ -123,7 +145,7 @@ class Call:
             raise body_error(spec.body or {}, exc) from None
         headers = config.base_headers.copy()
         if spec.method != "GET":
-            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"hs-{os.urandom(12).hex()}"
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"{_key_prefix}{next(_key_counter):x}"
         else:
             del headers["content-type"]
         if opts.extra_headers:

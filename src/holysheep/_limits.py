@@ -228,10 +228,11 @@ class DeadlineTimer:
     attempt holds a head, so memory follows the attempts in flight.
     """
 
-    __slots__ = ("__weakref__", "_active", "_at", "_handle", "_loop", "_queues")
+    __slots__ = ("__weakref__", "_active", "_at", "_handle", "_loop", "_queues", "_time")
 
     def __init__(self, loop: Any) -> None:
         self._loop = loop
+        self._time = loop.time  # the loop's clock (call_at counts in it)
         self._queues: dict[float, deque[list[Any]]] = {}
         self._handle: Any = None
         self._at = math.inf
@@ -239,7 +240,7 @@ class DeadlineTimer:
 
     def add(self, task: Any, seconds: float) -> list[Any]:
         """Cancel ``task`` after ``seconds`` unless `done` is called first; the entry to pass to `done`."""
-        at = self._loop.time() + seconds
+        at = self._time() + seconds
         entry = [at, task, _PENDING, seconds]
         queue = self._queues.get(seconds)
         if queue is None:
@@ -315,9 +316,10 @@ async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T
         return await awaitable
     import asyncio
 
-    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
     assert task is not None
-    timer = _deadline_timer(asyncio.get_running_loop())
+    timer = _deadline_timer(loop)
     entry = timer.add(task, seconds)
     try:
         return await awaitable
