@@ -62,14 +62,20 @@ def messages(i: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"benchmark prompt {i}"}]
 
 
+def prompts(n: int) -> list[list[dict[str, str]]]:
+    """The ``n`` prompts every runner is handed, built before its clock starts: a batch is timed from the
+    call, given the caller's prompts, and the floor gets the very same list."""
+    return [messages(i) for i in range(n)]
+
+
 async def holysheep_batch(url: str, key: str, n: int, conc: int, backend: str) -> float:
     from holysheep import AsyncClient
 
     kwargs = {"http_backend": backend} if backend else {}  # "": the default transport
     async with AsyncClient(api_key=key, base_url=url, **kwargs) as client:  # type: ignore[arg-type]
+        todo = prompts(n)
         start = time.perf_counter()
-        results = await client.chat.completions.batch([messages(i) for i in range(n)], model=MODEL,
-                                                      concurrency=conc, max_tokens=16)
+        results = await client.chat.completions.batch(todo, model=MODEL, concurrency=conc, max_tokens=16)
         wall = time.perf_counter() - start
         assert len(results.responses) == n
     return wall
@@ -80,10 +86,11 @@ async def openai_aiohttp(url: str, key: str, n: int, conc: int, backend: str) ->
 
     async with AsyncOpenAI(api_key=key, base_url=url, http_client=DefaultAioHttpClient(), max_retries=0) as client:
         sem = asyncio.Semaphore(conc)
+        todo = prompts(n)
 
         async def one(i: int) -> None:
             async with sem:
-                await client.chat.completions.create(model=MODEL, messages=messages(i),  # type: ignore[arg-type]
+                await client.chat.completions.create(model=MODEL, messages=todo[i],  # type: ignore[arg-type]
                                                      max_tokens=16)
 
         start = time.perf_counter()
@@ -99,12 +106,12 @@ async def raw_aiohttp(url: str, key: str, n: int, conc: int, backend: str) -> fl
     headers = {"authorization": f"Bearer {key}"}
     connector = aiohttp.TCPConnector(limit=conc)
     async with aiohttp.ClientSession(connector=connector) as session:
-        todo = iter(range(n))
+        todo = iter(prompts(n))
 
         async def worker() -> None:
-            for i in todo:
+            for prompt in todo:
                 async with session.post(f"{url}/chat/completions", headers=headers, json={
-                        "model": MODEL, "messages": messages(i), "max_tokens": 16}) as r:
+                        "model": MODEL, "messages": prompt, "max_tokens": 16}) as r:
                     await r.read()
 
         start = time.perf_counter()

@@ -32,15 +32,15 @@ CONCURRENCY = 256
 
 async def _create_pool(url: str, n: int, keep: bool) -> None:
     import holysheep
-    from batch import MODEL, messages
+    from batch import MODEL, prompts
 
     kept: list[Any] = []
     async with holysheep.AsyncClient(api_key=KEY, base_url=url) as client:
-        todo = iter(range(n))
+        todo = iter(prompts(n))
 
         async def worker() -> None:
-            for i in todo:
-                reply = await client.chat.completions.create(model=MODEL, messages=messages(i),  # type: ignore[arg-type]
+            for prompt in todo:
+                reply = await client.chat.completions.create(model=MODEL, messages=prompt,  # type: ignore[arg-type]
                                                              max_tokens=16)
                 if keep:
                     kept.append(reply)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._call import RawResponse
-from ._exceptions import RedirectRefusedError
+from ._exceptions import ClientClosedError, RedirectRefusedError
 from ._limits import read_aiohttp_body
 from ._redirects import REDIRECT_STATUSES, redirect_refusal, same_origin
 
@@ -80,6 +80,7 @@ class AiohttpBackend:
         self._aiohttp: Any = None  # imported on first use: `import holysheep` and AsyncClient() stay light
         self._max_connections = max_connections
         self._session: Any = None
+        self.closed = False
         self._timeouts: dict[tuple[Any, ...], Any] = {}
         self._urls: dict[str, Any] = {}
         self._yarl_url: Any = None
@@ -126,6 +127,8 @@ class AiohttpBackend:
         ``RawResponse``; 2xx streams and errors (read in full) as ``httpx.Response``."""
         import asyncio
 
+        if self.closed:
+            raise ClientClosedError
         call.begin_attempt()
         stream = call.spec.stream
         session = self._session or self._open()
@@ -194,7 +197,8 @@ class AiohttpBackend:
         return len(getattr(connector, "_acquired", ())) if connector is not None else 0
 
     async def aclose(self) -> None:
-        """Close the aiohttp session and its connections."""
+        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`)."""
+        self.closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None

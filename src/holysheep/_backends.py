@@ -15,6 +15,7 @@ import httpx
 
 from ._call import Call, Outcome, RawResponse
 from ._config import DEFAULT_LIMITS
+from ._exceptions import ClientClosedError
 from ._limits import Deadline, read_body, read_body_async
 from ._redirects import check_redirect, check_redirect_async
 from ._sync_deadline import attempt_deadline, deadline_transport
@@ -92,10 +93,13 @@ class SyncHttpxBackend:
         self.pool: LazyPool[httpx.Client] = LazyPool(
             http_client, lambda: httpx.Client(timeout=timeout, transport=deadline_transport(DEFAULT_LIMITS),
                                               follow_redirects=True, event_hooks={"response": [check_redirect]}))
+        self.closed = False
 
     def send(self, call: Call) -> Response:
         """Send one attempt; bodies (non-stream, or an error to a stream) are read within
         ``max_response_bytes`` and the attempt's deadline."""
+        if self.closed:
+            raise ClientClosedError
         http = self.pool.get()
         request = _request(call, http, self.custom)
         deadline = Deadline(call.deadline_s)
@@ -110,6 +114,7 @@ class SyncHttpxBackend:
         return _httpx_busy(self.pool.get()) if self.pool.created else 0
 
     def close(self) -> None:
+        self.closed = True
         if self.pool.created:
             self.pool.get().close()
 
@@ -128,6 +133,7 @@ class AsyncHttpxBackend:
         self.shards: list[httpx.AsyncClient] = [http_client] if http_client is not None else []
         self._busy: list[int] = [0] * len(self.shards)
         self._tls: ssl.SSLContext | None = None
+        self.closed = False
 
     def _new_shard(self) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
@@ -152,9 +158,12 @@ class AsyncHttpxBackend:
         return busy.index(min(busy))
 
     async def send(self, call: Call) -> Response:
+        if self.closed:
+            raise ClientClosedError
         i = self._pick()
         http = self.shards[i]
-        self._busy[i] += 1
+        busy = self._busy  # this list: aclose() starts new ones, and an attempt in flight must not touch those
+        busy[i] += 1
         try:
             request = _request(call, http, self.custom)
             response = await http.send(request, stream=True)
@@ -162,14 +171,14 @@ class AsyncHttpxBackend:
                 await read_body_async(response, call.config.max_response_bytes)  # bounded; closes the response
             return response
         finally:
-            self._busy[i] -= 1
+            busy[i] -= 1
 
     def in_use(self) -> int:
         """Connections checked out across the shards."""
         return sum(_httpx_busy(http) for http in self.shards)
 
     async def aclose(self) -> None:
-        for http in self.shards:
+        self.closed = True
+        shards, self.shards, self._busy = self.shards, [], []
+        for http in shards:
             await http.aclose()
-        self.shards.clear()
-        self._busy.clear()

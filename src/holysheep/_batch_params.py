@@ -35,6 +35,10 @@ class BatchParams(ChatParams, total=False):
       one stops the batch (resumable).
     - ``read_ahead``: inputs read ahead of dispatch (default ``max(2 * concurrency + 64, 128)``).
     - ``check_quota`` / ``require_quota``: check the quota first; warn (or refuse) when short.
+    - ``gc_threshold``: while the batch sends, Python's garbage collector runs its young generation only
+      every this many new objects (default 10,000; CPython's own is 700). A batch keeps every result,
+      and the default made collections cost about a sixth of the wall time at 256 in flight. Only ever
+      raised, shared by concurrent batches, and put back when the last one ends; None leaves it alone.
     - ``progress``: True, ``"plain"``, ``"rich"`` or a reporter object.
     - ``on_result`` / ``on_progress``: callbacks per finished item / per update.
     """
@@ -53,6 +57,7 @@ class BatchParams(ChatParams, total=False):
     read_ahead: Union[int, None]
     check_quota: bool
     require_quota: bool
+    gc_threshold: Union[int, None]
     progress: Any
     on_result: Union[Callable[[Any], None], None]
     on_progress: Union[Callable[[Any], None], None]
@@ -62,6 +67,6 @@ HOOK_NAMES = frozenset({"progress", "on_result", "on_progress"})
 """Batch options that are callbacks or reporters (not part of ``BatchOptions``)."""
 BATCH_OPTION_NAMES = frozenset({
     "concurrency", "rpm", "tpm", "retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio",
-    "outage_window", "max_pause_s", "read_ahead", "check_quota", "require_quota",
+    "outage_window", "max_pause_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
 })
 """Batch options that configure the engine (everything else is a ``create()`` default)."""

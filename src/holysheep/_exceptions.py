@@ -10,6 +10,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     │   └── InsecureTransportError  a key (api_key= or a header, also per call) would travel over plain http
     │                               to a non-loopback host
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
+    ├── ClientClosedError           a call on a client that was closed (also a RuntimeError)
     └── APIError                    the API (or the way to it) failed
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
         │   └── NotFoundError       HTTP 404
@@ -40,6 +41,7 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "ClientClosedError",
     "ConflictError",
     "HolySheepError",
     "InsecureTransportError",
@@ -99,6 +101,17 @@ class InsecureTransportError(InvalidRequestError):
 
 class QuotaExceededError(HolySheepError):
     """The account quota cannot cover (or no longer covers) the work asked for."""
+
+
+class ClientClosedError(HolySheepError, RuntimeError):
+    """A call on a client whose connection pool was closed (``close()``, ``aclose()`` or the end of its
+    ``with`` block). Never retried: a closed client stays closed. Make a new client, or close this one
+    only once its calls (and batches) are done."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "This client was closed (close(), aclose() or the end of its `with` block), "
+                                    "so it sends nothing more. Create a new client, or close this one only after "
+                                    "its calls and batches have finished.")
 
 
 class APIError(HolySheepError):

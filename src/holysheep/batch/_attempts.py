@@ -17,7 +17,7 @@ from typing import Any
 
 from .._call import Outcome
 from .._call_plan import CallPlan
-from .._exceptions import APIError, APIStatusError, AuthenticationError
+from .._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError
 from .._retry import RetryPolicy, is_quota_exhausted, is_retryable
 from .._sender import Sender
 from .._structured import plan_parse, wants_parse
@@ -118,7 +118,11 @@ class AttemptRunner:
             raise
         except Exception as exc:  # a sender that raised instead of answering: the item ends with it, never hangs
             admission.release()
-            self._sink.finalize(item, None, exc)
+            error: BaseException = exc
+            if isinstance(exc, ClientClosedError):  # nothing more can be sent: stop (resumable), not N failures
+                self.stop_unfinished("the client was closed", exc)
+                error = self.unfinished_error(exc)
+            self._sink.finalize(item, None, error)
             return
         finally:
             admission.probe_done()

@@ -22,6 +22,7 @@ from .._sender import Sender
 from ._admission import Admission
 from ._attempts import AttemptRunner
 from ._delivery import EMPTY, ResultSink
+from ._gc_scope import GCScope
 from ._limits import Clock, OutageDetector, Sleep
 from ._options import BatchOptions, OnResult
 from ._quota_check import check_quota
@@ -66,6 +67,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
                                      outage=self._outage)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._gc = GCScope(opts.gc_threshold)
         self._started = False
         self._workers = 0
         self._quota_check: asyncio.Task[None] | None = None
@@ -130,6 +132,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
 
     def _finish(self) -> None:
         self._closed = True
+        self._gc.exit()
         self._sink.sync_stats()
         if self.stats.finished_at is None:
             self.stats.finished_at = time.monotonic()
@@ -157,6 +160,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                 self._finish()
                 raise
         self._started = True
+        self._gc.enter()
         self._start_workers(loop)
 
     async def _check_quota(self) -> None:
@@ -171,7 +175,12 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         for _ in range(self.options.concurrency):
             task = loop.create_task(self._work())
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._worker_done)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:  # nothing more is sent: the collector may run as usual again
+            self._gc.exit()
 
     async def _work(self) -> None:
         """One worker: take items in order (retries first), get each admitted, send it, repeat."""

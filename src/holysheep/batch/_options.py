@@ -10,6 +10,7 @@ from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from .._exceptions import InvalidRequestError
 from .._option_checks import check_int, check_max_retries, check_non_negative, check_positive_or_none
 from .._retry import is_quota_exhausted
+from ._gc_scope import DEFAULT_GC_THRESHOLD
 from ._results import BatchResult
 
 __all__ = ["BatchOptions", "Hooks", "OnResult", "check_requests", "is_quota_exhausted", "split_params"]
@@ -33,6 +34,7 @@ class BatchOptions:
     read_ahead: int | None = None
     check_quota: bool = True
     require_quota: bool = False
+    gc_threshold: int | None = DEFAULT_GC_THRESHOLD
 
     def __post_init__(self) -> None:
         check_int(self.concurrency, "concurrency", 1)
@@ -49,6 +51,8 @@ class BatchOptions:
         check_int(self.outage_window, "outage_window", 1)
         if self.read_ahead is not None:
             check_int(self.read_ahead, "read_ahead", 1)
+        if self.gc_threshold is not None:
+            check_int(self.gc_threshold, "gc_threshold", 1)
         for name in ("adaptive", "check_quota", "require_quota"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, got {getattr(self, name)!r}.",

@@ -19,7 +19,7 @@ __all__ = ["Processor", "build_processor"]
 
 _BURST_S = 0.5
 _BATCH_OPTION_NAMES = ("retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio", "outage_window",
-                       "max_pause_s")
+                       "max_pause_s", "gc_threshold")
 _CLIENT_OPTION_NAMES = ("initial_retry_delay", "max_retry_delay", "max_retry_after")
 
 
