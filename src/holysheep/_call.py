@@ -145,7 +145,7 @@ class Call:
             raise body_error(spec.body or {}, exc) from None
         headers = config.base_headers.copy()
         if spec.method != "GET":
-            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"{_key_prefix}{next(_key_counter):x}"
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or new_idempotency_key()
         else:
             del headers["content-type"]
         if opts.extra_headers:
