@@ -9,8 +9,8 @@ import sys
 
 from ._util import offline_env
 
-LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.cli", "holysheep.batch", "holysheep.testing",
-        "holysheep.integrations")
+LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.accelerators", "holysheep.cli", "holysheep.batch",
+        "holysheep.testing", "holysheep.integrations")
 HEAVY = ("rich", "aiohttp", "openai", "click", "pygments", "ray", "pyarrow")
 
 _PROBE = """

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 DATA_FILES = (
     "holysheep/py.typed",
-    "holysheep/hardware/data/gpus.json",
+    "holysheep/accelerators/data/gpus.json",
     "holysheep/estimator/data/models.json",
     "holysheep/pricing/data/api_prices.json",
 )

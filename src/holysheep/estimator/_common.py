@@ -86,7 +86,7 @@ def check_choice(value: Any, field: str, choices: dict[str, str]) -> str:
 def gpu_memory_gb(gpu: Any) -> tuple[float, str]:
     """Usable memory in GB (10^9 bytes) and a label for a GPU given as a name, an object or a number.
 
-    Names are looked up in ``holysheep.hardware`` when that module is installed; objects need a
+    Names are looked up in the accelerator table (``holysheep.accelerators``); objects need a
     ``memory_gb`` attribute; numbers are taken as GB.
     """
     if isinstance(gpu, bool):
@@ -96,15 +96,8 @@ def gpu_memory_gb(gpu: Any) -> tuple[float, str]:
             raise InvalidRequestError(f"gpu memory must be > 0 GB, got {gpu}", field="gpu")
         return float(gpu), f"{gpu:g} GB GPU"
     if isinstance(gpu, str):
-        try:
-            from holysheep.hardware import gpu as lookup  # type: ignore[attr-defined,import-not-found,unused-ignore]
-        except ImportError as exc:
-            raise InvalidRequestError(
-                f"cannot look up GPU {gpu!r}: holysheep.hardware is not available; pass a GPU object "
-                f"with .memory_gb or the memory in GB",
-                field="gpu",
-                reason="no hardware table",
-            ) from exc
+        from ..accelerators import gpu as lookup
+
         gpu = lookup(gpu)
     mem = getattr(gpu, "memory_gb", None)
     if not isinstance(mem, (int, float)) or isinstance(mem, bool) or mem <= 0:

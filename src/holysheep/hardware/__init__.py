@@ -5,21 +5,11 @@
     opts = pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4)
     opts[0].label, opts[0].cost_per_million_tokens, opts.rejected
 
-Not imported by ``import holysheep``; the figures and their sources are in ``data/gpus.json`` and
+Not imported by ``import holysheep``; the figures and their sources are in ``holysheep/accelerators/data/gpus.json`` and
 ``docs/hardware.md``.
 """
 
-from ._picker import OBJECTIVES, HardwareOption, PickResult, pick_hardware
-from ._roofline import (
-    DEFAULT_EFFICIENCIES,
-    EFFICIENCY_SOURCES,
-    Efficiencies,
-    compute_peak,
-    decode_tokens_per_s,
-    prefill_tokens_per_s,
-    train_tokens_per_s,
-)
-from ._table import (
+from ..accelerators import (
     GPU,
     NATIVE_KEYS,
     PRECISIONS,
@@ -31,6 +21,17 @@ from ._table import (
     load_gpus,
     register_gpus,
     reset_gpus,
+)
+from ._picker import OBJECTIVES, pick_hardware
+from ._result import HardwareOption, PickResult
+from ._roofline import (
+    DEFAULT_EFFICIENCIES,
+    EFFICIENCY_SOURCES,
+    Efficiencies,
+    compute_peak,
+    decode_tokens_per_s,
+    prefill_tokens_per_s,
+    train_tokens_per_s,
 )
 
 __all__ = [

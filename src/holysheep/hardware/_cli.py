@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import InvalidRequestError
+from ..accelerators import gpu as lookup_gpu
+from ..accelerators import gpus
+from ..accelerators._text import format_table
 from ._picker import pick_hardware
-from ._render import format_table, pick_text
-from ._table import gpu as lookup_gpu
-from ._table import gpus
+from ._result import pick_text
 
 __all__ = ["DEFAULT_TOKENS_PER_DAY", "render_gpus_table", "run_plan"]
 

@@ -23,11 +23,12 @@ Policy (also in docs/hardware.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from .._exceptions import InvalidRequestError
+from ..accelerators import GPU, gpu, gpus
+from ._result import HardwareOption, PickResult
 from ._roofline import (
     DEFAULT_EFFICIENCIES,
     Efficiencies,
@@ -36,68 +37,10 @@ from ._roofline import (
     train_tokens_per_s,
 )
 from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
-from ._table import GPU, gpu, gpus
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 
 OBJECTIVES = ("cost", "latency", "throughput")
-
-
-@dataclass(frozen=True)
-class HardwareOption:
-    """One GPU type at one count. ``reason`` is ``None`` for a workable option, else why it was rejected."""
-
-    gpu: GPU
-    count: int
-    fits: bool
-    per_gpu_gb: float | None
-    usable_gb_per_gpu: float
-    headroom_gb: float | None
-    tensor_parallel: int
-    decode_tokens_per_s: float | None = None
-    decode_tokens_per_s_batch1: float | None = None
-    prefill_tokens_per_s: float | None = None
-    train_tokens_per_s: float | None = None
-    price_per_hour: float | None = None
-    cost_per_million_tokens: float | None = None
-    notes: tuple[str, ...] = ()
-    reason: str | None = None
-    reason_code: str | None = None
-    """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``runtime_limit``, ``over_budget`` or
-    ``no_price``."""
-
-    @property
-    def label(self) -> str:
-        """``"2x H100 SXM5 80GB"``."""
-        return f"{self.count}x {self.gpu.name}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (the GPU as its id and name)."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "gpu"}
-        d["notes"] = list(self.notes)
-        d.update(gpu=self.gpu.id, gpu_name=self.gpu.name, label=self.label)
-        return d
-
-
-class PickResult(list[HardwareOption]):
-    """Workable options, best first; ``.rejected`` holds one rejected option per unusable GPU."""
-
-    def __init__(self, options: Iterable[HardwareOption], rejected: Iterable[HardwareOption], objective: str,
-                 estimate: Any = None) -> None:
-        super().__init__(options)
-        self.rejected: list[HardwareOption] = list(rejected)
-        self.objective = objective
-        self.estimate = estimate
-
-    def __str__(self) -> str:
-        from ._render import pick_text
-
-        return pick_text(self)
-
-    def _repr_html_(self) -> str:
-        from ._render import pick_html
-
-        return pick_html(self)
 
 
 def _is_training(est: Any) -> bool:

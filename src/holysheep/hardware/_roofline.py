@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..accelerators import GPU
 from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s
-from ._table import GPU
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",

@@ -24,7 +24,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from ._table import GPU
+from ..accelerators import GPU
 
 __all__ = [
     "MOE_LAYER_US",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import InvalidRequestError
-from ._table import GPU, NATIVE_KEYS, PRECISIONS, PRICE_KINDS, PriceQuote
+from ._specs import GPU, NATIVE_KEYS, PRECISIONS, PRICE_KINDS, PriceQuote
 
 __all__ = ["parse_file", "row_from_mapping"]
 

@@ -1,35 +1,17 @@
-"""The accelerator table: typed rows, aliases, lookup with suggestions, and user overrides.
+"""The accelerator row types: ``GPU`` and ``PriceQuote``, and the precision/price vocabularies.
 
-The rows ship as package data (``data/gpus.json``). Every compute figure is a *dense* tensor peak
+The rows ship as package data (``holysheep/accelerators/data/gpus.json``). Every compute figure is a *dense* tensor peak
 (no 2:4 structured sparsity) at FP32 accumulate; ``GPU.sparse_tflops`` derives the sparse figure as
 2x dense on parts that support it. Units: GB = 1e9 bytes, GB/s = 1e9 B/s, TFLOPS/TOPS = 1e12/s.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from os import PathLike
 from typing import Any
 
-from .._exceptions import UnknownGPUError
-
-__all__ = [
-    "GPU",
-    "NATIVE_KEYS",
-    "PRECISIONS",
-    "PRICE_KINDS",
-    "PriceQuote",
-    "gpu",
-    "gpus",
-    "load_gpus",
-    "register_gpus",
-    "reset_gpus",
-]
+__all__ = ["FAST_LINK_GB_S", "GPU", "NATIVE_KEYS", "PRECISIONS", "PRICE_KINDS", "PriceQuote"]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 """Keys of ``GPU.dense_tflops``."""
@@ -128,7 +110,7 @@ class GPU:
         return min(listed) if listed else min(p.usd_per_hour for p in self.prices)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form of the row (the same shape as ``data/gpus.json``)."""
+        """Plain-JSON form of the row (the same shape as ``accelerators/data/gpus.json``)."""
         return {
             "id": self.id,
             "name": self.name,
@@ -156,133 +138,3 @@ class GPU:
             "as_of": self.as_of,
             "notes": self.notes,
         }
-
-
-class GPUTable(list[GPU]):
-    """A list of ``GPU`` rows that prints as a text table and renders as HTML in Jupyter."""
-
-    def __str__(self) -> str:
-        from ._render import gpus_text
-
-        return gpus_text(self)
-
-    def _repr_html_(self) -> str:
-        from ._render import gpus_html
-
-        return gpus_html(self)
-
-
-# --------------------------------------------------------------------------------------------- registry
-
-_rows: dict[str, GPU] = {}
-_aliases: dict[str, str] = {}
-
-
-def _norm(name: str) -> str:
-    """Normalise a GPU name for lookup: lower case, vendor words and separators dropped, 80GB -> 80g."""
-    s = name.lower()
-    s = re.sub(r"\b(nvidia|geforce|amd|instinct|intel|tesla)\b", " ", s)
-    s = re.sub(r"(\d)\s*gb\b", r"\1g", s)
-    return re.sub(r"[^a-z0-9]", "", s)
-
-
-def _index(row: GPU) -> None:
-    _rows[row.id] = row
-    for key in (row.id, row.name, *row.aliases):
-        _aliases[_norm(key)] = row.id
-
-
-def _ensure_loaded() -> None:
-    if _rows:
-        return
-    from ._loader import row_from_mapping
-
-    text = resources.files("holysheep.hardware").joinpath("data/gpus.json").read_text(encoding="utf-8")
-    for raw in json.loads(text)["gpus"]:
-        _index(row_from_mapping(raw, base=None, where=f"gpus.json:{raw.get('id')}"))
-
-
-def reset_gpus() -> None:
-    """Drop every user override and reload the packaged table."""
-    _rows.clear()
-    _aliases.clear()
-    _ensure_loaded()
-
-
-def gpu(name: str | GPU) -> GPU:
-    """Look up one accelerator by id, name or alias (``"H100"``, ``"h100-sxm"``, ``"a100 80gb"``).
-
-    Raises ``UnknownGPUError`` naming the closest known names when nothing matches.
-    """
-    if isinstance(name, GPU):
-        return name
-    _ensure_loaded()
-    key = _norm(str(name))
-    if key in _aliases:
-        return _rows[_aliases[key]]
-    close = difflib.get_close_matches(key, list(_aliases), n=8, cutoff=0.5)
-    ids: list[str] = []
-    for k in close:
-        if _aliases[k] not in ids:
-            ids.append(_aliases[k])
-    hint = ", ".join(f"{i} ({_rows[i].name})" for i in ids[:4])
-    msg = f"Unknown GPU {name!r}."
-    msg += f" Did you mean: {hint}?" if hint else ""
-    msg += " See holysheep.hardware.gpus() for the table, or register_gpus() to add a row."
-    raise UnknownGPUError(msg, field="gpu", reason="unknown GPU name")
-
-
-_SORT_KEYS = {
-    "bf16": lambda g: -(g.tflops("bf16") or g.tflops("fp16") or 0.0),
-    "bw": lambda g: -g.bandwidth_gb_s,
-    "mem": lambda g: -g.memory_gb,
-    "price": lambda g: (g.price_per_hour is None, g.price_per_hour or 0.0),
-    "name": lambda g: g.name.lower(),
-}
-
-
-def gpus(vendor: str | None = None, sort: str | None = None) -> GPUTable:
-    """All accelerators, optionally filtered by ``vendor`` ("nvidia", "amd", "intel") and sorted.
-
-    ``sort`` is ``"bf16"`` (dense BF16, else FP16, high first), ``"bw"``, ``"mem"``, ``"price"``
-    (cheapest first, unpriced last) or ``"name"``; ``None`` keeps the table order.
-    """
-    from .._exceptions import InvalidRequestError
-
-    _ensure_loaded()
-    rows = [g for g in _rows.values() if vendor is None or g.vendor == vendor.lower()]
-    if sort is not None:
-        if sort not in _SORT_KEYS:
-            raise InvalidRequestError(
-                f"sort={sort!r} is not one of {', '.join(_SORT_KEYS)}.", field="sort", reason="unknown sort key"
-            )
-        rows.sort(key=_SORT_KEYS[sort])
-    return GPUTable(rows)
-
-
-def load_gpus(path: str | PathLike[str]) -> list[GPU]:
-    """Parse a user CSV or JSON file into rows without registering them.
-
-    A row whose ``id`` (or name/alias) matches a known GPU is merged onto it, so a file with just
-    ``id,price_per_hour`` is enough to set your own price; a row with new id needs at least
-    ``memory_gb`` and ``bandwidth_gb_s``. Column names follow ``data/gpus.json``, or the short CSV names
-    (``mem_gb``, ``bw_gbs``, ``bf16``, ``fp8_native`` ...) listed in the docs' Hardware page.
-    """
-    from ._loader import parse_file
-
-    _ensure_loaded()
-    return parse_file(path, _existing)
-
-
-def register_gpus(source: str | PathLike[str] | Iterable[GPU]) -> list[GPU]:
-    """Add or override rows from a CSV/JSON file (see ``load_gpus``) or from ``GPU`` objects."""
-    _ensure_loaded()
-    rows = load_gpus(source) if isinstance(source, (str, PathLike)) else list(source)
-    for row in rows:
-        _index(row)
-    return rows
-
-
-def _existing(ident: str) -> GPU | None:
-    key = _norm(ident)
-    return _rows[_aliases[key]] if key in _aliases else None
