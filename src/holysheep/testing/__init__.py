@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from ._faults import DEFAULT_FAULT_MIX, Fault, FaultPlan
     from ._replies import Handler, RecordedRequest, ReplySpec, Response, ScriptedReply, StreamReply
+    from ._script import Script, auto_reply, tool_call, tool_reply
     from ._serve import serve
     from ._server import FakeServer
     from ._structured import json_reply, refusal_reply, reply_sequence, schema_example, schema_reply
@@ -30,14 +31,18 @@ __all__ = [
     "RecordedRequest",
     "ReplySpec",
     "Response",
+    "Script",
     "ScriptedReply",
     "StreamReply",
+    "auto_reply",
     "json_reply",
     "refusal_reply",
     "reply_sequence",
     "schema_example",
     "schema_reply",
     "serve",
+    "tool_call",
+    "tool_reply",
 ]
 
 _WHERE = {
@@ -52,6 +57,10 @@ _WHERE = {
     "StreamReply": "_replies",
     "FakeServer": "_server",
     "serve": "_serve",
+    "Script": "_script",
+    "auto_reply": "_script",
+    "tool_call": "_script",
+    "tool_reply": "_script",
     "json_reply": "_structured",
     "refusal_reply": "_structured",
     "reply_sequence": "_structured",

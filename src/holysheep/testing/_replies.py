@@ -85,6 +85,8 @@ class ScriptedReply:
     content: str
     finish_reason: str = "stop"
     refusal: str | None = None
+    tool_calls: tuple[Mapping[str, str], ...] = ()
+    """Tool calls (``{"id", "name", "arguments"}``, arguments a JSON string); see `tool_reply`."""
 
 
 ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
@@ -132,6 +134,8 @@ def resolve_reply(spec: ReplySpec, body: dict[str, Any]) -> ScriptedReply:
     """Turn a reply spec into the reply for this request; ``max_tokens`` truncates it (``"length"``)."""
     if isinstance(spec, ScriptedReply):
         reply = spec
+        if reply.tool_calls:
+            return reply  # never truncated: its arguments would stop being JSON
     elif spec == "echo":
         users = [m for m in body.get("messages", ()) if isinstance(m, dict) and m.get("role") == "user"]
         reply = ScriptedReply(_text(users[-1].get("content")) if users else "")
@@ -145,6 +149,8 @@ def resolve_reply(spec: ReplySpec, body: dict[str, Any]) -> ScriptedReply:
     else:
         result = spec(body)
         reply = result if isinstance(result, ScriptedReply) else ScriptedReply(str(result))
+        if reply.tool_calls:
+            return reply
     limit = _max_tokens(body)
     if limit is not None:
         pieces = split_pieces(reply.content)
@@ -172,8 +178,24 @@ def usage(body: dict[str, Any], reply: str) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _reply_text(reply: ScriptedReply) -> str:
+    """The text a reply's completion tokens are counted from: content, then each call's arguments."""
+    return " ".join([reply.content, *(call["arguments"] for call in reply.tool_calls)])
+
+
+def _wire_call(call: Mapping[str, str], index: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call["id"], "type": "function",
+                           "function": {"name": call["name"], "arguments": call["arguments"]}}
+    return out if index is None else {"index": index, **out}
+
+
 def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else reply.content,
+                               "refusal": reply.refusal}
+    if reply.tool_calls:
+        message["content"] = reply.content or None
+        message["tool_calls"] = [_wire_call(call) for call in reply.tool_calls]
     return {
         "id": new_id("chatcmpl-"),
         "object": "chat.completion",
@@ -182,13 +204,12 @@ def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> d
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": None if reply.refusal else reply.content,
-                            "refusal": reply.refusal},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": reply.finish_reason,
             }
         ],
-        "usage": usage(body, reply.content),
+        "usage": usage(body, _reply_text(reply)),
         "system_fingerprint": "fp_holysheep_fake",
     }
 
@@ -227,9 +248,14 @@ def stream_events(
         events.append(chunk(choice({"refusal": reply.refusal})))
     else:
         events.extend(chunk(choice({"content": p})) for p in split_pieces(reply.content, words_per_chunk))
+    for index, call in enumerate(reply.tool_calls):  # the head (id, name), then the arguments in pieces
+        events.append(chunk(choice({"tool_calls": [_wire_call({**call, "arguments": ""}, index)]})))
+        args = call["arguments"]
+        events.extend(chunk(choice({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 16]}}]}))
+                      for i in range(0, len(args), 16))
     events.append(chunk(choice({}, reply.finish_reason)))
     if include_usage:
-        events.append(chunk([], usage(body, reply.content)))
+        events.append(chunk([], usage(body, _reply_text(reply))))
     events.append(b"data: [DONE]\n\n")
     return events
 
@@ -351,10 +377,12 @@ def chat_endpoint(
         msg = "You exceeded your current quota, please check your plan and billing details."
         return error_response(429, msg, "insufficient_quota", "insufficient_quota"), 0
     reply = resolve_reply(reply_spec, body)
-    tokens = usage(body, reply.content)["total_tokens"]
+    tokens = usage(body, _reply_text(reply))["total_tokens"]
     if body.get("stream") is True:
         events = stream_events(body, reply, model, words_per_chunk)
-        return StreamReply(events, len(split_pieces(reply.content, words_per_chunk))), tokens
+        paced = len(split_pieces(reply.content, words_per_chunk))
+        paced += sum(1 + (len(call["arguments"]) + 15) // 16 for call in reply.tool_calls)
+        return StreamReply(events, paced), tokens
     return Response(200, chat_completion(body, reply, model)), tokens
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._replies import ReplySpec
 
 __all__ = ["serve"]
 
@@ -19,16 +23,25 @@ def serve(
     stream_chunk_delay_ms: float = 0.0,
     seed: int | None = None,
     strict_models: bool = False,
+    script: str | None = None,
+    structured: bool = False,
 ) -> None:
     """Run a FakeServer in the foreground (``holysheep mock-server``) until Ctrl-C or SIGTERM.
 
     Prints one line with the base URL and the API key to use; keeps the last 1,000 requests in memory.
-    With ``strict_models`` an unknown model gets a 404 that lists the served ones.
+    With ``strict_models`` an unknown model gets a 404 that lists the served ones. ``script``: a reply
+    script file (`Script.load`); ``structured``: answer tools with calls and ``response_format`` with
+    schema-valid JSON (`auto_reply`), also for what the script does not answer.
     """
+    from ._script import Script, auto_reply
     from ._server import FakeServer  # here, not at the top: _server re-exports serve()
 
+    reply: ReplySpec = auto_reply() if structured else "echo"
+    if script is not None:
+        reply = Script.load(script, fallback=reply)
     server = FakeServer(
         host=host, port=port, api_key=api_key, latency=latency_ms / 1000, fault_rate=fault_rate, seed=seed,
+        reply=reply,
         stream_chunk_delay=stream_chunk_delay_ms / 1000, max_recorded=1000, strict_models=strict_models,
     )  # fmt: skip
 
@@ -40,6 +53,9 @@ def serve(
     try:
         server.start()
         print(f"holysheep mock server at {server.url} api key {server.api_key} (Ctrl-C to stop)", flush=True)
+        if script is not None or structured:
+            print(f"replies: {'script ' + script if script else ''}{' + ' if script and structured else ''}"
+                  f"{'structured (tool calls, schema-valid JSON)' if structured else ''}", flush=True)
         if strict_models:
             print(f"serving only: {', '.join(server.models)}", flush=True)
         while True:

@@ -2,6 +2,11 @@
 
 - ``holysheep_server``: a started `FakeServer`, stopped after the test.
   Configure it with ``@pytest.mark.holysheep_server(latency=0.05, faults=[...])``.
+- ``holysheep_structured_server``: a started FakeServer that answers like a model following the request
+  (`auto_reply`): a call of the request's first tool with schema-valid arguments, JSON valid for its
+  ``response_format``, and a text answer after tool results.
+- ``holysheep_script``: a factory, ``server = holysheep_script([...entries], **kwargs)``, that starts a
+  FakeServer answering from a `Script` (a list of entries or a script file); stopped after the test.
 - ``holysheep_mock``: a respx router that mocks ``https://api.holysheep.ai/v1`` (chat completions,
   models, quota) with canned OpenAI-format responses; its routes are named ``"chat"``, ``"models"``
   and ``"quota"``. Needs ``respx``; the test is skipped without it.
@@ -12,7 +17,7 @@ Importing this module is cheap: the server and respx load only when a fixture is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,7 +25,8 @@ import pytest
 if TYPE_CHECKING:  # pragma: no cover
     from ._server import FakeServer
 
-__all__ = ["MOCK_API_KEY", "MOCK_BASE_URL", "holysheep_mock", "holysheep_server"]
+__all__ = ["MOCK_API_KEY", "MOCK_BASE_URL", "holysheep_mock", "holysheep_script", "holysheep_server",
+           "holysheep_structured_server"]
 
 MOCK_BASE_URL = "https://api.holysheep.ai/v1"
 MOCK_API_KEY = "hs_test_mockmockmockmockmockmock"
@@ -41,6 +47,41 @@ def holysheep_server(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     with FakeServer(**kwargs) as server:
         yield server
+
+
+@pytest.fixture
+def holysheep_structured_server(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    """A running FakeServer with ``reply=auto_reply()``: tool calls with arguments valid for the tool's
+    schema, JSON valid for ``response_format``; ``@pytest.mark.holysheep_server(...)`` adds options."""
+    from ._script import auto_reply
+    from ._server import FakeServer
+
+    marker = request.node.get_closest_marker("holysheep_server")
+    kwargs: dict[str, Any] = {"reply": auto_reply(), **(marker.kwargs if marker is not None else {})}
+    with FakeServer(**kwargs) as server:
+        yield server
+
+
+@pytest.fixture
+def holysheep_script() -> Iterator[Callable[..., FakeServer]]:
+    """A factory: ``holysheep_script(entries_or_path, **FakeServer_kwargs)`` starts a FakeServer whose
+    replies come from a `Script` (``structured=True`` answers what the script does not with `auto_reply`)."""
+    from ._script import auto_reply, script_from
+    from ._server import FakeServer
+
+    started: list[FakeServer] = []
+
+    def start(script: Any, *, structured: bool = False, **kwargs: Any) -> FakeServer:
+        fallback = auto_reply() if structured else kwargs.pop("reply", "echo")
+        server = FakeServer(reply=script_from(script, fallback=fallback), **kwargs).start()
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture
