@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .conftest import Runner, assert_one_line_error
 
@@ -96,3 +97,20 @@ def test_documented_train_method_form_still_works(cli: Runner) -> None:
     done = cli("plan", "llama-2-7b", "--train", "--method", "lora", "--zero-stage", "2", "--optimizer", "adamw")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Plan: llama-2-7b (training, lora, ZeRO-2, adamw")
+
+
+def test_an_assumption_shows_in_text_and_json_not_hidden(cli: Runner, tmp_path: Path) -> None:
+    text = {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072}
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "mistral3", "text_config": text, "vision_config": {}}))
+    done = cli("plan", str(cfg))
+    assert done.returncode == 0, done.stderr
+    assert "Warnings:\n  ! mistral3 config: only the text decoder is counted" in done.stdout
+    assert "Warning" not in done.stderr  # said once, in the output
+    data = _plan(cli, str(cfg))
+    assert data["warnings"] == ["mistral3 config: only the text decoder is counted; the vision encoder and "
+                                "projector are not"]
+    (tmp_path / "x.json").write_text(json.dumps({**text, "model_type": "internlm2"}))
+    refused = cli("plan", str(tmp_path / "x.json"))
+    assert refused.returncode == 2 and "unmapped model_type 'internlm2'" in refused.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,9 @@ class Architecture:
     sliding_window_layers: tuple[int, ...] | None = None  # None with a window: every layer is windowed
     max_position_embeddings: int = 4096
     model_type: str = "llama"
+    #: what the reading of a config assumed (a Llama-shaped reading, the text decoder only ...); every
+    #: estimate built on this architecture repeats these in its ``warnings``
+    assumptions: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         for f in (
@@ -332,8 +335,16 @@ class Architecture:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_hf_config(cls, path_or_dict: str | Path | Mapping[str, Any], name: str | None = None) -> Architecture:
-        """Build from a Hugging Face ``config.json`` (a path, a directory holding one, or a dict)."""
+    def from_hf_config(
+        cls, path_or_dict: str | Path | Mapping[str, Any], name: str | None = None, *, assume: str | None = None
+    ) -> Architecture:
+        """Build from a Hugging Face ``config.json`` (a path, a directory holding one, or a dict).
+
+        An unmapped ``model_type`` raises `UnsupportedArchitectureError`; ``assume="llama"`` reads it as a
+        Llama-shaped dense model instead and records that in ``assumptions`` (and every estimate's warnings).
+        """
+        if assume not in (None, "llama"):
+            raise InvalidRequestError(f"assume must be None or 'llama', got {assume!r}", field="assume")
         from ._hf import architecture_kwargs
 
         if isinstance(path_or_dict, Mapping):
@@ -351,4 +362,4 @@ class Architecture:
                     reason="unreadable config",
                 ) from exc
             name = name or p.parent.name or p.stem
-        return cls(**architecture_kwargs(cfg, name))
+        return cls(**architecture_kwargs(cfg, name, assume))

@@ -2,8 +2,11 @@
 
 Each mapped family reads exactly the fields that change its parameter layout. A config that carries
 layout fields its family does not map (experts, shared experts, other layer kinds, a vision tower ...)
-raises `UnsupportedArchitectureError` instead of being counted as a smaller dense model; an unknown
-``model_type`` without such fields is read as Llama-like with an `ArchitectureWarning`.
+raises `UnsupportedArchitectureError` instead of being counted as a smaller dense model, and so does an
+unknown ``model_type``: its norms, MLP shape, biases and residual form cannot be read from the fields, so
+reading it as Llama-shaped would be silently wrong (Phi-2 +30 %, StarCoder2-15B +38 %, issue 30). Pass
+``assume="llama"`` to read such a config as Llama-shaped anyway; the assumption is then carried in
+``Architecture.assumptions`` and in every estimate's ``warnings``.
 """
 
 from __future__ import annotations
@@ -281,12 +284,37 @@ def _sliding_layers(cfg: Mapping[str, Any], mt: str, n: int) -> tuple[int, ...] 
     return None
 
 
-def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, Any]:
+# Fields a Llama-shaped reading uses or that do not change the weights; anything else an unmapped config
+# carries is named in the refusal, so the message says what the estimator would have ignored.
+_PLAIN_FIELDS = frozenset({
+    "model_type", "architectures", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "tie_word_embeddings",
+    "max_position_embeddings", "rope_theta", "rope_scaling", "rms_norm_eps", "torch_dtype", "dtype",
+    "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id", "use_cache", "initializer_range",
+    "attention_dropout", "hidden_act", "_name_or_path", "attention_bias", "mlp_bias", "pretraining_tp",
+    "quantization_config", "auto_map", "sliding_window", "use_sliding_window", "max_window_layers",
+})
+
+
+def _refuse_model_type(cfg: Mapping[str, Any], mt: str) -> UnsupportedArchitectureError:
+    extra = sorted(k for k in cfg if k not in _PLAIN_FIELDS and _meaningful(k, cfg.get(k), mt))
+    fields = f"; fields it would ignore: {', '.join(extra[:12])}{' ...' if len(extra) > 12 else ''}" if extra else ""
+    return UnsupportedArchitectureError(
+        f"config.json has an unmapped model_type {mt or '(missing)'!r}: its norms, MLP shape, biases and "
+        f"residual form cannot be read from the fields, and reading it as Llama-shaped can be 30 % off{fields}. "
+        f"Mapped model types: {', '.join(supported_model_types())}. Pass an Architecture built by hand, or "
+        f"from_hf_config(..., assume='llama') to accept a Llama-shaped reading (recorded as a warning)",
+        field="model",
+        reason="unsupported model_type",
+    )
+
+
+def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | None = None) -> dict[str, Any]:
     """Map one config dict to Architecture fields.
 
-    Raises `UnsupportedArchitectureError` for layouts that cannot be counted exactly; warns
-    (`ArchitectureWarning`) when an unknown ``model_type`` is read as Llama-like or when only the
-    text decoder of a multimodal config is counted.
+    Raises `UnsupportedArchitectureError` for layouts that cannot be counted exactly and for an unmapped
+    ``model_type`` (unless ``assume="llama"``). Every assumption made (a Llama-shaped reading, the text
+    decoder only of a multimodal config) is warned (`ArchitectureWarning`) and listed under ``assumptions``.
     """
     mt = str(cfg.get("model_type") or "")
     if mt in _TEXT_OF and isinstance(cfg.get("text_config"), Mapping):
@@ -297,20 +325,20 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, A
         for k in ("tie_word_embeddings", "_name_or_path"):
             if k in cfg and k not in text:
                 text[k] = cfg[k]
-        warnings.warn(
-            f"{mt} config: only the text decoder is counted; the vision encoder and projector are not",
-            ArchitectureWarning,
-            stacklevel=3,
-        )
-        return architecture_kwargs(text, name)
+        note = f"{mt} config: only the text decoder is counted; the vision encoder and projector are not"
+        warnings.warn(note, ArchitectureWarning, stacklevel=3)
+        inner = architecture_kwargs(text, name, assume)
+        inner["assumptions"] = (note, *inner.get("assumptions", ()))
+        return inner
+    assumed: tuple[str, ...] = ()
     if mt not in _HANDLED:
-        _check_layout(cfg, mt)
-        warnings.warn(
-            f"model_type {mt or '(missing)'!r} is not mapped; reading the config as a Llama-like dense model "
-            f"(mapped: {', '.join(supported_model_types())})",
-            ArchitectureWarning,
-            stacklevel=3,
-        )
+        _check_layout(cfg, mt)  # experts, hybrid layers ...: the layout fields are named first
+        if assume != "llama":
+            raise _refuse_model_type(cfg, mt)
+        note = (f"model_type {mt or '(missing)'!r} is not mapped; read as a Llama-shaped dense model "
+                "(gated MLP, RMSNorm, no biases) because assume='llama' was passed: the count may be wrong")
+        warnings.warn(note, ArchitectureWarning, stacklevel=3)
+        assumed = (note,)
         mt = mt or "llama"
     else:
         _check_layout(cfg, mt)
@@ -335,6 +363,7 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None) -> dict[str, A
         "mlp_bias": bool(cfg.get("mlp_bias", False)),
         "max_position_embeddings": int(cfg.get("max_position_embeddings") or 4096),
         "dropout": float(cfg.get("attention_dropout", 0) or 0) > 0,
+        "assumptions": assumed,
     }
     if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
         kw["qk_norm"] = True

@@ -162,7 +162,7 @@ def _build(
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
-    notes, warns = list(base_notes), []
+    notes, warns = list(base_notes), list(arch.assumptions)
     tp = tensor_parallel
     kv = kv_dtype or ("fp32" if spec.compute_dtype == "fp32" else "fp16" if spec.compute_dtype == "fp16" else "bf16")
     if kv_dtype is None:

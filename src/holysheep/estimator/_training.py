@@ -143,7 +143,7 @@ def _build(
 ) -> TrainingEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
-    notes, warns = list(base_notes), []
+    notes, warns = list(base_notes), list(arch.assumptions)
     paged = optimizer.startswith("paged-")
     optimizer = optimizer.removeprefix("paged-")
     P = arch.num_params

@@ -142,12 +142,13 @@ def run_plan(
         method, train = train, True
     target = _model_arg(model)
     gpus = _gpus_arg(gpus)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # a bare size is flagged in the output instead
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # shown in the output below (text and --json), not on stderr
         est = _estimate(target, train=bool(train), method=method, context=context, batch=batch, quant=quant,
                         kv_dtype=kv_dtype, zero_stage=zero_stage, gpu_count=gpu_count, train_options=train_options,
                         runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
                         flash_attention=flash_attention)
+    warned = _warnings(est, caught)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
     if train:
@@ -166,6 +167,8 @@ def run_plan(
     lines = [head, "", *mem_lines]
     if limits is not None:
         lines += ["", limits["text"]]
+    if warned:
+        lines += ["", "Warnings:", *(f"  ! {w}" for w in warned)]
     lines += ["", pick_text(result, top=top)]
     hidden = max(0, len(result) - top)
     if hidden:
@@ -183,12 +186,23 @@ def run_plan(
         "api_comparison": None,
         "limits": limits,
         "hidden_options": hidden,
+        "warnings": warned,
     }
     if api_model is not None:
         section, comparison = _api_section(result, api_model, tokens_per_day, utilization, input_fraction)
         lines += ["", *section]
         data["api_comparison"] = comparison
     return "\n".join(lines), data
+
+
+def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
+    """The estimate's warnings, then any Python warning raised while building it that they do not repeat."""
+    out = [str(w) for w in getattr(est, "warnings", ())]
+    for w in caught:
+        text = str(w.message)
+        if text not in out and not any(o in text or text in o for o in out) and "bare parameter count" not in text:
+            out.append(text)
+    return out
 
 
 def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str,
