@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..accelerators import GPU
-from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s
+from ._overheads import EP_DISPATCH_COMBINE_S, runtime_cost
+from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s, link_kind
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
@@ -64,8 +65,8 @@ class Efficiencies:
     """Per-device efficiency when tensor parallelism runs over NVLink / Infinity Fabric / Gaudi RoCE."""
     tp_pcie: float = 0.60
     """Per-device efficiency when tensor parallelism runs over PCIe only (L4, L40S, RTX cards)."""
-    bandwidth_gguf: float = 0.65
-    """eta_bw of GGUF k-quants on llama.cpp (dequantising mat-vec kernels plus graph overhead)."""
+    bandwidth_gguf: float = 0.80
+    """eta_bw of llama.cpp (and MLX) kernels once their per-layer cost is counted separately (speed model v2)."""
     bandwidth_int4_marlin: float = 0.60
     """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
 
@@ -92,8 +93,9 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "stas00/ml-engineering; 76% large-batch prefill, Pope et al. arXiv:2211.05102).",
     "mfu_train": "Llama 3 paper arXiv:2407.21783: 380-430 TFLOPS/GPU = 38-43% MFU on H100 BF16.",
     "bandwidth_gguf": "llama.cpp llama-bench on an RTX 4090 (1,008 GB/s), ggml-org/llama.cpp PR #4766: 7B F16 "
-    "tg128 61.03 t/s (82% of spec), Q8_0 98.13 t/s (70%); Llama-3-8B Q6_K 93 t/s through llama-server "
-    "(dmatora/LLM-inference-speed-benchmarks issue #10, about 60%): 0.65 is their middle.",
+    "tg128 61.03 t/s, Q8_0 98.13 t/s, i.e. 0.90 and 0.84 of spec once the per-layer cost (hardware/_overheads.py) "
+    "is taken out; the slope of step time against bytes in llama.cpp's Apple-silicon table (discussion #4167) "
+    "is 0.79-0.95 of spec: 0.8. MLX uses the same figure.",
     "bandwidth_int4_marlin": "IST-DASLab/marlin README (https://github.com/IST-DASLab/marlin): near-ideal 4x "
     "over FP16 at batch 1-32, so INT4 streams at close to the FP16 efficiency; 0.6 leaves room for vLLM's "
     "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
@@ -130,8 +132,8 @@ def _tp_factor(gpu: GPU, devices: int, eff: Efficiencies) -> float:
 def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default") -> float:
     """eta_bw for this part, weight format and runtime: the lowest of the applicable efficiencies."""
     e = eff.bandwidth
-    if runtime == "llama.cpp":
-        e = min(e, eff.bandwidth_gguf)
+    if runtime in ("llama.cpp", "mlx"):
+        e = eff.bandwidth_gguf
     elif weight_only_int4:
         e = min(e, eff.bandwidth_int4_marlin if runtime in ("vllm", "sglang") else eff.bandwidth_int4)
     if gpu.vendor == "amd":
@@ -160,12 +162,15 @@ def decode_tokens_per_s(
     moe_top_k: int = 0,
     moe_layers: int = 0,
     expert_bytes: float = 0.0,
+    awq: bool = False,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
     ``layers`` and ``hidden`` enable the all-reduce term; ``layer_split`` models llama.cpp / transformers
     running GPUs in sequence; the ``moe_*`` and ``expert_bytes`` (one routed expert's bytes) arguments
-    enable the expert-parallel model.
+    enable the expert-parallel model. With ``layers`` the runtime's fixed costs are added
+    (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
+    AutoAWQ's host cost).
     """
     devices = count * gpu.devices_per_package
     eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime)
@@ -181,7 +186,8 @@ def decode_tokens_per_s(
             picks = min(batch * moe_top_k, 64)
             load = min(moe_experts / devices, max(distinct / devices, expected_max_load(picks, devices)))
             per_dev = (weight_bytes - routed + kv_read) / devices + moe_layers * load * expert_bytes
-            comm += moe_layers * 2 * collective_s(gpu, devices, batch * hidden * moe_top_k)
+            ep = EP_DISPATCH_COMBINE_S if link_kind(gpu, devices) == "switch" else 0.0
+            comm += moe_layers * max(ep, 2 * collective_s(gpu, devices, batch * hidden * moe_top_k))
         comm += moe_layers * MOE_LAYER_US * 1e-6
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
@@ -195,7 +201,9 @@ def decode_tokens_per_s(
         else:
             comm += layers * 2 * collective_s(gpu, devices, batch * hidden * 2)
             t_comp = 2 * active_params * batch / (count * peak * 1e12 * eff.mfu) if peak else 0
-        return batch / (max(t_mem, t_comp) + comm)
+        cost = runtime_cost(runtime, gpu.vendor, awq=awq)
+        t_gpu = max(t_mem, t_comp) + comm + layers * cost.layer_s
+        return batch / (max(t_gpu, layers * cost.host_layer_s) + cost.step_s)
     tp = _tp_factor(gpu, devices, eff)
     t_step = per_dev * devices / (count * gpu.bandwidth_gb_s * 1e9 * eta * tp)
     if peak:

@@ -134,6 +134,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if not layers:
         return {}
     out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+                           "awq": getattr(spec, "name", "") == "int4-awq",
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
