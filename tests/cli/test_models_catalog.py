@@ -26,6 +26,9 @@ def test_catalog_json_lists_every_model_offline_without_a_key(cli: Runner) -> No
         30_532_122_624, 3_353_032_704, 40960, "bf16")
     assert by_name["gpt-oss-120b"]["quant"] == "mxfp4" and by_name["DeepSeek-R1"]["quant"] == "fp8"
     assert by_name["Qwen2.5-72B"]["context"] == 32768
+    oss = by_name["gpt-oss-20b"]
+    assert (oss["active_params"], oss["active_convention"], oss["active_params_all"]) == (
+        3_608_307_264, "no_input_embedding", 4_187_440_704)
     assert all(r["source"].endswith("config.json") and len(r["as_of"]) == 10 for r in rows)
 
 
@@ -34,7 +37,9 @@ def test_catalog_table(cli: Runner) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["Model", "Family", "Params", "Active", "Context", "Quant"]
-    assert len(lines) == 2 + len(list_models())
+    assert len(lines) == 3 + len(list_models()) and lines[-1].startswith("Active: counted as each model card does")
+    oss = next(ln for ln in lines if ln.startswith("gpt-oss-20b "))
+    assert oss.split()[3] == "3.61B*"  # the card's convention, labelled
     scout = next(ln for ln in lines if ln.startswith("Llama-4-Scout-17B-16E "))
     arch = get_architecture("Llama-4-Scout-17B-16E")
     assert scout.split()[1:] == ["llama4", f"{arch.num_params / 1e9:.2f}B", f"{arch.num_active_params / 1e9:.2f}B",

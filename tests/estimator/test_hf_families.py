@@ -93,7 +93,7 @@ def test_gpt_bigcode_and_bloom() -> None:
         {**QWEN3_30B_A3B, "model_type": "llama"},
         {**QWEN3_30B_A3B, "model_type": "somethingnew"},
         {**QWEN3_30B_A3B, "model_type": "mixtral", "num_local_experts": 8},  # fields of another family
-        {"model_type": "qwen3_next", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        {"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
          "intermediate_size": 128, "vocab_size": 100, "layer_types": ["linear_attention", "full_attention"]},
         {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
          "intermediate_size": 128, "vocab_size": 100, "n_shared_experts": 2},
@@ -131,10 +131,20 @@ def test_catalog_covers_current_open_models() -> None:
 @pytest.mark.parametrize("name", [n for n in list_models() if catalog_entry(n).reported_active])
 def test_moe_active_params_match_the_model_card(name: str) -> None:
     e = catalog_entry(name)
-    arch, ref = e.architecture, float(e.reported_active or 0)
-    active = arch.num_active_params
-    no_embedding = active - arch.vocab_size * arch.hidden_size  # gpt-oss's card leaves the input table out
-    assert min(abs(active - ref), abs(no_embedding - ref)) <= 0.02 * ref
+    ref = float(e.reported_active or 0)
+    # counted the card's way (active_convention); a whole-billion card figure is rounded to +-0.5 B
+    tol = max(0.02, 0.5e9 / ref) if ref % 1e9 == 0 else 0.02
+    assert abs(e.card_active_params / ref - 1) <= tol
+
+
+def test_active_params_follow_each_cards_convention() -> None:
+    oss = catalog_entry("gpt-oss-20b")
+    assert oss.architecture.num_active_params == 4_187_440_704  # everything a token touches, input table included
+    assert oss.card_active_params == 3_608_307_264  # the card's 3.61 B leaves the input embedding out
+    glm = catalog_entry("GLM-4.5")
+    groups = glm.architecture.param_groups()
+    assert glm.card_active_params == glm.architecture.num_active_params - groups["embedding"] - groups["lm_head"]
+    assert catalog_entry("Qwen3-30B-A3B").card_active_params == 3_353_032_704  # Qwen counts the embeddings
 
 
 def test_sparse_gemma3_hub_config_uses_the_text_config_defaults() -> None:

@@ -162,9 +162,11 @@ def test_unknown_and_closed_models() -> None:
 
 
 def test_served_alias_maps_to_open_architecture() -> None:
-    est = estimate_inference_memory("deepseek-v3.2", "fp8", 8192, 1, tensor_parallel=8)
-    assert est.model_name == "DeepSeek-V3" and any("indexer" in a for a in est.assumptions)
+    est = estimate_inference_memory("deepseek-chat", "fp8", 8192, 1, tensor_parallel=8)
+    assert est.model_name == "DeepSeek-V3" and any("served name" in a for a in est.assumptions)
     assert any("fp8" in a for a in est.assumptions)
+    v32 = estimate_inference_memory("deepseek-v3.2", "fp8", 8192, 1, tensor_parallel=8)
+    assert v32.model_name == "DeepSeek-V3.2-Exp" and v32.warnings == []  # its own row: the indexer is counted
 
 
 def test_rendering() -> None:

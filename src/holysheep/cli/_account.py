@@ -57,14 +57,20 @@ def run_catalog(args: argparse.Namespace) -> int:
     for name in list_models():
         e = catalog_entry(name)
         a = e.architecture
-        rows.append({"name": e.name, "family": e.family, "params": a.num_params, "active_params": a.num_active_params,
+        rows.append({"name": e.name, "family": e.family, "params": a.num_params,
+                     "active_params": e.card_active_params, "active_convention": e.active_convention,
+                     "active_params_all": a.num_active_params,
                      "context": a.max_position_embeddings, "quant": e.quant, "source": e.source, "as_of": e.as_of})
     if getattr(args, "json", False):
         print_json(rows)
     else:
+        mark = {"all": "", "no_input_embedding": "*", "no_embeddings": "**"}
         print_table(["Model", "Family", "Params", "Active", "Context", "Quant"],
-                    [[r["name"], r["family"], f"{r['params'] / 1e9:.2f}B", f"{r['active_params'] / 1e9:.2f}B",
+                    [[r["name"], r["family"], f"{r['params'] / 1e9:.2f}B",
+                      f"{r['active_params'] / 1e9:.2f}B{mark[r['active_convention']]}",
                       f"{r['context']:,}", r["quant"]] for r in rows], right=[False, False, True, True, True, False])
+        print("Active: counted as each model card does; * without the input embedding, ** without both "
+              "embedding tables (--json: active_params_all counts everything a token uses)")
     return EXIT_OK
 
 

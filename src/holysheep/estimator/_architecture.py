@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import InvalidRequestError
+from ._params import WeightMatrix, linear_state_elements, mlp_matrices, mtp_params, vector_params, weight_matrices
 
 __all__ = ["Architecture", "WeightMatrix", "dtype_bytes"]
 
@@ -46,21 +47,6 @@ def dtype_bytes(dtype: str | float | int) -> float:
             reason="unknown dtype",
         )
     return _DTYPE_BYTES[key]
-
-
-@dataclass(frozen=True)
-class WeightMatrix:
-    """One kind of 2-D weight: ``rows x cols`` (in x out features), present ``count`` times in the model."""
-
-    name: str
-    rows: int
-    cols: int
-    count: int
-    quantizable: bool = True  # False for embeddings / lm_head / MoE routers
-
-    @property
-    def params(self) -> int:
-        return self.rows * self.cols * self.count
 
 
 @dataclass(frozen=True)
@@ -110,6 +96,22 @@ class Architecture:
     sliding_window_layers: tuple[int, ...] | None = None  # None with a window: every layer is windowed
     max_position_embeddings: int = 4096
     model_type: str = "llama"
+    lm_head_bias: bool = False  # Phi
+    qk_norm_full: bool = False  # q/k norms over all heads (a*d + kv*d weights: Cohere, MiniMax-M2), not per head
+    attention_output_gate: bool = False  # q_proj also emits a sigmoid output gate (Qwen3-Next): 2 * a * d outputs
+    shared_expert_intermediate_size: int = 0  # 0: shared experts use moe_intermediate_size
+    shared_expert_gate: bool = False  # a Linear(h, 1) gate on the shared expert (Qwen3-Next)
+    # DeepSeek-V3.2 lightning indexer (per MLA layer)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    # linear-attention layers (Qwen3-Next Gated DeltaNet): a fixed recurrent state per sequence, no KV cache
+    linear_attention_layers: tuple[int, ...] = ()
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 4
+    num_mtp_layers: int = 0  # multi-token-prediction modules the checkpoint ships (not in num_params)
     #: what the reading of a config assumed (a Llama-shaped reading, the text decoder only ...); every
     #: estimate built on this architecture repeats these in its ``warnings``
     assumptions: tuple[str, ...] = field(default=(), compare=False)
@@ -160,92 +162,21 @@ class Architecture:
     def num_dense_layers(self) -> int:
         return self.num_hidden_layers - self.num_moe_layers
 
-    def _attention_matrices(self) -> list[WeightMatrix]:
-        L, h, a = self.num_hidden_layers, self.hidden_size, self.num_attention_heads
-        if self.is_mla:
-            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-            out = []
-            if self.q_lora_rank:
-                out += [
-                    WeightMatrix("q_a_proj", h, self.q_lora_rank, L),
-                    WeightMatrix("q_b_proj", self.q_lora_rank, a * qk, L),
-                ]
-            else:
-                out.append(WeightMatrix("q_proj", h, a * qk, L))
-            out += [
-                WeightMatrix("kv_a_proj_with_mqa", h, self.kv_lora_rank + self.qk_rope_head_dim, L),
-                WeightMatrix("kv_b_proj", self.kv_lora_rank, a * (self.qk_nope_head_dim + self.v_head_dim), L),
-                WeightMatrix("o_proj", a * self.v_head_dim, h, L),
-            ]
-            return out
-        d, kv = self.head_dim, self.num_key_value_heads
-        return [
-            WeightMatrix("q_proj", h, a * d, L),
-            WeightMatrix("k_proj", h, kv * d, L),
-            WeightMatrix("v_proj", h, kv * d, L),
-            WeightMatrix("o_proj", a * d, h, L),
-        ]
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers with softmax attention (and a KV cache): all but the linear-attention layers."""
+        return self.num_hidden_layers - len(self.linear_attention_layers)
 
     def _mlp_matrices(self, inter: int, count: int, prefix: str) -> list[WeightMatrix]:
-        if count == 0 or inter == 0:
-            return []
-        h = self.hidden_size
-        if self.mlp_gated:
-            return [
-                WeightMatrix(f"{prefix}gate_proj", h, inter, count),
-                WeightMatrix(f"{prefix}up_proj", h, inter, count),
-                WeightMatrix(f"{prefix}down_proj", inter, h, count),
-            ]
-        return [
-            WeightMatrix(f"{prefix}fc_in", h, inter, count),
-            WeightMatrix(f"{prefix}fc_out", inter, h, count),
-        ]
+        return mlp_matrices(self, inter, count, prefix)
 
     def weight_matrices(self) -> list[WeightMatrix]:
         """Every 2-D weight kind with its shape and multiplicity (embeddings and lm_head included)."""
-        h = self.hidden_size
-        mats = [WeightMatrix("embed_tokens", self.vocab_size, h, 1, quantizable=False)]
-        if self.learned_position_embeddings:
-            mats.append(WeightMatrix("embed_positions", self.learned_position_embeddings, h, 1, False))
-        mats += self._attention_matrices()
-        mats += self._mlp_matrices(self.intermediate_size, self.num_dense_layers, "")
-        if self.is_moe:
-            m = self.num_moe_layers
-            mats += self._mlp_matrices(self.moe_intermediate_size, m * self.num_experts, "experts.")
-            mats += self._mlp_matrices(self.moe_intermediate_size, m * self.num_shared_experts, "shared_experts.")
-            mats.append(WeightMatrix("router", h, self.num_experts, m, quantizable=False))
-        if not self.tie_word_embeddings:
-            mats.append(WeightMatrix("lm_head", h, self.vocab_size, 1, quantizable=False))
-        return mats
+        return weight_matrices(self)
 
     def _vector_params(self) -> int:
         """Norm weights and biases (1-D parameters)."""
-        L, h, a = self.num_hidden_layers, self.hidden_size, self.num_attention_heads
-        per_norm = 2 * h if self.norm_type == "layernorm" else h
-        n = L * self.norms_per_layer * per_norm + per_norm  # + final norm
-        if self.embedding_norm:
-            n += per_norm
-        if self.attention_sinks:
-            n += L * a
-        if self.is_mla:
-            lat = 2 if self.norm_type == "layernorm" else 1
-            n += L * lat * (self.kv_lora_rank + self.q_lora_rank)
-        if self.qk_norm:
-            n += L * 2 * self.head_dim
-        if self.attention_bias and not self.is_mla:
-            n += L * (a + 2 * self.num_key_value_heads) * self.head_dim
-        if self.attention_out_bias:
-            n += L * h
-        if self.router_bias:
-            n += self.num_moe_layers * self.num_experts
-        if self.mlp_bias:
-
-            def mlp_b(inter: int) -> int:
-                return (2 * inter if self.mlp_gated else inter) + h
-
-            n += self.num_dense_layers * mlp_b(self.intermediate_size)
-            n += self.num_moe_layers * (self.num_experts + self.num_shared_experts) * mlp_b(self.moe_intermediate_size)
-        return n
+        return vector_params(self)
 
     def param_groups(self) -> dict[str, int]:
         """Parameter counts split by how quantizers treat them.
@@ -267,8 +198,25 @@ class Architecture:
 
     @property
     def num_params(self) -> int:
-        """Total parameter count (tied embeddings counted once; DeepSeek MTP heads excluded)."""
+        """Total parameter count (tied embeddings counted once; multi-token-prediction modules excluded)."""
         return sum(self.param_groups().values())
+
+    @property
+    def mtp_params(self) -> int:
+        """Parameters of the multi-token-prediction modules the checkpoint also ships (0 when none).
+
+        Not part of ``num_params`` (vLLM and SGLang load them only for speculative decoding)."""
+        if not self.num_mtp_layers:
+            return 0
+        from dataclasses import replace
+
+        one = replace(self, num_hidden_layers=1, first_k_dense=0, moe_layer_indices=None, linear_attention_layers=(),
+                      sliding_window_layers=None, num_mtp_layers=0)
+        body = one.num_params - one.param_groups()["embedding"] - one.param_groups()["lm_head"] - one._final_norm()
+        return mtp_params(self, body)
+
+    def _final_norm(self) -> int:
+        return (2 if self.norm_type == "layernorm" else 1) * self.hidden_size
 
     @property
     def num_active_params(self) -> int:
@@ -298,18 +246,35 @@ class Architecture:
         return max(1, math.ceil(self.num_key_value_heads / tensor_parallel))
 
     def kv_cache_bytes_per_token_per_layer(self, dtype: str | float = "bf16", tensor_parallel: int = 1) -> float:
-        """Bytes one token adds to one attention layer's cache on one GPU."""
+        """Bytes one token adds to one attention layer's cache on one GPU.
+
+        DeepSeek-V3.2 adds its indexer's key: ``index_head_dim`` fp8 bytes and one fp32 scale, whatever ``dtype``.
+        """
         b = dtype_bytes(dtype)
         if self.is_mla:  # compressed latent + decoupled rope key, replicated on every TP rank
-            return (self.kv_lora_rank + self.qk_rope_head_dim) * b
+            index = self.index_head_dim + 4 if self.index_n_heads else 0
+            return (self.kv_lora_rank + self.qk_rope_head_dim) * b + index
         return 2 * self.kv_heads_per_gpu(tensor_parallel) * self.head_dim * b
 
     def kv_cache_bytes_per_token(self, dtype: str | float = "bf16") -> int:
-        """KV-cache bytes one token occupies across all layers (whole model, no window cap).
+        """KV-cache bytes one token occupies across the attention layers (whole model, no window cap).
 
         ``2 x layers x kv_heads x head_dim x bytes``; MLA stores ``kv_lora_rank + qk_rope_head_dim`` per layer.
+        Linear-attention layers hold no per-token cache (see `linear_state_bytes`).
         """
-        return int(self.num_hidden_layers * self.kv_cache_bytes_per_token_per_layer(dtype))
+        return int(self.num_attention_layers * self.kv_cache_bytes_per_token_per_layer(dtype))
+
+    def linear_state_bytes(self, batch: int = 1, dtype: str | float = "bf16", tensor_parallel: int = 1) -> int:
+        """Per-GPU bytes of the linear-attention layers' fixed state for ``batch`` sequences (0 without them).
+
+        Each sequence holds a conv window and a ``value_heads x key_dim x value_dim`` recurrent state per
+        layer, whatever its length (vLLM keeps them in the model dtype by default); heads shard over TP.
+        """
+        if not self.linear_attention_layers:
+            return 0
+        heads_tp = max(1, min(tensor_parallel, self.linear_num_key_heads))
+        per_seq = len(self.linear_attention_layers) * linear_state_elements(self) * dtype_bytes(dtype)
+        return int(per_seq * batch / heads_tp)
 
     def windowed_layers(self) -> tuple[int, ...]:
         """Indices of the layers that attend over a sliding window (empty when none)."""
@@ -330,8 +295,8 @@ class Architecture:
         per_layer = self.kv_cache_bytes_per_token_per_layer(dtype, tensor_parallel)
         win = self.windowed_layers()
         capped = min(context, (self.sliding_window or context + 1) - 1)
-        tokens = (self.num_hidden_layers - len(win)) * context + len(win) * capped
-        return int(per_layer * tokens * batch)
+        tokens = (self.num_attention_layers - len(win)) * context + len(win) * capped
+        return int(per_layer * tokens * batch) + self.linear_state_bytes(batch, dtype, tensor_parallel)
 
     # ------------------------------------------------------------------ construction
     @classmethod

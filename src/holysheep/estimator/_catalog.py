@@ -25,6 +25,10 @@ ModelLike = str | Path | Architecture | Mapping[str, Any] | int | float
 class CatalogEntry:
     """One catalog row: the architecture, its source config URL and the published parameter count.
 
+    ``reported_tolerance`` is how far (relative) the count may sit from a rounded ``reported`` figure, and
+    ``reported_includes_mtp`` says that figure counts the multi-token-prediction modules too.
+    ``active_convention`` says what the card's active figure leaves out (see `card_active_params`).
+
     ``quant`` is the weight format the published checkpoint ships in (``"mxfp4"`` for gpt-oss, ``"fp8"``
     for DeepSeek-V3/R1, otherwise ``"bf16"``); ``reported_active`` is the model card's active-parameter
     figure for MoE rows; ``note`` says what the row counts when it is not the whole checkpoint.
@@ -43,6 +47,23 @@ class CatalogEntry:
     quant: str = "bf16"
     reported_active: float | None = None
     note: str = ""
+    active_convention: str = "all"
+    reported_tolerance: float | None = None
+    reported_includes_mtp: bool = False
+
+    @property
+    def card_active_params(self) -> int:
+        """Active parameters counted the way this model's card counts them (``active_convention``).
+
+        ``"all"``: everything a token uses (``Architecture.num_active_params``); ``"no_input_embedding"``:
+        without the input embedding table, a lookup (gpt-oss, Kimi-K2, MiniMax-M2); ``"no_embeddings"``:
+        without the input table and the output head (GLM-4.5).
+        """
+        arch = self.architecture
+        groups = arch.param_groups()
+        drop = {"all": 0, "no_input_embedding": groups["embedding"],
+                "no_embeddings": groups["embedding"] + groups["lm_head"]}[self.active_convention]
+        return arch.num_active_params - drop
 
 
 def _norm(name: str) -> str:
@@ -72,6 +93,9 @@ def _load() -> tuple[dict[str, CatalogEntry], dict[str, tuple[str, str]], tuple[
             quant=row.get("quant", "bf16"),
             reported_active=row.get("reported_active"),
             note=row.get("note", ""),
+            active_convention=row.get("active_convention", "all"),
+            reported_tolerance=row.get("reported_tolerance"),
+            reported_includes_mtp=bool(row.get("reported_includes_mtp", False)),
         )
     served = {k: (v["model"], v.get("note", "")) for k, v in raw.get("served_aliases", {}).items()}
     return entries, served, tuple(raw.get("closed_models", ()))

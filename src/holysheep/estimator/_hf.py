@@ -12,10 +12,11 @@ reading it as Llama-shaped would be silently wrong (Phi-2 +30 %, StarCoder2-15B 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .._exceptions import InvalidRequestError
+from ._families import FAMILIES, falcon, gpt2_like, req
 
 __all__ = ["ArchitectureWarning", "UnsupportedArchitectureError", "architecture_kwargs", "supported_model_types"]
 
@@ -57,6 +58,7 @@ _LAYOUT_FIELDS = (
     "attn_layer_indices",
     "mamba_d_state",
     "num_nextn_predict_layers",
+    "attn_type_list",
 )
 _LAYER_KINDS = ("full_attention", "sliding_attention")
 _DEEPSEEK = frozenset(
@@ -68,9 +70,10 @@ _DEEPSEEK = frozenset(
         "first_k_dense_replace",
         "kv_lora_rank",
         "q_lora_rank",
-        "num_nextn_predict_layers",  # multi-token-prediction head: excluded from the count by design
+        "num_nextn_predict_layers",  # multi-token-prediction modules: counted apart (Architecture.mtp_params)
     }
 )
+_QWEN_MOE = frozenset({"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
 _HANDLED: dict[str, frozenset[str]] = {
     "llama": frozenset(),
     "mistral": frozenset(),
@@ -84,7 +87,7 @@ _HANDLED: dict[str, frozenset[str]] = {
     "gpt_bigcode": frozenset(),
     "bloom": frozenset(),
     "mixtral": frozenset({"num_local_experts"}),
-    "qwen3_moe": frozenset({"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"}),
+    "qwen3_moe": _QWEN_MOE,
     "gpt_oss": frozenset({"num_local_experts"}),
     "llama4_text": frozenset(
         {
@@ -98,7 +101,24 @@ _HANDLED: dict[str, frozenset[str]] = {
     ),
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
+    "kimi_k2": _DEEPSEEK,
+    "deepseek_v32": _DEEPSEEK,
+    "phi": frozenset(),
+    "gpt_neox": frozenset(),
+    "starcoder2": frozenset(),
+    "cohere": frozenset(),
+    "falcon": frozenset(),
+    "smollm3": frozenset({"no_rope_layers"}),  # NoPE layers change no weight
+    "glm4_moe": frozenset(
+        {"n_routed_experts", "n_shared_experts", "moe_intermediate_size", "first_k_dense_replace",
+         "num_nextn_predict_layers"}
+    ),
+    "minimax_m2": frozenset({"num_local_experts"}),
+    "qwen3_next": _QWEN_MOE | {"shared_expert_intermediate_size", "linear_num_value_heads"},
 }
+# layer kinds a family maps beyond full and sliding attention
+_EXTRA_KINDS = {"llama4_text": ("chunked_attention",), "deepseek_v32": ("indexed_attention",),
+                "qwen3_next": ("linear_attention",)}
 # Multimodal wrappers whose ``text_config`` is a mapped decoder: only the decoder is counted.
 _TEXT_OF = {"llama4": "llama4_text", "gemma3": "gemma3_text", "mistral3": "mistral"}
 # The hub's gemma-3 config.json files list only the text fields that differ from transformers'
@@ -116,22 +136,12 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _req(cfg: Mapping[str, Any], *keys: str) -> int:
-    for k in keys:
-        v = cfg.get(k)
-        if v is not None:
-            return int(v)
-    raise InvalidRequestError(
-        f"config.json lacks {' / '.join(keys)}; it is needed to size the model",
-        field="model",
-        reason=f"missing {keys[0]}",
-    )
-
-
 def _meaningful(key: str, value: Any, mt: str) -> bool:
     if key == "layer_types":
-        kinds = (*_LAYER_KINDS, "chunked_attention") if mt == "llama4_text" else _LAYER_KINDS
+        kinds = (*_LAYER_KINDS, *_EXTRA_KINDS.get(mt, ()))
         return isinstance(value, (list, tuple)) and any(t not in kinds for t in value)
+    if key == "attn_type_list":  # MiniMax: 0 marks a linear-attention (lightning) layer
+        return isinstance(value, (list, tuple)) and any(t != 1 for t in value)
     return value not in (None, 0, False, "", [], {}, ())
 
 
@@ -155,117 +165,6 @@ def _layers_from_types(layer_types: Any) -> tuple[int, ...] | None:
     if not isinstance(layer_types, (list, tuple)):
         return None
     return tuple(i for i, t in enumerate(layer_types) if t == "sliding_attention")
-
-
-def _gpt2_like(cfg: Mapping[str, Any], name: str | None, mt: str) -> dict[str, Any]:
-    """GPT-2 (learned positions), GPT-BigCode (StarCoder; multi-query) and BLOOM (ALiBi, embedding norm)."""
-    h = _req(cfg, "n_embd", "n_embed", "hidden_size")
-    a = _req(cfg, "n_head", "num_attention_heads")
-    mqa = mt == "gpt_bigcode" and bool(cfg.get("multi_query", True))
-    positions = 0 if mt == "bloom" else _req(cfg, "n_positions", "max_position_embeddings")
-    return {
-        "name": name or mt,
-        "model_type": mt,
-        "num_hidden_layers": _req(cfg, "n_layer", "num_hidden_layers"),
-        "hidden_size": h,
-        "num_attention_heads": a,
-        "num_key_value_heads": 1 if mqa else a,
-        "head_dim": h // a,
-        "intermediate_size": 4 * h if mt == "bloom" else int(cfg.get("n_inner") or 4 * h),
-        "vocab_size": _req(cfg, "vocab_size"),
-        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True)),
-        "attention_bias": True,
-        "attention_out_bias": True,
-        "mlp_gated": False,
-        "mlp_bias": True,
-        "norm_type": "layernorm",
-        "embedding_norm": mt == "bloom",
-        "learned_position_embeddings": positions,
-        "max_position_embeddings": positions or int(cfg.get("seq_length") or 2048),
-        "dropout": float(cfg.get("resid_pdrop", cfg.get("hidden_dropout", 0.1)) or 0) > 0,
-    }
-
-
-def _qwen3_moe(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
-    n, step = kw["num_hidden_layers"], int(cfg.get("decoder_sparse_step") or 1)
-    dense_only = {int(i) for i in cfg.get("mlp_only_layers") or ()}
-    kw.update(
-        num_experts=_req(cfg, "num_experts"),
-        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
-        moe_intermediate_size=_req(cfg, "moe_intermediate_size"),
-        moe_layer_indices=tuple(i for i in range(n) if i not in dense_only and (i + 1) % step == 0),
-    )
-
-
-def _gpt_oss(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
-    # experts: fused gate_up (E, h, 2i) + bias (E, 2i), down (E, i, h) + bias (E, h); router with bias; sinks
-    kw.update(
-        num_experts=_req(cfg, "num_local_experts"),
-        num_experts_per_tok=_req(cfg, "num_experts_per_tok", "experts_per_token"),
-        moe_intermediate_size=kw["intermediate_size"],
-        mlp_bias=True,
-        router_bias=True,
-        attention_sinks=True,
-        attention_bias=bool(cfg.get("attention_bias", True)),
-        attention_out_bias=bool(cfg.get("attention_bias", True)),
-    )
-
-
-def _llama4_text(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
-    n = kw["num_hidden_layers"]
-    step = int(cfg.get("interleave_moe_layer_step") or 1)
-    moe_layers = cfg.get("moe_layers")
-    layers = tuple(int(i) for i in moe_layers) if moe_layers is not None else tuple(range(step - 1, n, step))
-    kw.update(
-        num_experts=_req(cfg, "num_local_experts"),
-        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
-        num_shared_experts=1,
-        moe_intermediate_size=kw["intermediate_size"],  # routed and shared experts use intermediate_size
-        intermediate_size=int(cfg.get("intermediate_size_mlp") or kw["intermediate_size"]),  # dense layers
-        moe_layer_indices=layers,
-    )
-    chunk = cfg.get("attention_chunk_size")
-    if chunk:  # RoPE layers attend within chunks; bounded like a window of the chunk size (NoPE layers: global)
-        rope = cfg.get("no_rope_layers")
-        if not isinstance(rope, (list, tuple)) or len(rope) != n:
-            rope = [int((i + 1) % 4 != 0) for i in range(n)]
-        kinds = cfg.get("layer_types")
-        if isinstance(kinds, (list, tuple)) and len(kinds) == n:
-            rope = [int(t == "chunked_attention") for t in kinds]
-        kw["sliding_window"] = int(chunk)
-        kw["sliding_window_layers"] = tuple(i for i, uses_rope in enumerate(rope) if uses_rope)
-
-
-def _deepseek(cfg: Mapping[str, Any], kw: dict[str, Any], mt: str) -> None:
-    n = kw["num_hidden_layers"]
-    first = int(cfg.get("first_k_dense_replace") or 0)
-    freq = int(cfg.get("moe_layer_freq") or 1)
-    kw.update(
-        num_experts=_req(cfg, "n_routed_experts"),
-        num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
-        num_shared_experts=int(cfg.get("n_shared_experts") or 0),
-        moe_intermediate_size=_req(cfg, "moe_intermediate_size"),
-        first_k_dense=first,
-        moe_layer_indices=None if freq == 1 else tuple(i for i in range(first, n) if i % freq == 0),
-        kv_lora_rank=_req(cfg, "kv_lora_rank"),
-        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
-        qk_rope_head_dim=_req(cfg, "qk_rope_head_dim"),
-        qk_nope_head_dim=_req(cfg, "qk_nope_head_dim"),
-        v_head_dim=_req(cfg, "v_head_dim"),
-        head_dim=_req(cfg, "v_head_dim"),
-        attention_bias=False,
-        attention_out_bias=False,
-        router_bias=str(cfg.get("topk_method", "noaux_tc" if mt == "deepseek_v3" else "")) == "noaux_tc",
-    )
-
-
-_FAMILY: dict[str, Callable[[Mapping[str, Any], dict[str, Any]], None]] = {
-    "qwen3_moe": _qwen3_moe,
-    "gpt_oss": _gpt_oss,
-    "llama4_text": _llama4_text,
-    "deepseek_v2": lambda cfg, kw: _deepseek(cfg, kw, "deepseek_v2"),
-    "deepseek_v3": lambda cfg, kw: _deepseek(cfg, kw, "deepseek_v3"),
-}
 
 
 def _sliding_layers(cfg: Mapping[str, Any], mt: str, n: int) -> tuple[int, ...] | None:
@@ -343,20 +242,22 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
     else:
         _check_layout(cfg, mt)
     if mt in ("gpt2", "gpt_bigcode", "bloom"):
-        return _gpt2_like(cfg, name, mt)
-    h = _req(cfg, "hidden_size")
-    a = _req(cfg, "num_attention_heads")
+        return gpt2_like(cfg, name, mt)
+    if mt == "falcon":
+        return falcon(cfg, name)
+    h = req(cfg, "hidden_size")
+    a = req(cfg, "num_attention_heads")
     qwen = mt in ("qwen2", "qwen3", "qwen3_moe")
     kw: dict[str, Any] = {
         "name": name or str(cfg.get("_name_or_path") or mt),
         "model_type": mt,
-        "num_hidden_layers": _req(cfg, "num_hidden_layers"),
+        "num_hidden_layers": req(cfg, "num_hidden_layers"),
         "hidden_size": h,
         "num_attention_heads": a,
         "num_key_value_heads": int(cfg.get("num_key_value_heads") or a),
         "head_dim": int(cfg.get("head_dim") or h // a),
-        "intermediate_size": _req(cfg, "intermediate_size"),
-        "vocab_size": _req(cfg, "vocab_size"),
+        "intermediate_size": req(cfg, "intermediate_size"),
+        "vocab_size": req(cfg, "vocab_size"),
         "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", mt.startswith("gemma"))),
         "attention_bias": bool(cfg.get("attention_bias", mt == "qwen2")),
         "attention_out_bias": bool(cfg.get("attention_bias", False)) and not qwen,
@@ -371,11 +272,11 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
         kw["norms_per_layer"] = 4
     if mt == "mixtral":
         kw.update(
-            num_experts=_req(cfg, "num_local_experts"),
-            num_experts_per_tok=_req(cfg, "num_experts_per_tok"),
+            num_experts=req(cfg, "num_local_experts"),
+            num_experts_per_tok=req(cfg, "num_experts_per_tok"),
             moe_intermediate_size=kw["intermediate_size"],
         )
-    family = _FAMILY.get(mt)
+    family = FAMILIES.get(mt)
     if family is not None:
         family(cfg, kw)
     window = cfg.get("sliding_window")

@@ -159,9 +159,17 @@ def hf_mla_kv_per_token_layer(arch: Architecture, kv: str) -> float:
 
 
 def _layer_tokens(arch: Architecture, context: int, layers: range) -> int:
-    win = set(arch.windowed_layers())
+    """Cached tokens per sequence summed over ``layers`` (linear-attention layers keep a state instead)."""
+    win, linear = set(arch.windowed_layers()), set(arch.linear_attention_layers)
     capped = min(context, (arch.sliding_window or context + 1) - 1)
-    return sum(capped if i in win else context for i in layers)
+    return sum(0 if i in linear else capped if i in win else context for i in layers)
+
+
+def _state_bytes(arch: Architecture, layers: range, batch: int, kv: str) -> float:
+    """The fixed linear-attention state of ``batch`` sequences held by ``layers``."""
+    n = len(arch.linear_attention_layers)
+    mine = sum(1 for i in layers if i in set(arch.linear_attention_layers))
+    return arch.linear_state_bytes(batch, kv) * mine / n if n else 0.0
 
 
 def _split(n_layers: int, gpus: int) -> list[range]:
@@ -191,6 +199,7 @@ def _layer_split(
             kv_b = hf_mla_kv_per_token_layer(arch, kv) * _layer_tokens(arch, context, layers) * batch
         else:
             kv_b = arch.kv_cache_bytes_per_token_per_layer(kv) * _layer_tokens(arch, context, layers) * batch
+            kv_b += _state_bytes(arch, layers, batch, kv)
         if runtime == "llama.cpp":
             u = min(LLAMA_CPP_UBATCH, context * batch)
             widths = [2 * arch.intermediate_size + 2 * arch.hidden_size, arch.vocab_size if last else 0]

@@ -151,12 +151,13 @@ def vllm_capacity(
     budget = math.ceil(total * gpu_memory_utilization)
     non_torch = profile.non_torch_bytes_tp if tensor_parallel > 1 else profile.non_torch_bytes
     free = budget - weights_per_gpu - activation_peak - non_torch - profile.cuda_graph_bytes
-    per_token = arch.kv_cache_bytes_per_token_per_layer(kv_dtype, tensor_parallel) * arch.num_hidden_layers
+    free -= arch.linear_state_bytes(batch, kv_dtype, tensor_parallel)  # linear-attention state of each sequence
+    per_token = arch.kv_cache_bytes_per_token_per_layer(kv_dtype, tensor_parallel) * arch.num_attention_layers
     block_bytes = int(per_token * profile.block_size)
     blocks = max(0, free // block_bytes)
     per_seq_tokens = context
     win = arch.windowed_layers()
-    if win and len(win) == arch.num_hidden_layers and arch.sliding_window:
+    if win and len(win) == arch.num_attention_layers and arch.sliding_window:
         per_seq_tokens = min(context, arch.sliding_window - 1)
     per_seq_blocks = math.ceil(per_seq_tokens / profile.block_size)
     return VLLMCapacity(
