@@ -1,0 +1,28 @@
+"""An opt-in response cache: a repeated request is answered from a file instead of being paid again.
+
+    from holysheep import Client
+
+    client = Client(cache="~/.cache/holysheep/responses.db")    # or batch(..., cache=PATH), --cache PATH
+    r = client.chat.completions.create(model="gpt-4.1", messages=[...])
+    r.cached                                                     # True when it came from the cache
+
+The key is the canonical request (base URL, model, messages, every parameter; never the API key or a
+request id). Only successful responses are stored. ``SQLiteCache`` (standard-library SQLite, WAL mode)
+is the embedded store: processes can share one file and a killed process loses nothing committed.
+Any object with the ``CacheStore`` methods can replace it. See ``docs/spend.md``.
+"""
+
+from ._response import CACHE_FORMAT, ResponseCache, open_cache, request_key
+from ._sqlite import SQLiteCache
+from ._store import CacheStats, CacheStore, MemoryCache
+
+__all__ = [
+    "CACHE_FORMAT",
+    "CacheStats",
+    "CacheStore",
+    "MemoryCache",
+    "ResponseCache",
+    "SQLiteCache",
+    "open_cache",
+    "request_key",
+]

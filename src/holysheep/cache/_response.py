@@ -1,0 +1,161 @@
+"""``ResponseCache``: chat completions kept by their canonical request, over any ``CacheStore``.
+
+The key is a SHA-256 of the canonical request: the base URL (without credentials), the path, and the
+JSON body with sorted keys, so the model, the messages and every parameter count, and the order in
+which they were given does not. Headers are not part of it: neither the API key nor a request id or
+idempotency key. Only successful responses are stored, as the JSON of the completion (never a header).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .._exceptions import InvalidRequestError
+from ..types.chat import ChatCompletion
+from ._sqlite import SQLiteCache
+from ._store import CacheStats, CacheStore
+
+__all__ = ["CACHE_FORMAT", "CacheLike", "ResponseCache", "open_cache", "request_key"]
+
+CACHE_FORMAT = "holysheep-cache-1"
+"""Part of every key: a change in what is stored changes every key (old entries become misses)."""
+
+CacheLike = Any
+"""What ``cache=`` accepts: a path (str or ``os.PathLike``), a ``CacheStore`` or a ``ResponseCache``."""
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    raise _Unkeyable(type(value).__name__)
+
+
+def _clean_base(base_url: str) -> str:
+    """The base URL without user info (a key there must not reach the cache) and without a trailing slash."""
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))
+
+
+def request_key(body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "") -> str | None:
+    """The cache key of a request: SHA-256 hex of its canonical form; None when the body holds a value
+    that has no canonical JSON form (such a request is neither looked up nor stored)."""
+    try:
+        canonical = json.dumps({"format": CACHE_FORMAT, "base_url": _clean_base(base_url), "path": path.strip("/"),
+                                "body": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                               default=_default, allow_nan=False)
+    except (_Unkeyable, ValueError, TypeError):
+        return None
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _mark_cached(response: ChatCompletion, lookup_s: float) -> None:
+    """A hit has no request id and no retries; ``served_by`` is ``"cache"`` (``response.cached`` reads it)."""
+    response._set_transport((None, 0, lookup_s, "cache"))
+
+
+class ResponseCache:
+    """Looks completions up by request and stores successful ones; counts hits, misses and savings.
+
+    ``hits`` / ``misses`` / ``saved_usd`` count this object's lookups (the saving is each hit's cost
+    at catalog prices). ``close()`` adds the hits to the store's persistent counters and closes it.
+    """
+
+    def __init__(self, store: CacheStore) -> None:
+        self.store = store
+        self.hits = 0
+        self.misses = 0
+        self.saved_usd = 0.0
+        self._flushed = (0, 0.0)
+        self._lock = threading.Lock()
+
+    def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "") -> str | None:
+        """The key of a request (see ``request_key``); None when it cannot be cached."""
+        if body.get("stream"):
+            return None
+        return request_key(body, path=path, base_url=base_url)
+
+    def get(self, key: str) -> ChatCompletion | None:
+        """The stored completion for ``key`` (marked ``cached``), or None (counted as a miss)."""
+        start = time.perf_counter()
+        raw = self.store.get(key)
+        if raw is None:
+            self.misses += 1
+            return None
+        try:
+            response = ChatCompletion.model_validate_json(raw)
+        except ValueError:  # written by another version, or damaged: a miss (the next success replaces it)
+            self.misses += 1
+            return None
+        _mark_cached(response, time.perf_counter() - start)
+        cost = response.cost
+        with self._lock:
+            self.hits += 1
+            self.saved_usd += cost or 0.0
+        return response
+
+    def put(self, key: str, response: ChatCompletion) -> None:
+        """Store a successful completion (the JSON of the completion only; a cached one is not stored again)."""
+        if response.served_by == "cache":
+            return
+        self.store.put(key, response.model_dump_json().encode("utf-8"), model=response.model, cost_usd=response.cost)
+
+    def stats(self) -> CacheStats:
+        """The store's figures."""
+        return self.store.stats()
+
+    def flush(self) -> None:
+        """Add the hits since the last flush to the store's counters."""
+        with self._lock:
+            hits, saved = self.hits - self._flushed[0], self.saved_usd - self._flushed[1]
+            self._flushed = (self.hits, self.saved_usd)
+        if hits:
+            self.store.record_hits(hits, saved)
+
+    def close(self) -> None:
+        """Flush the hit counters and close the store."""
+        try:
+            self.flush()
+        finally:
+            self.store.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({self.store!r}, hits={self.hits}, misses={self.misses})"
+
+
+def open_cache(cache: CacheLike, *, ttl_s: float | None = None, max_entries: int | None = None,
+               max_bytes: int | None = None) -> ResponseCache:
+    """A ``ResponseCache`` for what ``cache=`` was given: a path opens (or creates) a ``SQLiteCache``
+    with the given limits; a store is wrapped; a ``ResponseCache`` is returned as it is."""
+    if isinstance(cache, ResponseCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return ResponseCache(SQLiteCache(cache, ttl_s=ttl_s, max_entries=max_entries, max_bytes=max_bytes))
+    if isinstance(cache, CacheStore):
+        return ResponseCache(cache)
+    raise InvalidRequestError(f"cache must be a file path, a CacheStore or a ResponseCache, got "
+                              f"{type(cache).__name__}.", field="cache")
