@@ -4,24 +4,24 @@
 table (``holysheep.hardware``) and CLI load only when imported.
 """
 
-from ._async_client import AsyncClient
-from ._client import Client
-from ._client_options import ClientOptions
-from ._config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
-from ._exceptions import *  # noqa: F403
-from ._exceptions import __all__ as _exc_all
-from ._fallback import CircuitBreaker, Fallback
-from ._parsed_stream import AsyncParsedStream, ParsedStream
-from ._stream_state import StreamMetrics
-from ._streaming import AsyncStream, Stream
-from ._structured_errors import (
+from holysheep._clients.async_client import AsyncClient
+from holysheep._clients.client import Client
+from holysheep._clients.parsed_stream import AsyncParsedStream, ParsedStream
+from holysheep._clients.streaming import AsyncStream, Stream
+from holysheep._core.client_options import ClientOptions
+from holysheep._core.config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
+from holysheep._core.fallback import CircuitBreaker, Fallback
+from holysheep._core.stream_state import StreamMetrics
+from holysheep._core.structured_errors import (
     ContentFilterFinishReasonError,
     LengthFinishReasonError,
     RefusalError,
     StructuredOutputError,
 )
-from ._version import __version__
-from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ParsedChatCompletion, Quota
+from holysheep._exceptions import *  # noqa: F403
+from holysheep._exceptions import __all__ as _exc_all
+from holysheep._version import __version__
+from holysheep.types import ChatCompletion, ChatCompletionChunk, Message, Model, ParsedChatCompletion, Quota
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -120,7 +120,7 @@ async def test_batch_iter_takes_an_async_iterable_and_yields_each_index_once(ser
 
 async def test_rpm_limit_paces_the_dispatch_on_an_exact_schedule() -> None:
     """The RPM bucket runs on an injected clock: 600 RPM = a 10-request burst, then one every 0.1 s."""
-    from holysheep.batch._limits import TokenBucket
+    from holysheep._engine.limits import TokenBucket
 
     class Clock:
         now = 0.0

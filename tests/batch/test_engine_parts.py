@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from holysheep.batch._admission import Admission
-from holysheep.batch._options import BatchOptions
-from holysheep.batch._results import BatchStats
-from holysheep.batch._server_limits import LEARNED_SHARE
-from holysheep.batch._work_queue import WorkQueue
+from holysheep._engine.admission import Admission
+from holysheep._engine.options import BatchOptions
+from holysheep._engine.results import BatchStats
+from holysheep._engine.server_limits import LEARNED_SHARE
+from holysheep._engine.work_queue import WorkQueue
 
 from .conftest import FakeClock
 
@@ -148,7 +148,7 @@ class _Breaking:
 
 async def test_an_item_whose_sender_raises_ends_with_that_error_and_the_batch_goes_on() -> None:
     from holysheep import AsyncClient
-    from holysheep.batch._iterator import BatchIterator
+    from holysheep._engine.iterator import BatchIterator
     from holysheep.testing import FakeServer
 
     with FakeServer() as server:
@@ -206,7 +206,7 @@ async def test_an_async_input_is_read_by_one_worker_at_a_time() -> None:
 
 
 def test_limits_memory_keeps_entries_for_their_ttl() -> None:
-    from holysheep.batch._server_limits import LimitsMemory, read_limits
+    from holysheep._engine.server_limits import LimitsMemory, read_limits
 
     clock = FakeClock()
     memory = LimitsMemory(ttl_s=600, size=2, clock=clock)
@@ -272,7 +272,7 @@ async def test_admit_now_charges_tpm_only_when_it_fits() -> None:
 
 
 async def test_next_now_hands_out_retries_and_plain_inputs_without_waiting() -> None:
-    from holysheep.batch._work_queue import WAIT
+    from holysheep._engine.work_queue import WAIT
 
     q = WorkQueue(iter(["a", "b"]), {"model": "m"}, read_ahead=1)
     first = q.next_now()
@@ -298,7 +298,7 @@ async def test_next_now_hands_out_retries_and_plain_inputs_without_waiting() -> 
 
 
 async def test_result_channel_is_fifo_and_wakes_getters_in_order() -> None:
-    from holysheep.batch._delivery import EMPTY, ResultChannel
+    from holysheep._engine.delivery import EMPTY, ResultChannel
 
     channel = ResultChannel()
     assert channel.get_nowait() is EMPTY
@@ -323,7 +323,7 @@ async def test_result_channel_is_fifo_and_wakes_getters_in_order() -> None:
 
 
 async def test_result_channel_skips_a_cancelled_getter_and_loses_nothing() -> None:
-    from holysheep.batch._delivery import ResultChannel
+    from holysheep._engine.delivery import ResultChannel
 
     channel = ResultChannel()
     gone = asyncio.create_task(channel.get())

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from holysheep import InvalidRequestError
-from holysheep.batch._gc_scope import DEFAULT_GC_THRESHOLD, GCScope
+from holysheep._engine.gc_scope import DEFAULT_GC_THRESHOLD, GCScope
 from holysheep.testing import FakeServer
 
 from .conftest import MODEL, async_client, sync_client

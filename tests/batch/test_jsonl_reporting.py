@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from holysheep import APIStatusError, HolySheepError
+from holysheep._engine.progress import describe, make_progress
+from holysheep._engine.unfinished import is_unfinished
 from holysheep.batch import (
     BatchCancelledError,
     BatchResult,
@@ -28,10 +30,8 @@ from holysheep.batch import (
     arun_jsonl,
 )
 from holysheep.batch.__main__ import main as cli_main
-from holysheep.batch._cli import build_parser
 from holysheep.batch._jsonl import _Writer
-from holysheep.batch._progress import describe, make_progress
-from holysheep.batch._unfinished import is_unfinished
+from holysheep.cli._batch import build_parser
 from holysheep.testing import FakeServer
 
 from .conftest import MODEL, async_client, chat_requests, sync_client
@@ -218,7 +218,7 @@ def test_uncaught_batch_interrupted_exits_130_and_flushes_files(tmp_path: Path) 
     """)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.endswith("holysheep.batch._results.BatchInterrupted: batch interrupted: 0 of 0 items finished\n")
+    assert err.endswith("holysheep._engine.results.BatchInterrupted: batch interrupted: 0 of 0 items finished\n")
     assert (tmp_path / "kept.txt").read_text() == "written before the interrupt"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
+from holysheep._engine.progress import make_progress
 from holysheep.batch import BatchStats, PlainProgress, RichProgress
-from holysheep.batch._progress import make_progress
 from holysheep.testing import FakeServer
 
 from .conftest import async_client, sync_client
@@ -35,8 +35,8 @@ def test_rich_label_is_shown_as_text_not_markup() -> None:
 async def test_the_transport_parametrization_takes_effect(transport: str, server: FakeServer) -> None:
     """The conftest switches the AsyncClient default (and the sync batch's clone) to httpx for the httpx run."""
     from holysheep import AsyncClient
-    from holysheep._aiohttp_backend import AiohttpBackend
-    from holysheep._backends import AsyncHttpxBackend
+    from holysheep._transports.aiohttp_backend import AiohttpBackend
+    from holysheep._transports.backends import AsyncHttpxBackend
 
     expected = AiohttpBackend if transport == "default" else AsyncHttpxBackend
     async with async_client(server) as client:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from holysheep import NotFoundError, QuotaUnavailableError
-from holysheep.batch import _quota_check
+from holysheep._engine import quota_check as _quota_check
 from holysheep.testing import FakeServer
 
 from .conftest import MODEL, async_client, chat_requests, sync_client

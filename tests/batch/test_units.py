@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from holysheep import InvalidRequestError
-from holysheep.batch._limits import AIMDLimiter, OutageDetector, PauseGate, RetryPace, TokenBucket, TokenEstimator
-from holysheep.batch._requests import estimate_tokens, normalize_item
+from holysheep._engine.limits import AIMDLimiter, OutageDetector, PauseGate, RetryPace, TokenBucket, TokenEstimator
+from holysheep._engine.requests import estimate_tokens, normalize_item
 
 from .conftest import FakeClock
 
@@ -186,7 +186,7 @@ def test_clone_of_keyless_client_does_not_pick_up_the_env_key(monkeypatch: pytes
 
 
 def test_quota_estimate_is_exact_for_short_inputs_and_sampled_for_long_ones() -> None:
-    from holysheep.batch._api import ESTIMATE_SAMPLE, _estimate
+    from holysheep._engine.run import ESTIMATE_SAMPLE, _estimate
 
     defaults = {"model": "m", "max_tokens": 10}
     short = ["x" * 40] * 100

@@ -148,7 +148,7 @@ def test_batch_missing_module_is_a_one_line_usage_error(monkeypatch: pytest.Monk
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from holysheep.cli import main
 
-    monkeypatch.setitem(sys.modules, "holysheep.batch._cli", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "holysheep.cli._batch", None)  # makes the import fail
     assert main(["batch", "in.jsonl", "-o", "out.jsonl"]) == 2
     assert_one_line_error(capsys.readouterr().err)
 

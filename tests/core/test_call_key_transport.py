@@ -11,7 +11,7 @@ import pytest
 import respx
 
 from holysheep import AsyncClient, Client, InsecureTransportError, InvalidRequestError
-from holysheep._config import check_key_transport
+from holysheep._core.config import check_key_transport
 
 REMOTE = "http://10.0.0.5:8000/v1"
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from holysheep import AsyncClient, Client, ClientOptions, InvalidRequestError
-from holysheep._base_client import BaseClient
+from holysheep._clients.base_client import BaseClient
 
 KEY = "hs_" + "a" * 32
 
@@ -61,8 +61,8 @@ def test_sync_client_sends_with_httpx_only() -> None:
 
 
 async def test_async_client_picks_its_backend() -> None:
-    from holysheep._aiohttp_backend import AiohttpBackend
-    from holysheep._backends import AsyncHttpxBackend
+    from holysheep._transports.aiohttp_backend import AiohttpBackend
+    from holysheep._transports.backends import AsyncHttpxBackend
 
     async with AsyncClient(api_key=KEY) as default, AsyncClient(api_key=KEY, http_backend="httpx") as plain:
         assert isinstance(default._backend, AiohttpBackend)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from holysheep._limits import DeadlineTimer, within_deadline
+from holysheep._transports.deadlines import DeadlineTimer, within_deadline
 
 
 class FakeLoop:

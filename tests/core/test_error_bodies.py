@@ -9,7 +9,7 @@ import pytest
 import respx
 
 from holysheep import BadRequestError, Client, NotFoundError, QuotaUnavailableError
-from holysheep._error_mapping import server_message
+from holysheep._core.error_mapping import server_message
 from holysheep.testing import FakeServer
 
 from .conftest import MESSAGES

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from holysheep._call import new_idempotency_key
+from holysheep._core.call import new_idempotency_key
 
 
 def test_keys_are_unique_and_share_this_processes_random_prefix() -> None:

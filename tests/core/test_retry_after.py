@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from holysheep._retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+from holysheep._core.retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

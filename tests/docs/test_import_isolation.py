@@ -10,7 +10,7 @@ import sys
 from ._util import offline_env
 
 LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.accelerators", "holysheep.cli", "holysheep.batch",
-        "holysheep.testing", "holysheep.integrations")
+        "holysheep._engine", "holysheep.testing", "holysheep.integrations")
 HEAVY = ("rich", "aiohttp", "openai", "click", "pygments", "ray", "pyarrow")
 
 _PROBE = """
@@ -52,7 +52,7 @@ def test_holysheep_works_with_rich_unimportable() -> None:
     """rich is only for the CLI: with it blocked, `import holysheep` and a Client still work, and nothing
     named rich is loaded (this fails if any module imported by `import holysheep` needs rich)."""
     _, after = _probe("import sys; sys.modules['rich'] = None  # makes `import rich` raise ImportError")
-    assert "holysheep" in after and "holysheep._client" in after
+    assert "holysheep" in after and "holysheep._clients.client" in after
     assert [m for m in after if m.startswith("rich.")] == []
 
 

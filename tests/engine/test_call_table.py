@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from holysheep import Fallback
-from holysheep._call import Call
-from holysheep._call_plan import CallPlan
-from holysheep._config import make_config
-from holysheep._fallback import CircuitBreaker, Router
-from holysheep._request import build_chat_spec
-from holysheep.resources.chat import parse_chat_completion
+from holysheep._clients.resources.chat import parse_chat_completion
+from holysheep._core.call import Call
+from holysheep._core.call_plan import CallPlan
+from holysheep._core.config import make_config
+from holysheep._core.fallback import CircuitBreaker, Router
+from holysheep._core.request import build_chat_spec
 
 KEY = "hs_TestKey0123456789abcdefWXYZ"
 OK_BODY = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",

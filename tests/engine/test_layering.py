@@ -1,92 +1,190 @@
-"""Layers point one way: core <- clients <- batch / integrations <- cli. Checked by walking the import
-statements of every module (module level, outside ``if TYPE_CHECKING``); no cycles between layers."""
+"""The folders are the layers, and imports point one way (see docs/architecture.md):
+
+    bottom (_exceptions, _version, types) <- _core <- _transports <- _engine <- _clients
+        <- batch, integrations, testing <- cli
+
+and, beside the request path, the planner: accelerators <- estimator <- hardware, with pricing below both.
+
+Every import statement counts: module level, function level and ``if TYPE_CHECKING`` alike (a lazy or
+type-only import is still a dependency). No file may import a file of a higher layer, and no two files may
+import each other, directly or through a circle."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "holysheep"
-CLIENTS = {"_client", "_async_client", "_base_client", "_sender", "resources"}
-LAYERS = {"core": 0, "clients": 1, "batch": 2, "integrations": 2, "cli": 3}
+
+# Rank of each top-level room of the package. A file may import files of its own rank or below.
+RANKS = {
+    "_version": 0, "_exceptions": 0, "types": 1, "pricing": 1, "accelerators": 1,
+    "_core": 2, "estimator": 2,
+    "_transports": 3, "hardware": 3,
+    "_engine": 4,
+    "_clients": 5,
+    "holysheep": 6,  # the package root: the public names, re-exported from the clients
+    "batch": 7, "integrations": 7, "testing": 7, "cache": 4,
+    "cli": 8, "__main__": 8,
+}
+PLANNER = {"estimator", "hardware", "accelerators"}
+REQUEST_PATH = {"_transports", "_engine", "_clients", "batch", "integrations"}
+MAX_ROOT_MODULES = 12
 
 
-def _layer(module: str) -> str | None:
-    parts = module.split(".")
-    if parts[0] != "holysheep" or len(parts) == 1:
-        return None
-    top = parts[1]
-    if top in CLIENTS:
-        return "clients"
-    if top == "batch":
-        return "cli" if len(parts) > 2 and parts[2] in ("_cli", "__main__") else "batch"
-    if top == "integrations":
-        return "integrations"
-    if top in ("cli", "__main__"):
-        return "cli"
-    if top.startswith("_") or top == "types":
-        return "core"
-    return None  # estimator, hardware, testing, pricing: separate trees, not on the request path
-
-
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC.parent).with_suffix("")
-    parts = list(rel.parts)
+def module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _top_level_imports(path: Path, module: str) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def room(module: str) -> str:
+    parts = module.split(".")
+    if parts[-1] == "__main__":  # `python -m holysheep[.batch]`: a command line, whatever its folder
+        return "__main__"
+    return "holysheep" if len(parts) == 1 else parts[1]
+
+
+def imports_of(path: Path, module: str, modules: Iterable[str]) -> set[str]:
+    """The holysheep modules (files) that ``path`` imports anywhere in its body."""
+    known = set(modules)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: list[str] = []
 
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(resolve(a.name) for a in node.names if a.name.split(".")[0] == "holysheep")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.split(".")[0] != "holysheep":
                 continue
-            if isinstance(node, ast.Import):
-                found.extend(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = package.split(".")
-                if node.level:
-                    base = base[: len(base) - node.level + 1]
-                    name = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    name = node.module or ""
-                found.append(name)
-                found.extend(f"{name}.{alias.name}" for alias in node.names)
-            elif isinstance(node, (ast.If, ast.Try)):
-                visit(node.body)
-                visit(getattr(node, "orelse", []))
-                for handler in getattr(node, "handlers", []):
-                    visit(handler.body)
+            for alias in node.names:
+                full = f"{name}.{alias.name}"
+                found.add(full if full in known else resolve(name))
+    found.discard(None)
+    found.discard(module)
+    return {m for m in found if m is not None}
 
-    visit(tree.body)
+
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    paths = {module_name(p, src): p for p in sorted(src.rglob("*.py"))}
+    return {m: imports_of(p, m, paths) for m, p in paths.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one file (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
     return found
 
 
-def test_module_level_imports_point_down_the_layers() -> None:
-    wrong: list[str] = []
-    checked = 0
-    for path in sorted(SRC.rglob("*.py")):
-        module = _module_name(path)
-        own = _layer(module)
-        if own is None:
-            continue
-        checked += 1
-        for target in _top_level_imports(path, module):
-            other = _layer(target)
-            if other is not None and LAYERS[other] > LAYERS[own]:
-                wrong.append(f"{module} ({own}) imports {target} ({other})")
-    assert checked >= 30
-    assert wrong == []
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        own = room(module)
+        for target in sorted(targets):
+            other = room(target)
+            if own == other:
+                continue
+            if own not in RANKS or other not in RANKS:
+                wrong.append(f"{module} -> {target}: a room the layering test does not know")
+            elif RANKS[other] > RANKS[own]:
+                wrong.append(f"{module} ({own}) imports {target} ({other}), a higher layer")
+            elif (own in PLANNER and other in REQUEST_PATH) or (own in REQUEST_PATH and other in PLANNER):
+                wrong.append(f"{module} ({own}) imports {target} ({other}): the planner and the request path "
+                             "are separate trees")
+    return wrong
+
+
+def test_no_import_circles_between_files() -> None:
+    graph = import_graph()
+    assert len(graph) >= 100
+    assert circles(graph) == []
+
+
+def test_imports_point_down_the_layers() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_package_root_holds_few_modules() -> None:
+    root = sorted(p.name for p in SRC.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(root) <= MAX_ROOT_MODULES, root
+    assert {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} <= set(RANKS)
+
+
+def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path: Path) -> None:
+    """The checks above are not vacuous: a scratch package with a function-level circle and a core module
+    that imports a client is caught by both."""
+    pkg = tmp_path / "holysheep"
+    for folder in ("_core", "_clients"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_core" / "a.py").write_text("def f():\n    from holysheep._core import b\n")
+    (pkg / "_core" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                        "    from holysheep._core.a import f\n")
+    (pkg / "_core" / "c.py").write_text("from holysheep._clients.client import Client\n")
+    (pkg / "_clients" / "client.py").write_text("from .. import _core\nclass Client: ...\n")
+    graph = import_graph(pkg)
+    assert circles(graph) == [["holysheep._core.a", "holysheep._core.b"]]
+    assert upward_imports(graph) == [
+        "holysheep._core.c (_core) imports holysheep._clients.client (_clients), a higher layer"]
 
 
 def test_the_batch_reads_no_client_privates() -> None:
     offenders = []
-    for path in sorted((SRC / "batch").glob("*.py")):
+    for path in sorted([*(SRC / "batch").glob("*.py"), *(SRC / "_engine").glob("*.py")]):
         text = path.read_text(encoding="utf-8")
         for private in ("._config", "._router", "._owns_http", "._http", "._backend", "._from_config",
                         "._OPTION_NAMES", "._split"):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from holysheep import AsyncClient
-from holysheep.batch._server_limits import ServerLimits, parse_duration, read_limits
+from holysheep._engine.server_limits import ServerLimits, parse_duration, read_limits
 from holysheep.testing import FakeServer
 
 

@@ -297,7 +297,7 @@ def test_short_placeholder_keys_are_not_redacted(key: str) -> None:
 
 
 def test_long_key_is_redacted_only_as_a_whole_token() -> None:
-    from holysheep._keys import redact
+    from holysheep._core.keys import redact
 
     key = "sk-local-0123456789"
     assert redact(f"key {key}, again:{key}.", key) == "key …6789, again:…6789."

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from holysheep import AuthenticationError, RateLimitError
-from holysheep._call import Outcome
+from holysheep._core.call import Outcome
 from holysheep.integrations.ray._gate import GatedSender, LocalLink, estimate_tokens
 from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
 
@@ -214,7 +214,7 @@ async def test_plan_quota_and_close_go_to_the_inner_sender() -> None:
 
 def test_cli_refuses_schema_with_ray_before_starting_anything(tmp_path: Any,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from holysheep.batch._cli import build_parser, run_batch_command
+    from holysheep.cli._batch import build_parser, run_batch_command
 
     source = tmp_path / "in.jsonl"
     source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from holysheep._sse import ServerSentEvent, SSEDecoder
+from holysheep._core.sse import ServerSentEvent, SSEDecoder
 
 E = ServerSentEvent
 

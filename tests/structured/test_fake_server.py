@@ -14,7 +14,7 @@ from holysheep import (
     RefusalError,
     StructuredOutputError,
 )
-from holysheep._schema import response_format_for
+from holysheep._core.schema import response_format_for
 from holysheep.testing import (
     FakeServer,
     json_reply,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from holysheep._schema import response_format_for
+from holysheep._core.schema import response_format_for
 from holysheep.testing import FakeServer, json_reply, schema_reply
 
 openai = pytest.importorskip("openai")

@@ -10,10 +10,10 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from holysheep import InvalidRequestError
-from holysheep._json_check import SchemaMismatch, schema_errors
-from holysheep._request import build_chat_spec
-from holysheep._schema import response_format_for, strict_json_schema
-from holysheep.resources.chat import parse_chat_completion
+from holysheep._clients.resources.chat import parse_chat_completion
+from holysheep._core.json_check import SchemaMismatch, schema_errors
+from holysheep._core.request import build_chat_spec
+from holysheep._core.schema import response_format_for, strict_json_schema
 
 
 class Currency(str, enum.Enum):

@@ -8,11 +8,9 @@ aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(
 
 from __future__ import annotations
 
-from ._iterator import BatchIterator, BatchOptions
-from ._jsonl import JsonlReport, arun_jsonl, run_jsonl
-from ._jsonl_output import OutputLockedError, OutputMismatchError
-from ._progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress
-from ._results import (
+from holysheep._engine.iterator import BatchIterator, BatchOptions
+from holysheep._engine.progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress
+from holysheep._engine.results import (
     BatchCancelledError,
     BatchFailedError,
     BatchInterrupted,
@@ -22,6 +20,8 @@ from ._results import (
     BatchSummary,
     BatchUnfinishedError,
 )
+from holysheep.batch._jsonl import JsonlReport, arun_jsonl, run_jsonl
+from holysheep.batch._jsonl_output import OutputLockedError, OutputMismatchError
 
 __all__ = [
     "BatchCancelledError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._cli import build_parser, run_batch_command
+from holysheep.cli._batch import build_parser, run_batch_command
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,23 +20,24 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic_core import to_json
 
-from .._batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
-from .._exceptions import APIError, InvalidRequestError
-from ._jsonl_input import InputLine, check_paths, read_lines, scan_input
-from ._jsonl_output import OutputLock, PriorResult, compact_output, read_output
-from ._progress import make_progress, with_total
-from ._results import BatchResult, BatchSummary
-from ._unfinished import is_unfinished
+from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
+from holysheep._engine.progress import make_progress, with_total
+from holysheep._engine.results import BatchResult, BatchSummary
+from holysheep._engine.unfinished import is_unfinished
+from holysheep._exceptions import APIError, InvalidRequestError
+from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
+from holysheep.batch._jsonl_output import OutputLock, PriorResult, compact_output, read_output
+from holysheep.batch._jsonl_report import JsonlReport
 
 if TYPE_CHECKING:
-    from .._async_client import AsyncClient
-    from .._client import Client
+    from holysheep._clients.async_client import AsyncClient
+    from holysheep._clients.client import Client
 
 __all__ = ["JsonlReport", "arun_jsonl", "error_record", "run_jsonl"]
 
@@ -49,37 +50,6 @@ _TYPES = {
     "APIResponseValidationError": "invalid_response",
     "BatchCancelledError": "cancelled",
 }
-
-
-@dataclass
-class JsonlReport:
-    """What a JSONL run did.
-
-    `skipped`: lines already done (their last result succeeded) and not sent again; `rerun`: lines
-    whose last result was a failure and that ran again (also counted in `succeeded`/`failed`);
-    `not_run`: lines left without a result because the batch stopped (`--resume` runs them);
-    `bad_lines`: `(line number, what is wrong)` for lines that could not be sent.
-    """
-
-    input_path: str
-    output_path: str
-    lines: int = 0
-    skipped: int = 0
-    rerun: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    not_run: int = 0
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    summary: BatchSummary | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when every line ran (or was already done) and succeeded."""
-        return self.failed == 0 and self.not_run == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return asdict(self)
 
 
 def error_record(error: BaseException) -> dict[str, Any]:
@@ -215,14 +185,14 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
     `batch()` does (a private event loop in a worker thread) but keeps nothing. Ctrl-C raises
     `KeyboardInterrupt` after the lines already finished are written.
     """
-    from ._api import iterator_for
-    from ._sync import run_in_private_loop, sync_sender
+    from holysheep._engine.private_loop import run_in_private_loop
+    from holysheep._engine.run import iterator_for
 
     concurrency = options.get("concurrency", 16)
     params = {**options, "progress": progress, "on_result": on_result, "on_progress": on_progress}
 
     async def main() -> BatchSummary:
-        sender = sync_sender(client, concurrency if isinstance(concurrency, int) else 16)
+        sender = client.batch_sender(concurrency if isinstance(concurrency, int) else 16)
         try:
             it = iterator_for(sender, items, params, total=total, estimated_tokens=estimated_tokens)
             async with it:

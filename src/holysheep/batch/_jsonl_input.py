@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import InvalidRequestError
-from ._jsonl_output import OutputMismatchError, PriorResult, request_hash
-from ._requests import normalize_item
+from holysheep._engine.requests import normalize_item
+from holysheep._exceptions import InvalidRequestError
+from holysheep.batch._jsonl_output import OutputMismatchError, PriorResult, request_hash
 
 if TYPE_CHECKING:
-    from ._jsonl import JsonlReport
+    from holysheep.batch._jsonl_report import JsonlReport
 
 __all__ = ["InputLine", "check_paths", "read_lines", "scan_input"]
 

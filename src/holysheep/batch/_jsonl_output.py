@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import InvalidRequestError
+from holysheep._exceptions import InvalidRequestError
 
 __all__ = [
     "OutputLock",

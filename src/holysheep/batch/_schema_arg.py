@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import InvalidRequestError
+from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["load_schema"]
 

@@ -12,6 +12,6 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    from ._app import run
+    from holysheep.cli._app import run
 
     return run(argv)

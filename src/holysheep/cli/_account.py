@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import add_connection_options, make_client
-from ._output import EXIT_OK, print_json, print_table
+from holysheep.cli._common import add_connection_options, make_client
+from holysheep.cli._output import EXIT_OK, print_json, print_table
 
 __all__ = ["add_account_parsers", "run_catalog", "run_models", "run_quota"]
 
@@ -28,7 +28,7 @@ def add_account_parsers(sub: Any) -> None:
 
 
 def _price(model: str) -> tuple[float | None, float | None]:
-    from ..pricing import price_for
+    from holysheep.pricing import price_for
 
     try:
         entry = price_for(model)
@@ -51,7 +51,7 @@ def _value(v: Any) -> str:
 
 def run_catalog(args: argparse.Namespace) -> int:
     """``holysheep models --catalog [--json]``: the estimator's model catalog, offline."""
-    from ..estimator import catalog_entry, list_models
+    from holysheep.estimator import catalog_entry, list_models
 
     rows: list[dict[str, Any]] = []
     for name in list_models():

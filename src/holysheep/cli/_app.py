@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ._output import EXIT_INTERRUPTED, EXIT_USAGE, api_key_in_use, error, exit_code_for, message_for
+from holysheep.cli._output import EXIT_INTERRUPTED, EXIT_USAGE, api_key_in_use, error, exit_code_for, message_for
 
 __all__ = ["build_parser", "run"]
 
@@ -48,7 +48,7 @@ def _missing_batch(args: argparse.Namespace) -> int:
 
 def _add_batch(sub: Any) -> None:
     try:
-        from ..batch._cli import add_batch_parser, run_batch_command
+        from holysheep.cli._batch import add_batch_parser, run_batch_command
     except ImportError:
         p = sub.add_parser("batch", help="run a JSONL file of chat requests (not available)", add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -68,11 +68,11 @@ def _run_batch(command: Any, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``holysheep`` parser. Global options may also be given after the sub-command."""
-    from .._version import __version__
-    from ._account import add_account_parsers
-    from ._bench import add_bench_parser
-    from ._chat import add_chat_parser
-    from ._local import add_local_parsers
+    from holysheep._version import __version__
+    from holysheep.cli._account import add_account_parsers
+    from holysheep.cli._bench import add_bench_parser
+    from holysheep.cli._chat import add_chat_parser
+    from holysheep.cli._local import add_local_parsers
 
     parser = _Parser(prog="holysheep", description="HolySheep inference API from the shell.",
                      epilog=_EPILOG.format(docs=docs_url()),
@@ -140,7 +140,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except Exception as exc:
-        from .._exceptions import HolySheepError
+        from holysheep._exceptions import HolySheepError
 
         if isinstance(exc, HolySheepError | OSError):
             error(message_for(exc))

@@ -12,9 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ._bench_stats import Sample, sample_fields, summarize, tpot
-from ._common import add_connection_options, make_client, positive_seconds
-from ._output import (
+from holysheep.cli._bench_stats import Sample, sample_fields, summarize, tpot
+from holysheep.cli._common import add_connection_options, make_client, positive_seconds
+from holysheep.cli._output import (
     EXIT_API,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -28,8 +28,8 @@ from ._output import (
 )
 
 if TYPE_CHECKING:
-    from .. import Client
-    from ..batch._results import BatchStats
+    from holysheep import Client
+    from holysheep._engine.results import BatchStats
 
 __all__ = ["DEFAULT_PROMPT", "add_bench_parser", "run_bench"]
 
@@ -97,7 +97,7 @@ def _check(args: argparse.Namespace) -> str | None:
 def _measure(client: Client, model: str, index: int, params: dict[str, Any], t0: float,
              stop: threading.Event) -> tuple[Sample | None, BaseException | None]:
     """Run one streamed request; ``(None, None)`` when the bench stopped mid-way."""
-    from ..pricing import cost_of
+    from holysheep.pricing import cost_of
 
     started = time.perf_counter()
     sample = Sample(model=model, index=index, ok=False, started_s=started - t0)
@@ -197,7 +197,7 @@ def render(summaries: Sequence[dict[str, Any]], out: IO[str] | None = None) -> N
 
 
 def _prices(model: str) -> tuple[float | None, float | None]:
-    from ..pricing import price_for
+    from holysheep.pricing import price_for
 
     try:
         entry = price_for(model)
@@ -240,8 +240,8 @@ def _count(stats: BatchStats, sample: Sample) -> None:
 def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, params: dict[str, Any],
              samples: list[Sample], summaries: list[dict[str, Any]]) -> tuple[bool, BaseException | None]:
     """Measure each model in turn; returns ``(interrupted, fatal_error)``. Fills samples and summaries."""
-    from ..batch._progress import make_progress  # lazy: other commands do not load the batch layer
-    from ..batch._results import BatchStats
+    from holysheep._engine.progress import make_progress  # lazy: other commands do not load the batch layer
+    from holysheep._engine.results import BatchStats
 
     stop = threading.Event()
     fatal: BaseException | None = None

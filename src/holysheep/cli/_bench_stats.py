@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .._percentile import percentile
+from holysheep._core.percentile import percentile
 
 __all__ = ["Sample", "percentile", "sample_fields", "summarize"]
 

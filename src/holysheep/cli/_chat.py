@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from ._common import add_connection_options, make_client, positive_seconds
-from ._output import EXIT_OK, EXIT_USAGE, error, print_json
+from holysheep.cli._common import add_connection_options, make_client, positive_seconds
+from holysheep.cli._output import EXIT_OK, EXIT_USAGE, error, print_json
 
 if TYPE_CHECKING:
-    from .._streaming import Stream
-    from ..types import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
+    from holysheep._clients.streaming import Stream
+    from holysheep.types import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
 __all__ = ["DEFAULT_MODEL", "add_chat_parser", "run_chat"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._output import api_key_in_use
+from holysheep.cli._output import api_key_in_use
 
 if TYPE_CHECKING:
-    from .. import Client
+    from holysheep import Client
 
 __all__ = ["add_connection_options", "make_client", "positive_seconds"]
 
@@ -37,7 +37,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 def make_client(args: argparse.Namespace, **options: Any) -> Client:
     """A `holysheep.Client` for the parsed options; raises the SDK's errors for a bad key or URL."""
-    from .. import Client
+    from holysheep import Client
 
     api_key_in_use(args.api_key)
     return Client(api_key=args.api_key, base_url=args.base_url, **options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._output import EXIT_API, EXIT_OK, EXIT_USAGE, error, print_json
+from holysheep.cli._output import EXIT_API, EXIT_OK, EXIT_USAGE, error, print_json
 
 __all__ = ["add_local_parsers"]
 
@@ -79,7 +79,7 @@ def add_local_parsers(sub: Any) -> None:
 
 def run_gpus(args: argparse.Namespace) -> int:
     """``holysheep gpus``."""
-    from ..hardware._cli import render_gpus_table
+    from holysheep.hardware._cli import render_gpus_table
 
     print(render_gpus_table(sort=args.sort, as_json=bool(args.json)))
     return EXIT_OK
@@ -87,7 +87,7 @@ def run_gpus(args: argparse.Namespace) -> int:
 
 def run_plan(args: argparse.Namespace) -> int:
     """``holysheep plan MODEL``."""
-    from ..hardware._cli import run_plan as plan
+    from holysheep.hardware._cli import run_plan as plan
 
     names, count = _gpus_arg(args.gpus)
     train = None if args.train is None else (args.method or args.train)  # --train --method lora still works
@@ -126,7 +126,7 @@ def _gpus_arg(values: list[str] | None) -> tuple[list[str] | None, int | None]:
 
 def run_mock_server(args: argparse.Namespace) -> int:
     """``holysheep mock-server``: blocks until Ctrl-C or SIGTERM."""
-    from ..testing import serve
+    from holysheep.testing import serve
 
     if not 0 <= args.fault_rate <= 1:
         error(f"--fault-rate must be within 0..1, got {args.fault_rate}")

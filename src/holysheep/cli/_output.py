@@ -37,7 +37,7 @@ def api_key_in_use(key: str | None) -> None:
 
 def scrub(text: str) -> str:
     """``text`` with the key, any 8-character piece of it, and anything shaped like a key masked."""
-    from .._keys import redact
+    from holysheep._core.keys import redact
 
     key = _secret
     text = redact(text, key)
@@ -57,7 +57,7 @@ def error(message: str, *, file: IO[str] | None = None) -> None:
 
 def exit_code_for(exc: BaseException) -> int:
     """2 for what the user must fix before any request (arguments, key format, files), else 1."""
-    from .._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
+    from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 
     if isinstance(exc, (InvalidAPIKeyError, InvalidRequestError, InsecureTransportError, OSError)):
         return EXIT_USAGE
@@ -66,7 +66,7 @@ def exit_code_for(exc: BaseException) -> int:
 
 def message_for(exc: BaseException) -> str:
     """The exception's message plus what to do about it on the command line."""
-    from .._exceptions import (
+    from holysheep._exceptions import (
         APIConnectionError,
         AuthenticationError,
         InsecureTransportError,

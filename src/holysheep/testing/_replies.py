@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
-    from ._faults import Fault
+    from ._fault import Fault
 
 __all__ = [
     "DEFAULT_MODELS",

@@ -34,7 +34,7 @@ def serve(
     schema-valid JSON (`auto_reply`), also for what the script does not answer.
     """
     from ._script import Script, auto_reply
-    from ._server import FakeServer  # here, not at the top: _server re-exports serve()
+    from ._server import FakeServer  # lazy: the server loads when serve() runs
 
     reply: ReplySpec = auto_reply() if structured else "echo"
     if script is not None:

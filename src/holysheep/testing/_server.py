@@ -17,9 +17,8 @@ from typing import Any
 from ._endpoints import EndpointHandler
 from ._faults import FaultPlan, FaultsArg, FaultSpec, normalize_path
 from ._replies import DEFAULT_MODELS, Handler, RecordedRequest, ReplySpec, new_api_key
-from ._serve import serve
 
-__all__ = ["FakeServer", "serve"]
+__all__ = ["FakeServer"]
 
 
 class FakeServer(EndpointHandler):

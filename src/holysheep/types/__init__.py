@@ -1,7 +1,7 @@
 """Public response and parameter types."""
 
-from .account import Model, ModelList, Quota
-from .chat import (
+from holysheep.types.account import Model, ModelList, Quota
+from holysheep.types.chat import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionMessage,
@@ -18,7 +18,7 @@ from .chat import (
     PromptTokensDetails,
     ToolCall,
 )
-from .parsed import ParsedChatCompletion, ParsedChatCompletionMessage, ParsedChoice
+from holysheep.types.parsed import ParsedChatCompletion, ParsedChatCompletionMessage, ParsedChoice
 
 __all__ = [
     "ChatCompletion",

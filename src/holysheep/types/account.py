@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import HolySheepModel
+from holysheep.types._base import HolySheepModel
 
 __all__ = ["Model", "ModelList", "Quota"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
-from ._base import HolySheepModel
+from holysheep.types._base import HolySheepModel
 
 __all__ = [
     "ChatCompletion",
@@ -134,7 +134,7 @@ def _completion_cost() -> Callable[[str, int, int, int], float | None]:
     """``pricing.completion_cost``, imported on first use: the price catalog loads only when a cost is asked."""
     global _cost_fn
     if _cost_fn is None:
-        from ..pricing._cost import completion_cost
+        from holysheep.pricing._cost import completion_cost
 
         _cost_fn = completion_cost
     return _cost_fn

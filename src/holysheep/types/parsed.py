@@ -6,7 +6,7 @@ from typing import Generic, TypeVar
 
 from pydantic import PrivateAttr
 
-from .chat import ChatCompletion, ChatCompletionMessage, Choice
+from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice
 
 __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"]
 

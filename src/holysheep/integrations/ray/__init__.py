@@ -15,9 +15,9 @@ See `docs/scale-out.md`. Importing this module imports Ray; `import holysheep` n
 
 from __future__ import annotations
 
-from ._config import Secret
-from ._limiter import ClusterRateLimiter, Lease
-from ._processor import Processor, build_processor
-from ._rows import OUTPUT_COLUMNS
+from holysheep.integrations.ray._config import Secret
+from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
+from holysheep.integrations.ray._processor import Processor, build_processor
+from holysheep.integrations.ray._rows import OUTPUT_COLUMNS
 
 __all__ = ["OUTPUT_COLUMNS", "ClusterRateLimiter", "Lease", "Processor", "Secret", "build_processor"]

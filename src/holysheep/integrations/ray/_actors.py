@@ -8,7 +8,7 @@ from typing import Any
 
 import ray
 
-from ._limiter import ClusterRateLimiter, Lease
+from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
 
 __all__ = ["ActorLink", "limiter_actor"]
 

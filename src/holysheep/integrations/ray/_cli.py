@@ -55,7 +55,7 @@ def _write_jsonl(results: Any, out_dir: Path) -> tuple[int, int]:
 
 def run_ray_batch(args: argparse.Namespace) -> int:
     """Run the batch command's parsed `args` on Ray; returns the exit status (0 ok, 1 failures, 2 bad input)."""
-    from ..._exceptions import AuthenticationError, HolySheepError
+    from holysheep._exceptions import AuthenticationError, HolySheepError
 
     def fail(message: str, status: int = 2) -> int:
         print(f"holysheep batch: {message}", file=sys.stderr)
@@ -68,7 +68,7 @@ def run_ray_batch(args: argparse.Namespace) -> int:
         import ray.data
     except ImportError:
         return fail("--ray needs Ray: pip install 'holysheep[ray]'")
-    from ._processor import build_processor
+    from holysheep.integrations.ray._processor import build_processor
 
     source, out_dir = Path(args.input), Path(args.output)
     if not source.is_file():

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._rows import RowSpec
+from holysheep.integrations.ray._rows import RowSpec
 
 __all__ = ["ReplicaConfig", "Secret"]
 

@@ -14,16 +14,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..._call import Outcome
-from ..._exceptions import APIStatusError, AuthenticationError
-from ...batch._requests import estimate_tokens as _batch_estimate
-from ...batch._server_limits import LEARNED_SHARE, read_limits
-from ._limiter import ClusterRateLimiter, Lease
+from holysheep._core.call import Outcome
+from holysheep._engine.requests import estimate_tokens as _batch_estimate
+from holysheep._engine.server_limits import LEARNED_SHARE, read_limits
+from holysheep._exceptions import APIStatusError, AuthenticationError
+from holysheep.integrations.ray._limiter import ClusterRateLimiter, Lease
 
 if TYPE_CHECKING:
-    from ..._call import Call
-    from ..._call_plan import CallPlan
-    from ..._sender import Sender
+    from holysheep._core.call import Call
+    from holysheep._core.call_plan import CallPlan
+    from holysheep._engine.sender import Sender
 
 __all__ = ["GatedSender", "LimiterLink", "LocalLink", "estimate_tokens"]
 

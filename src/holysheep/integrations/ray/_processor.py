@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._exceptions import InvalidRequestError
-from ._config import ReplicaConfig, Secret
-from ._rows import RowSpec
+from holysheep._exceptions import InvalidRequestError
+from holysheep.integrations.ray._config import ReplicaConfig, Secret
+from holysheep.integrations.ray._rows import RowSpec
 
 if TYPE_CHECKING:
     import ray.data
@@ -40,13 +40,13 @@ class Processor:
         """A lazy dataset: `ds`'s rows (less those `skip_done` finds done), each with the answer columns."""
         import ray
 
-        from ._actors import limiter_actor
-        from ._replica import Replica
+        from holysheep.integrations.ray._actors import limiter_actor
+        from holysheep.integrations.ray._replica import Replica
 
         if not ray.is_initialized():
             ray.init(ignore_reinit_error=True, include_dashboard=False)
         if self.skip_done is not None:
-            from ._skip import drop_done
+            from holysheep.integrations.ray._skip import drop_done
 
             ds = drop_done(ds, self.skip_done, self.config.rows)
         assert self.config.limiter_name is not None
@@ -118,7 +118,7 @@ def build_processor(
     - Server-announced limits (`x-ratelimit-limit-requests` / `-tokens`) are learned by the cluster
       limiter: they lower `rpm`/`tpm` (or set them when unset) for every replica.
     """
-    from ... import Client
+    from holysheep import Client
 
     _positive("replicas", replicas, integer=True)
     _positive("concurrency_per_replica", concurrency_per_replica, integer=True)

@@ -11,17 +11,17 @@ import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..._exceptions import AuthenticationError, InvalidRequestError
-from ...batch import BatchResult
-from ...batch._api import iterator_for
-from ._config import ReplicaConfig
-from ._gate import GatedSender, LimiterLink
-from ._rows import OUTPUT_COLUMNS, output_values
+from holysheep._engine.run import iterator_for
+from holysheep._exceptions import AuthenticationError, InvalidRequestError
+from holysheep.batch import BatchResult
+from holysheep.integrations.ray._config import ReplicaConfig
+from holysheep.integrations.ray._gate import GatedSender, LimiterLink
+from holysheep.integrations.ray._rows import OUTPUT_COLUMNS, output_values
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..._async_client import AsyncClient
+    from holysheep._clients.async_client import AsyncClient
 
 __all__ = ["Replica", "run_rows"]
 
@@ -63,7 +63,7 @@ class Replica:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _setup(self) -> tuple[AsyncClient, GatedSender]:
-        from ... import AsyncClient
+        from holysheep import AsyncClient
 
         config = self._config
         kwargs: dict[str, Any] = {"max_retries": config.max_retries, **config.client_options}
@@ -80,7 +80,7 @@ class Replica:
         return client, sender
 
     def _link(self) -> LimiterLink:
-        from ._actors import ActorLink
+        from holysheep.integrations.ray._actors import ActorLink
 
         config = self._config
         return ActorLink.named(config.limiter_name, rpm=config.rpm, tpm=config.tpm,

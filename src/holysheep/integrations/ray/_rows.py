@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...batch import BatchResult
+from holysheep.batch import BatchResult
 
 __all__ = ["OUTPUT_COLUMNS", "RowSpec", "output_values"]
 

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..._exceptions import InvalidRequestError
-from ._rows import RowSpec
+from holysheep._exceptions import InvalidRequestError
+from holysheep.integrations.ray._rows import RowSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,0 +1,162 @@
+"""The asynchronous client: a thin shell that sends the bytes the sans-I/O core prepares."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from holysheep._clients.base_client import BaseClient, config_kwargs
+from holysheep._clients.resources.account import BaseModels, BaseQuota
+from holysheep._clients.resources.chat import BaseChat, BaseCompletions
+from holysheep._clients.resources.structured import AsyncParse
+from holysheep._clients.streaming import AsyncStream
+from holysheep._core.call import Call, Outcome
+from holysheep._core.closing import AsyncClosing
+from holysheep._core.config import DEFAULT_LIMITS, ClientConfig
+from holysheep._core.fallback import CircuitBreaker, Fallback
+from holysheep._core.request import RequestSpec
+from holysheep._transports.aiohttp_backend import AiohttpBackend
+from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
+from holysheep._transports.deadlines import within_deadline
+from holysheep.types.account import Model, Quota
+from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable, Iterable
+
+    from typing_extensions import Unpack
+
+    from holysheep._clients.senders import AsyncSender
+    from holysheep._core.batch_params import BatchParams
+    from holysheep._engine.iterator import BatchIterator
+    from holysheep._engine.results import BatchResults
+
+__all__ = ["AsyncClient"]
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio  # lazy: keeps `import holysheep` light
+
+    await asyncio.sleep(seconds)
+
+
+class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
+                                                   Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
+    """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
+
+    _client: AsyncClient
+
+    async def batch(self, requests: Iterable[Any] | AsyncIterable[Any],
+                    **params: Unpack[BatchParams]) -> BatchResults:
+        """Run many chat completions concurrently; one result per input, in input order.
+
+        Same arguments (``BatchParams``) and behaviour as the sync ``Client.chat.completions.batch``.
+        Cancelling the awaiting task cancels what is in flight and re-raises ``CancelledError``; use
+        ``batch_iter`` or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
+        """
+        from holysheep._engine.run import abatch  # lazy: `import holysheep` does not load the batch engine
+
+        return await abatch(self._client.sender(), requests, params)
+
+    def batch_iter(self, requests: Iterable[Any] | AsyncIterable[Any],
+                   **params: Unpack[BatchParams]) -> BatchIterator:
+        """Like ``batch``, but yields each ``BatchResult`` as it completes (``result.index`` is its input
+        position). Reads ``requests`` (any iterable or async iterable) lazily with bounded read-ahead.
+        Use ``async with`` or ``aclose()`` if you may stop early. Options are checked at once.
+        """
+        from holysheep._engine.run import iterator_for  # lazy
+
+        return iterator_for(self._client.sender(), requests, params)
+
+
+class AsyncChat(BaseChat[AsyncCompletions]):
+    """``client.chat`` for the async client."""
+
+
+class AsyncModels(BaseModels[Coroutine[Any, Any, list[Model]]]):
+    """``client.models`` for the async client."""
+
+
+class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
+    """``client.quota`` for the async client."""
+
+
+class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]],
+                  http_client_type=httpx.AsyncClient, http_backends=("aiohttp", "httpx")):
+    """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
+
+    It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
+    concurrency); ``http_backend="httpx"`` selects httpx (the SDK shards its own pool into clients of
+    at most 16 connections), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
+
+    It takes the parameters of ``Client``; the keyword options are ``ClientOptions``.
+    """
+
+    chat: AsyncChat
+    models: AsyncModels
+    quota: AsyncQuotaResource
+
+    _backend: AsyncBackend
+
+    def _open_backend(self, http_client: httpx.AsyncClient | None, http_backend: str) -> AsyncBackend:
+        if http_backend == "aiohttp" and http_client is None:
+            return AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
+        return AsyncHttpxBackend(http_client, self._config.timeout)  # an httpx http_client is used as it is
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        backend = self._backend
+        if not isinstance(backend, AsyncHttpxBackend):
+            raise AttributeError("this client sends with aiohttp (http_backend='aiohttp'); it has no httpx pool")
+        return backend.first
+
+    def _bind_resources(self) -> None:
+        self.chat = AsyncChat(AsyncCompletions(self))
+        self.models = AsyncModels(self)
+        self.quota = AsyncQuotaResource(self)
+
+    async def _execute(self, spec: RequestSpec) -> Any:
+        plan = self.plan(spec)
+        while (delay := plan.after(await self._attempt(plan.call))) is not None:
+            await _sleep(delay)
+        return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+
+    async def _attempt(self, call: Call) -> Outcome:
+        """Send one attempt of ``call`` and return the call's decision on it."""
+        try:
+            outcome = attempt_outcome(call, await within_deadline(self._backend.send(call), call.deadline_s), None)
+        except httpx.RequestError as exc:
+            return attempt_outcome(call, None, exc)
+        if call.spec.stream and outcome.error is None and not outcome.retry:
+            stream: AsyncStream[Any] = AsyncStream(outcome.value, call)
+            empty = await stream._prime()  # a stream that ends before its first event lost nothing: retry it
+            if empty is not None:
+                return call.on_empty_stream(empty)
+            outcome.value = stream
+        return outcome
+
+    def sender(self) -> AsyncSender:
+        """What the batch engine sends through: this client's plans and attempts, and its quota."""
+        from holysheep._clients.senders import AsyncSender
+
+        return AsyncSender(self)
+
+    @classmethod
+    def from_config(cls, config: ClientConfig, *, http_backend: Literal["httpx", "aiohttp"] = "aiohttp",
+                    fallbacks: Sequence[Fallback] | None = None,
+                    circuit_breaker: CircuitBreaker | None = None) -> AsyncClient:
+        """A new ``AsyncClient`` (with its own connection pool) built from another client's ``config``."""
+        kwargs = config_kwargs(config)
+        return cls(**kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker, http_backend=http_backend)
+
+
+    async def aclose(self) -> None:
+        """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
+        if self._owns_http:
+            await self._backend.aclose()
+
+    async def close(self) -> None:
+        """The same as ``aclose()``."""
+        await self.aclose()

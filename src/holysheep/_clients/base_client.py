@@ -1,0 +1,237 @@
+"""What the sync and async clients share: configuration, repr, ``with_options``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import httpx
+
+from holysheep._core.call_plan import CallPlan
+from holysheep._core.client_options import ClientOptions, check_option_names
+from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
+from holysheep._core.fallback import CircuitBreaker, Router
+from holysheep._core.keys import mask_key
+from holysheep._core.log import setup_logging
+from holysheep._core.option_checks import check_choice
+from holysheep._core.request import RequestSpec
+from holysheep._transports.backends import LazyPool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["BaseClient", "LazyPool"]
+
+
+_Self = TypeVar("_Self", bound="BaseClient[Any, Any]")
+_HttpClientT = TypeVar("_HttpClientT")
+_BackendT = TypeVar("_BackendT", bound=str)
+
+
+def _warn_if_tls_unverified(http_client: object) -> None:
+    """TLS verification is on by default; a custom http_client that turns it off is never silent."""
+    import ssl
+
+    pool = getattr(getattr(http_client, "_transport", None), "_pool", None)
+    ctx = getattr(pool, "_ssl_context", None)
+    if isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_NONE:
+        import warnings
+
+        from holysheep._core.log import logger
+
+        message = ("The http_client passed to holysheep does not verify TLS certificates (verify=False): anyone on "
+                   "the network path can read your API key. Remove verify=False unless this is a test.")
+        logger.warning(message)
+        warnings.warn(message, stacklevel=3)  # the line that built the client
+
+
+def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
+    from holysheep._exceptions import InvalidRequestError
+
+    if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
+        raise InvalidRequestError(f"fallbacks must be a list of holysheep.Fallback, got {type(fallbacks).__name__}.",
+                                  field="fallbacks")
+    if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+        raise InvalidRequestError(f"circuit_breaker must be a holysheep.CircuitBreaker, got "
+                                  f"{type(circuit_breaker).__name__}.", field="circuit_breaker")
+
+
+def config_kwargs(config: ClientConfig) -> dict[str, Any]:
+    """``__init__`` keyword arguments that rebuild ``config`` (the key included: keep the dict private)."""
+    c = config
+    return {
+        "api_key": c.api_key.reveal() or "",  # "": a keyless client must not pick up HOLYSHEEP_API_KEY
+        "base_url": str(c.base_url), "timeout": c.timeout, "max_retries": c.max_retries,
+        "default_headers": dict(c.default_headers), "initial_retry_delay": c.initial_retry_delay,
+        "max_retry_delay": c.max_retry_delay, "max_retry_after": c.max_retry_after,
+        "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
+        "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
+        "max_sse_event_bytes": c.max_sse_event_bytes,
+    }
+
+
+class BaseClient(Generic[_HttpClientT, _BackendT]):
+    """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
+
+    _config: ClientConfig
+    _owns_http: bool
+    _backend: Any
+    _http_client_type: ClassVar[type]
+    _http_backends: ClassVar[tuple[str, ...]]  # the first is the default
+
+    def __init_subclass__(cls, *, http_client_type: type | None = None, http_backends: tuple[str, ...] = (),
+                          **kwargs: Any) -> None:
+        """A client class names the ``http_client`` type it takes and the backends it can send with (a
+        subclass of ``Client`` or ``AsyncClient`` keeps its parent's)."""
+        super().__init_subclass__(**kwargs)
+        if http_client_type is not None:
+            cls._http_client_type = http_client_type
+        if http_backends:
+            cls._http_backends = http_backends
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+        default_headers: Mapping[str, str | None] | None = None,
+        http_client: _HttpClientT | None = None,
+        **options: Unpack[ClientOptions[_BackendT]],
+    ) -> None:
+        """Check every setting (no request is sent) and open a connection pool lazily.
+
+        Args:
+            api_key: An ``hs_`` key; defaults to ``HOLYSHEEP_API_KEY``. Never shown in a repr, log or error.
+            base_url: Defaults to ``HOLYSHEEP_BASE_URL`` or ``https://api.holysheep.ai/v1``.
+            timeout: Per attempt: seconds or an ``httpx.Timeout``.
+            max_retries: Retries after the first attempt (``0`` turns retries off).
+            default_headers: Sent with every request; a ``None`` value removes a header.
+            http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``):
+                proxies, certificates, event hooks. Used as it is and not closed by the client.
+            **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
+                ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
+                ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB) and ``http_backend``
+                (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
+                ``TypeError`` that names the closest.
+        """
+        setup_logging()
+        settings: dict[str, Any] = dict(options)
+        check_option_names(type(self).__name__, settings)
+        fallbacks = settings.pop("fallbacks", None)
+        circuit_breaker = settings.pop("circuit_breaker", None)
+        http_backend = settings.pop("http_backend", self._http_backends[0])
+        self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                                   default_headers=default_headers, **settings)
+        check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
+        kind = self._http_client_type
+        if http_client is not None and not isinstance(http_client, kind):
+            from holysheep._exceptions import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"http_client must be an {kind.__module__}.{kind.__qualname__}, got {type(http_client).__name__}.",
+                field="http_client",
+            )
+        if http_client is not None:
+            _warn_if_tls_unverified(http_client)
+        _check_fallback_args(fallbacks, circuit_breaker)
+        self._owns_http = http_client is None
+        self._http_client = http_client
+        self._fallbacks = tuple(fallbacks or ())
+        self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
+        self._backend = self._open_backend(http_client, http_backend)
+        self._bind_resources()
+
+    def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _init_kwargs(self) -> dict[str, Any]:
+        return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
+                "circuit_breaker": self._router.breaker if self._router is not None else None}
+
+    @property
+    def config(self) -> ClientConfig:
+        """The validated, immutable configuration (its key is a ``SecretKey``)."""
+        return self._config
+
+    @property
+    def has_fallbacks(self) -> bool:
+        """Whether fallbacks are configured (their circuit breaker lives in this client)."""
+        return self._router is not None
+
+    @property
+    def has_custom_http_client(self) -> bool:
+        """Whether an ``http_client`` was passed in (then it is used as it is)."""
+        return self._http_client is not None
+
+    def plan(self, spec: RequestSpec, *, idempotency_key: str | None = None) -> CallPlan:
+        """A ``CallPlan`` for ``spec`` on this client: its retry policy, hook and fallbacks."""
+        return CallPlan(self._config, spec, self._router, idempotency_key=idempotency_key)
+
+    @property
+    def base_url(self) -> httpx.URL:
+        """The API base URL (always ends with ``/``)."""
+        return self._config.base_url
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt for retryable failures."""
+        return self._config.max_retries
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """Per-attempt timeout."""
+        return self._config.timeout
+
+    def with_options(
+        self: _Self,
+        *,
+        timeout: TimeoutTypes | object = ...,
+        max_retries: int | None = None,
+        initial_retry_delay: float | None = None,
+        max_retry_delay: float | None = None,
+        stream_idle_timeout: float | object | None = ...,
+        default_headers: Mapping[str, str | None] | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> _Self:
+        """A copy with some options changed. It shares this client's connection pool (closing the
+        copy does not close the pool)."""
+        kwargs = self._init_kwargs()
+        if timeout is not ...:
+            kwargs["timeout"] = timeout
+        if stream_idle_timeout is not ...:
+            kwargs["stream_idle_timeout"] = stream_idle_timeout
+        for name, value in (("max_retries", max_retries), ("initial_retry_delay", initial_retry_delay),
+                            ("max_retry_delay", max_retry_delay), ("on_retry", on_retry)):
+            if value is not None:
+                kwargs[name] = value
+        if default_headers is not None:
+            kwargs["default_headers"] = {**self._config.default_headers,
+                                         **check_headers("default_headers", default_headers)}
+        cls: Any = type(self)
+        new: _Self = cls(**kwargs, http_client=self._http_client)  # through __init__: every setting checked
+        new._backend = self._backend  # share the connection pool; the copy does not own it
+        new._owns_http = False
+        return new
+
+    copy = with_options
+
+    def _bind_resources(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        """Fallback use and the primary's circuit state (empty counters when no fallbacks are set)."""
+        router = self._router
+        if router is None:
+            return {"circuit": None, "circuit_opened": 0, "endpoints": {}, "fallback_served": 0}
+        stats: dict[str, Any] = router.stats()
+        return stats
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(base_url={str(self._config.base_url)!r}, "
+                f"api_key={mask_key(self._config.api_key.reveal())!r}, max_retries={self._config.max_retries})")
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError(f"{type(self).__name__} cannot be pickled (it holds a key and a connection pool); "
+                        "create a new client in the other process")

@@ -1,0 +1,137 @@
+"""The synchronous client: a thin shell that sends the bytes the sans-I/O core prepares."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from holysheep._clients.base_client import BaseClient
+from holysheep._clients.resources.account import BaseModels, BaseQuota
+from holysheep._clients.resources.chat import BaseChat, BaseCompletions
+from holysheep._clients.resources.structured import SyncParse
+from holysheep._clients.streaming import Stream
+from holysheep._core.call import Call, Outcome
+from holysheep._core.closing import SyncClosing
+from holysheep._core.request import RequestSpec
+from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
+from holysheep.types.account import Model, Quota
+from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from typing_extensions import Unpack
+
+    from holysheep._clients.senders import ThreadSender
+    from holysheep._core.batch_params import BatchParams
+    from holysheep._engine.results import BatchResults
+    from holysheep._engine.sender import Sender
+
+__all__ = ["Client"]
+
+
+class Completions(SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
+    """``client.chat.completions`` for the sync client."""
+
+    _client: Client
+
+    def batch(self, requests: Iterable[Any], **params: Unpack[BatchParams]) -> BatchResults:
+        """Run many chat completions concurrently; one result per input, in input order.
+
+        ``requests``: prompt strings, message lists, or dicts of ``create()`` parameters (optionally with
+        ``"custom_id"``, or OpenAI Batch API lines); a bare string or one dict is refused. ``params`` are
+        the batch options of ``BatchParams`` (``concurrency``, ``rpm``, ``tpm``, ``retry_budget``, ...) and
+        defaults for every item (``model``, ``max_tokens``, ...), all checked before any request.
+        Retries follow this client's policy and ``on_retry`` hook (``max_retries`` overrides per batch);
+        a 429 pauses the whole batch and halves concurrency (``adaptive``); retries beyond the budget's
+        share are paced, never refused; an outage, a 401 or exhausted quota stops the batch (unfinished
+        items end with ``BatchUnfinishedError``). Runs on a private event loop in a worker thread, so it
+        also works inside Jupyter; Ctrl-C raises ``BatchInterrupted`` carrying the partial results.
+        See ``docs/batch.md``.
+        """
+        from holysheep._engine.run import batch_sync  # lazy: `import holysheep` does not load the batch engine
+
+        return batch_sync(self._client.batch_sender, requests, params)
+
+
+class Chat(BaseChat[Completions]):
+    """``client.chat`` for the sync client."""
+
+
+class Models(BaseModels[list[Model]]):
+    """``client.models`` for the sync client."""
+
+
+class QuotaResource(BaseQuota[Quota]):
+    """``client.quota`` for the sync client."""
+
+
+class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
+             http_client_type=httpx.Client, http_backends=("httpx",)):
+    """Synchronous HolySheep client (plain ``httpx.Client``: safe inside Jupyter's running loop).
+
+    Its keyword options are ``ClientOptions`` (``http_backend`` can only be ``"httpx"`` here).
+    """
+
+    chat: Chat
+    models: Models
+    quota: QuotaResource
+
+    _backend: SyncHttpxBackend
+
+    def _open_backend(self, http_client: httpx.Client | None, http_backend: str) -> SyncHttpxBackend:
+        return SyncHttpxBackend(http_client, self._config.timeout)
+
+    @property
+    def _http(self) -> httpx.Client:
+        return self._backend.pool.get()
+
+    def _bind_resources(self) -> None:
+        self.chat = Chat(Completions(self))
+        self.models = Models(self)
+        self.quota = QuotaResource(self)
+
+    def _execute(self, spec: RequestSpec) -> Any:
+        plan = self.plan(spec)
+        while (delay := plan.after(self._attempt(plan.call))) is not None:
+            time.sleep(delay)
+        return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+
+    def _attempt(self, call: Call) -> Outcome:
+        """Send one attempt of ``call`` and return the call's decision on it."""
+        try:
+            outcome = attempt_outcome(call, self._backend.send(call), None)
+        except httpx.RequestError as exc:
+            return attempt_outcome(call, None, exc)
+        if call.spec.stream and outcome.error is None and not outcome.retry:
+            stream: Stream[Any] = Stream(outcome.value, call)
+            empty = stream._prime()  # a stream that ends before its first event lost nothing: retry it
+            if empty is not None:
+                return call.on_empty_stream(empty)
+            outcome.value = stream
+        return outcome
+
+    def sender(self, max_workers: int) -> ThreadSender:
+        """What the batch engine sends through: this client's plans and attempts, each attempt run in a
+        pool of ``max_workers`` threads (close it with ``await sender.aclose()``)."""
+        from holysheep._clients.senders import ThreadSender
+
+        return ThreadSender(self, max_workers)
+
+    def batch_sender(self, concurrency: int) -> Sender:
+        """How this client's batches send: an ``AsyncClient`` cloned from its config (its own pool, on the
+        default fast transport), or, when the client was given its own ``http_client`` or has fallbacks, a
+        thread pool over this client itself (so that transport, and its circuit breaker, are used)."""
+        if self.has_custom_http_client or self.has_fallbacks:
+            return self.sender(concurrency + 1)
+        from holysheep._clients.async_client import AsyncClient  # lazy: the async transport loads on use
+        from holysheep._clients.senders import AsyncSender
+
+        return AsyncSender(AsyncClient.from_config(self.config), owns=True)
+
+    def close(self) -> None:
+        """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
+        if self._owns_http:
+            self._backend.close()

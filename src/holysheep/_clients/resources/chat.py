@@ -1,0 +1,122 @@
+"""``client.chat.completions``: one resource class typed for both the sync and async clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from holysheep._core.request import ChatParams, build_chat_spec
+from holysheep.types.chat import ChatCompletion, ChatCompletionMessageParam, Message, ModelName
+
+if TYPE_CHECKING:
+    from holysheep._core.request import RequestSpec
+
+__all__ = ["BaseChat", "BaseCompletions", "Executor", "Resource"]
+
+_RC = TypeVar("_RC")
+_RS = TypeVar("_RS")
+
+
+class Executor(Protocol):
+    """What a resource needs from its client: run a request spec (sync: a value; async: a coroutine)."""
+
+    def _execute(self, spec: RequestSpec) -> Any: ...
+
+
+_validate_json: Callable[[bytes], ChatCompletion] | None = None
+
+
+def parse_chat_completion(content: bytes) -> ChatCompletion:
+    """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
+    serve 4.x) have their chunks folded into one completion."""
+    global _validate_json
+    if content[:1] == b"{" and _validate_json is not None:  # the usual case: straight to pydantic-core
+        return _validate_json(content)
+    if content[:64].lstrip().startswith((b"data:", b"event:")):
+        import time
+
+        from holysheep._core.stream_state import StreamState
+
+        state = StreamState(time.perf_counter())
+        state.feed(content)
+        state.finish_stream()
+        if state.chunks:
+            return state.final_completion()
+    completion = ChatCompletion.model_validate_json(content)  # builds the validator on first use
+    _validate_json = ChatCompletion.__pydantic_validator__.validate_json
+    return completion
+
+
+class Resource:
+    """A part of a client (``client.models``, ``client.chat.completions``, ...) that sends through it."""
+
+    def __init__(self, client: Executor) -> None:
+        self._client = client
+
+
+class BaseCompletions(Resource, Generic[_RC, _RS]):
+    """Chat completions. ``_RC``/``_RS`` are what ``create`` returns without/with ``stream=True``."""
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: Literal[False] = False,
+        **params: Unpack[ChatParams],
+    ) -> _RC: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: Literal[True],
+        **params: Unpack[ChatParams],
+    ) -> _RS: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: bool,
+        **params: Unpack[ChatParams],
+    ) -> _RC | _RS: ...
+
+    def create(
+        self,
+        *,
+        model: ModelName,
+        messages: Iterable[ChatCompletionMessageParam | Message],
+        stream: bool = False,
+        **params: Unpack[ChatParams],
+    ) -> _RC | _RS:
+        """Create a chat completion.
+
+        Takes OpenAI's chat parameters (``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``n``,
+        ``seed``, ``tools``, ``tool_choice``, ``response_format``, ``user``, ...), plus ``extra_body``,
+        ``extra_headers``, and per-call ``timeout``/``max_retries``/``stream_idle_timeout``.
+        Arguments are checked before any I/O (``InvalidRequestError``). With ``stream=True`` returns a
+        stream of `ChatCompletionChunk`; otherwise a
+        `ChatCompletion`.
+        """
+        spec = build_chat_spec(model=model, messages=messages, stream=stream, params=params,
+                               parse=parse_chat_completion)
+        result: _RC | _RS = self._client._execute(spec)
+        return result
+
+
+_C = TypeVar("_C", bound=BaseCompletions[Any, Any])
+
+
+class BaseChat(Generic[_C]):
+    """``client.chat``: holds ``completions``."""
+
+    def __init__(self, completions: _C) -> None:
+        self.completions = completions

@@ -1,0 +1,143 @@
+"""``client.chat.completions.parse``: structured outputs for the sync and async clients.
+
+Both drive the same sans-I/O re-ask loop (`ParsePlan.steps`); they differ only in how a request is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from holysheep._clients.resources.chat import Executor, parse_chat_completion
+from holysheep._core.request import ChatParamsNoFormat, RequestSpec, build_chat_spec
+from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
+
+if TYPE_CHECKING:
+    from holysheep._clients.parsed_stream import AsyncParsedStream, ParsedStream
+    from holysheep.types.parsed import ParsedChatCompletion
+
+__all__ = ["AsyncParse", "SyncParse"]
+
+T = TypeVar("T")
+Messages = Iterable[ChatCompletionMessageParam | Message]
+
+
+def _spec(request: Mapping[str, Any], *, stream: bool = False) -> RequestSpec:
+    params = {k: v for k, v in request.items() if k not in ("model", "messages")}
+    return build_chat_spec(model=request["model"], messages=request["messages"], stream=stream, params=params,
+                           parse=parse_chat_completion)
+
+
+
+
+class SyncParse:
+    """Adds ``parse`` to the sync client's ``chat.completions``."""
+
+    _client: Executor
+
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
+              stream: Literal[False] = False, max_repairs: int = 0,
+              **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[T]: ...
+
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, response_format: type[T], stream: Literal[True],
+              max_repairs: int = 0, **params: Unpack[ChatParamsNoFormat]) -> ParsedStream[T]: ...
+
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
+              stream: Literal[False] = False, max_repairs: int = 0,
+              **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[Any]: ...
+
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
+              stream: Literal[True], max_repairs: int = 0,
+              **params: Unpack[ChatParamsNoFormat]) -> ParsedStream[Any]: ...
+
+    def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
+              max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
+        """Create a chat completion and validate its content as ``response_format``.
+
+        ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
+        ``Literal["a", "b"]``: sent wrapped as ``{"value": ...}`` and unwrapped for you) or a JSON-schema dict,
+        sent as a strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed``
+        is the value. Failures are typed: `StructuredOutputError` (not JSON or does not validate; keeps
+        ``raw_text`` and ``validation_error``), `RefusalError`, `LengthFinishReasonError`,
+        `ContentFilterFinishReasonError`. ``max_repairs=N`` re-asks up to N times with the model's reply and
+        the validation errors; ``usage`` and ``cost`` count every request. ``stream=True`` returns a
+        `ParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
+        See ``docs/structured-outputs.md``.
+        """
+        from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
+
+        plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
+                           "max_repairs": max_repairs, **params}, stream=stream)
+        if stream:
+            from holysheep._clients.parsed_stream import ParsedStream
+
+            return ParsedStream(self._client._execute(_spec(plan.params, stream=True)), plan.format)
+        steps = plan.steps()
+        request = next(steps)
+        while True:
+            completion = self._client._execute(_spec(request))
+            try:
+                request = steps.send(completion)
+            except StopIteration as stop:
+                result: ParsedChatCompletion[Any] = stop.value
+                return result
+
+
+
+class AsyncParse:
+    """Adds ``parse`` to the async client's ``chat.completions`` (``await`` it)."""
+
+    _client: Executor
+
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
+                    stream: Literal[False] = False, max_repairs: int = 0,
+                    **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[T]: ...
+
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
+                    stream: Literal[True], max_repairs: int = 0,
+                    **params: Unpack[ChatParamsNoFormat]) -> AsyncParsedStream[T]: ...
+
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
+                    stream: Literal[False] = False, max_repairs: int = 0,
+                    **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[Any]: ...
+
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
+                    stream: Literal[True], max_repairs: int = 0,
+                    **params: Unpack[ChatParamsNoFormat]) -> AsyncParsedStream[Any]: ...
+
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
+                    max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
+        """Create a chat completion (``await`` it) and validate its content as ``response_format``.
+
+        Same arguments, result and typed failures as the sync ``Client.chat.completions.parse``;
+        ``stream=True`` returns an `AsyncParsedStream` whose ``await get_final_completion()`` is parsed.
+        See ``docs/structured-outputs.md``.
+        """
+        from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
+
+        plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
+                           "max_repairs": max_repairs, **params}, stream=stream)
+        if stream:
+            from holysheep._clients.parsed_stream import AsyncParsedStream
+
+            return AsyncParsedStream(await self._client._execute(_spec(plan.params, stream=True)), plan.format)
+        steps = plan.steps()
+        request = next(steps)
+        while True:
+            completion = await self._client._execute(_spec(request))
+            try:
+                request = steps.send(completion)
+            except StopIteration as stop:
+                result: ParsedChatCompletion[Any] = stop.value
+                return result
+

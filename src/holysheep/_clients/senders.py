@@ -1,0 +1,119 @@
+"""The clients' implementations of the batch engine's ``Sender`` protocol: call plans and single attempts.
+
+The batch drives each item's ``CallPlan`` itself (so it can pace retries and pause the whole batch),
+but every decision (retry or not, delay, hook, headers, fallback) is the client's own code.
+``AsyncSender`` wraps an ``AsyncClient``; ``ThreadSender`` runs a sync ``Client``'s attempts in a
+thread pool (used when that client has its own ``http_client`` or fallbacks, so they are honoured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol
+
+from holysheep._clients.resources.chat import parse_chat_completion
+from holysheep._core.call import Call, Outcome
+from holysheep._core.call_plan import CallPlan
+from holysheep._core.request import build_chat_spec
+
+if TYPE_CHECKING:
+    from holysheep._core.config import ClientConfig
+    from holysheep._core.request import RequestSpec
+
+__all__ = ["AsyncSender", "ThreadSender", "chat_plan", "limits_key"]
+
+
+class PlanningClient(Protocol):
+    """What a sender needs of any client (the clients import this module, never the reverse)."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+
+    def plan(self, spec: RequestSpec, *, idempotency_key: str | None = None) -> CallPlan: ...
+
+    @property
+    def quota(self) -> Any: ...
+
+
+class AsyncAttemptingClient(PlanningClient, Protocol):
+    """An ``AsyncClient``, as its sender sees it."""
+
+    async def _attempt(self, call: Call) -> Outcome: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SyncAttemptingClient(PlanningClient, Protocol):
+    """A sync ``Client``, as its sender sees it."""
+
+    def _attempt(self, call: Call) -> Outcome: ...
+
+
+def limits_key(client: PlanningClient) -> str:
+    """The base URL and a one-way digest of the key: which server's rate limits, for which account."""
+    key = client.config.api_key.reveal() or ""
+    return f"{client.config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def chat_plan(client: PlanningClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
+    """A non-streamed chat completion plan on ``client`` (checks the parameters before any I/O)."""
+    rest = dict(params)
+    model = rest.pop("model", None)
+    messages = rest.pop("messages", None)
+    rest.pop("stream", None)
+    spec = build_chat_spec(model=model, messages=messages,  # checked inside
+                           stream=False, params=rest, parse=parse_chat_completion)
+    return client.plan(spec, idempotency_key=idempotency_key)
+
+
+class _ClientSender:
+    """What every client's sender shares: plans and the rate-limit memory key come from the client."""
+
+    _client: PlanningClient
+
+    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+        return chat_plan(self._client, params, idempotency_key)
+
+    @property
+    def limits_key(self) -> str | None:
+        return limits_key(self._client)
+
+
+class AsyncSender(_ClientSender):
+    """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
+
+    attempt: Callable[[Call], Coroutine[Any, Any, Outcome]]
+
+    def __init__(self, client: AsyncAttemptingClient, *, owns: bool = False) -> None:
+        self._client: AsyncAttemptingClient = client
+        self._owns = owns
+        self.attempt = client._attempt  # the client's own coroutine: no wrapper frame per attempt
+
+    async def quota(self) -> Any:
+        return await self._client.quota.retrieve()
+
+    async def aclose(self) -> None:
+        if self._owns:
+            await self._client.aclose()
+
+
+class ThreadSender(_ClientSender):
+    """A ``Sender`` over a sync ``Client``: each attempt runs in a pool of ``max_workers`` threads."""
+
+    def __init__(self, client: SyncAttemptingClient, max_workers: int) -> None:
+        self._client: SyncAttemptingClient = client
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="holysheep-batch")
+
+    async def attempt(self, call: Call) -> Outcome:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(self._client._attempt, call))
+
+    async def quota(self) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._client.quota.retrieve)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,307 @@
+"""Sync and async chat streams: thin shells that pull bytes and hand them to `StreamState`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
+
+import httpx
+
+from holysheep._core.closing import AsyncClosing, SyncClosing
+from holysheep._core.keys import redact
+from holysheep._core.scrub import scrub_cause
+from holysheep._core.stream_state import StreamMetrics, StreamState
+from holysheep._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
+from holysheep._transports.body import aiter_decoded, iter_decoded
+from holysheep._transports.deadlines import IdleClock, within_deadline
+from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+
+if TYPE_CHECKING:
+    from holysheep._core.call import Call
+
+__all__ = ["AsyncStream", "Stream"]
+
+_T = TypeVar("_T", bound=ChatCompletionChunk)
+
+
+def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: float | None) -> APIConnectionError:
+    state.mark_end()
+    text = state.partial_text
+    seen = f"after {state.chunks} chunks ({len(text)} characters)"
+    if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+        return StreamIdleTimeoutError(
+            f"The stream stalled: no event for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
+            "in .partial_text; raise stream_idle_timeout if the model is slow to start.",
+            partial_text=text)
+    cause = redact(str(exc), call.api_key) if exc is not None else "the server closed it before [DONE]"
+    return StreamInterruptedError(
+        f"The stream was interrupted {seen}: {cause or type(exc).__name__}. The text so far is in "
+        ".partial_text; it was not retried because part of the output had already arrived.",
+        partial_text=text)
+
+
+def _idle_error(idle: float) -> httpx.ReadTimeout:
+    return httpx.ReadTimeout(f"no server-sent event for {idle:g} s")
+
+
+def _nothing_arrived(state: StreamState, error: BaseException, call: Call) -> APIConnectionError | None:
+    """A stream that ended (EOF or a transport error) before its first event: nothing was lost, so the call
+    may be retried or sent to a fallback like a connection error. None for any other outcome."""
+    if (state.chunks or state.done or not isinstance(error, StreamInterruptedError)
+            or isinstance(error, StreamIdleTimeoutError)):
+        return None
+    cause = error.__cause__
+    how = f"({redact(str(cause), call.api_key) or type(cause).__name__})" if cause is not None else "(EOF)"
+    return APIConnectionError(
+        f"The server answered HTTP 200 to {call.method} {call.url} but closed the stream before its first "
+        f"event {how}: nothing arrived. This is retried like a connection error. If it persists, check the "
+        "server's log (llama.cpp does this when the prompt is longer than the context).",
+        request=error.request)
+
+
+_DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
+_DRAIN_SECONDS = 1.0  # ... for at most this long; a server that holds the connection open is not waited out
+
+
+def _framed(response: httpx.Response) -> bool:
+    """A body with its own end (chunked or Content-Length) can be drained so the connection is reused; one that
+    ends only when the server closes the connection cannot, so it is not waited for."""
+    headers = response.headers
+    return "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+
+
+def _drain_sync(chunks: Iterator[bytes]) -> None:
+    seen = 0
+    until = time.monotonic() + _DRAIN_SECONDS
+    try:
+        for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT or time.monotonic() > until:
+                return
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
+
+
+async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
+    async def drain() -> None:
+        seen = 0
+        async for data in chunks:
+            seen += len(data)
+            if seen > _DRAIN_LIMIT:
+                return
+
+    try:
+        await within_deadline(drain(), _DRAIN_SECONDS)
+    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
+        return
+
+
+class _Watch:
+    """What the sync and async read loops decide alike: the idle clock, whether the body ended complete, and
+    the typed error for a transport failure."""
+
+    def __init__(self, state: StreamState, call: Call) -> None:
+        self.state, self.call, self.idle = state, call, call.idle_timeout
+        self.clock = IdleClock(self.idle) if self.idle is not None else None
+
+    def tick(self) -> None:
+        """After a piece of body: no event for ``idle`` seconds is a timeout (events, not bytes, reset it)."""
+        if self.clock is not None and self.clock.expired(self.state.events):
+            raise _idle_error(self.clock.idle)
+
+    def check_complete(self) -> None:
+        """At the end of the body: one without ``[DONE]`` or a finish reason was cut off."""
+        if not (self.state.done or self.state.finish):
+            raise _interrupted(self.state, None, self.call, self.idle)
+
+    def fail(self, failure: httpx.RequestError) -> NoReturn:
+        """Raise ``failure`` as the stream's typed error; call it outside the ``except`` block, so that no
+        ``__context__`` keeps the raw request."""
+        raise _interrupted(self.state, failure, self.call, self.idle) from scrub_cause(failure, self.call.api_key)
+
+
+def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
+    failure: httpx.RequestError | None = None
+    watch = _Watch(state, call)
+    try:
+        chunks = iter_decoded(response)  # inflated in bounded pieces; the SSE decoder caps lines and events
+        for data in chunks:
+            yield from state.feed(data)  # type: ignore[misc]
+            if state.done:
+                if _framed(response):
+                    _drain_sync(chunks)
+                return
+            watch.tick()
+        yield from state.finish_stream()  # type: ignore[misc]
+        watch.check_complete()
+    except httpx.RequestError as exc:
+        failure = exc
+    finally:
+        state.mark_end()
+        response.close()
+    if failure is not None:
+        watch.fail(failure)
+
+
+async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
+    failure: httpx.RequestError | None = None
+    watch = _Watch(state, call)
+    try:
+        chunks = aiter_decoded(response)
+        async for data in chunks:
+            for chunk in state.feed(data):
+                yield chunk  # type: ignore[misc]
+            if state.done:
+                if _framed(response):
+                    await _drain_async(chunks)
+                return
+            watch.tick()
+        for chunk in state.finish_stream():
+            yield chunk  # type: ignore[misc]
+        watch.check_complete()
+    except httpx.RequestError as exc:
+        failure = exc
+    finally:
+        state.mark_end()
+        await response.aclose()
+    if failure is not None:
+        watch.fail(failure)
+
+
+class _StreamBase(Generic[_T]):
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        self.response = response
+        self._call = call
+        self._state = StreamState(call.started_at, secret=call.api_key,
+                                  max_event_bytes=call.config.max_sse_event_bytes)
+        self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
+        self._head_error: BaseException | None = None
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's ``x-request-id``."""
+        value: str | None = self.response.headers.get("x-request-id")
+        return value
+
+    @property
+    def retries_taken(self) -> int:
+        """Retries needed before the stream started."""
+        return self._call.retries_taken
+
+    @property
+    def metrics(self) -> StreamMetrics:
+        """TTFT, inter-token latency and throughput (final once the stream has ended)."""
+        return self._state.metrics()
+
+    @property
+    def text(self) -> str:
+        """The content received so far (choice 0)."""
+        return self._state.partial_text
+
+    def _final(self) -> ChatCompletion:
+        completion = self._state.final_completion()
+        completion._update_transport(request_id=self.request_id, retries_taken=self._call.retries_taken,
+                                     served_by=self._call.served_by)
+        return completion
+
+
+class Stream(SyncClosing, _StreamBase[_T]):
+    """A streamed chat completion: iterate for chunks; use ``with`` so the connection is released."""
+
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        super().__init__(response, call)
+        # The generator must not reference ``self``: then dropping an unfinished stream frees it at once
+        # (no reference cycle), and the generator's ``finally`` releases the connection.
+        self._iterator: Generator[_T, None, None] = _iter_sync(response, self._state, call)
+
+    def __iter__(self) -> Iterator[_T]:
+        return self
+
+    def __next__(self) -> _T:
+        if self._head:
+            return self._head.pop()
+        if self._head_error is not None:
+            error, self._head_error = self._head_error, None
+            raise error
+        return next(self._iterator)
+
+    def _prime(self) -> APIConnectionError | None:
+        """Read up to the first event now. Returns the retryable error when the stream ended before any
+        event arrived (then the connection is closed); any other failure is raised on first iteration."""
+        try:
+            self._head.append(next(self._iterator))
+        except StopIteration:
+            pass
+        except Exception as exc:
+            empty = _nothing_arrived(self._state, exc, self._call)
+            if empty is not None:
+                self.close()
+                return empty
+            self._head_error = exc
+        return None
+
+    def close(self) -> None:
+        """Stop reading and release the connection (idempotent)."""
+        self._iterator.close()
+        self.response.close()
+
+    def until_done(self) -> Stream[_T]:
+        """Read the rest of the stream."""
+        for _ in self:
+            pass
+        return self
+
+    def get_final_completion(self) -> ChatCompletion:
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
+        self.until_done()
+        return self._final()
+
+
+class AsyncStream(AsyncClosing, _StreamBase[_T]):
+    """An async streamed chat completion: ``async for`` the chunks inside ``async with``."""
+
+    def __init__(self, response: httpx.Response, call: Call) -> None:
+        super().__init__(response, call)
+        self._iterator: AsyncGenerator[_T, None] = _iter_async(response, self._state, call)
+
+    def __aiter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def __anext__(self) -> _T:
+        if self._head:
+            return self._head.pop()
+        if self._head_error is not None:
+            error, self._head_error = self._head_error, None
+            raise error
+        return await self._iterator.__anext__()
+
+    async def _prime(self) -> APIConnectionError | None:
+        """Read up to the first event now (see ``Stream._prime``)."""
+        try:
+            self._head.append(await self._iterator.__anext__())
+        except StopAsyncIteration:
+            pass
+        except Exception as exc:
+            empty = _nothing_arrived(self._state, exc, self._call)
+            if empty is not None:
+                await self.close()
+                return empty
+            self._head_error = exc
+        return None
+
+    async def close(self) -> None:
+        """Stop reading and release the connection (idempotent)."""
+        await self._iterator.aclose()
+        await self.response.aclose()
+
+    async def until_done(self) -> AsyncStream[_T]:
+        """Read the rest of the stream."""
+        async for _ in self:
+            pass
+        return self
+
+    async def get_final_completion(self) -> ChatCompletion:
+        """Read to the end, then return the chunks folded into one `ChatCompletion`."""
+        await self.until_done()
+        return self._final()

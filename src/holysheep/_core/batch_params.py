@@ -1,0 +1,72 @@
+"""``BatchParams``: the keyword arguments of ``chat.completions.batch`` / ``batch_iter``, defined once.
+
+It lives beside the clients (which type their ``batch`` methods with it) so that the batch engine,
+which sits above the clients, imports it and not the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Union
+
+from holysheep._core.request import ChatParams
+
+__all__ = ["BATCH_OPTION_NAMES", "BatchParams", "HOOK_NAMES"]
+
+
+class BatchParams(ChatParams, total=False):
+    """Batch options, plus ``create()`` defaults applied to every item (``model``, ``max_tokens``, ...).
+
+    - ``model``: default model for items that do not name one.
+    - ``max_repairs``: with ``response_format=Model``, re-ask up to this many times when a reply does not
+      validate (default 0); each result then has ``parsed``.
+    - ``concurrency``: most requests in flight (default 16).
+    - ``rpm`` / ``tpm``: requests / estimated tokens per minute; ``"auto"`` (the default) follows the
+      limits the server announces in ``x-ratelimit-*`` headers (no pacing while it sends none); None
+      turns pacing off.
+    - ``max_retries``: retries per item (default: the client's ``max_retries``).
+    - ``retry_budget``: share of extra requests retries may add before they are paced (default 0.2;
+      None: no pacing). Retries over the share wait their turn; they are never refused.
+    - ``adaptive``: halve concurrency on a 429 and grow it back (AIMD; default True).
+    - ``outage_after_s``: stop when nothing succeeded for this long (default 60 s).
+    - ``outage_failure_ratio``: stop when this share of the last ``outage_window`` attempts failed
+      (default 0.9 of 100). Unfinished items then end with ``BatchUnfinishedError``.
+    - ``max_pause_s``: longest batch-wide pause for a server's ``Retry-After`` (default 300 s); a longer
+      one stops the batch (resumable).
+    - ``read_ahead``: inputs read ahead of dispatch (default ``max(2 * concurrency + 64, 128)``).
+    - ``check_quota`` / ``require_quota``: check the quota first; warn (or refuse) when short.
+    - ``gc_threshold``: while the batch sends, Python's garbage collector runs its young generation only
+      every this many new objects (default 10,000; CPython's own is 700). A batch keeps every result,
+      and the default made collections cost about a sixth of the wall time at 256 in flight. Only ever
+      raised, shared by concurrent batches, and put back when the last one ends; None leaves it alone.
+    - ``progress``: True, ``"plain"``, ``"rich"`` or a reporter object.
+    - ``on_result`` / ``on_progress``: callbacks per finished item / per update.
+    """
+
+    model: str
+    max_repairs: int
+    concurrency: int
+    rpm: Union[float, Literal["auto"], None]
+    tpm: Union[float, Literal["auto"], None]
+    retry_budget: Union[float, None]
+    adaptive: bool
+    outage_after_s: float
+    outage_failure_ratio: float
+    outage_window: int
+    max_pause_s: float
+    read_ahead: Union[int, None]
+    check_quota: bool
+    require_quota: bool
+    gc_threshold: Union[int, None]
+    progress: Any
+    on_result: Union[Callable[[Any], None], None]
+    on_progress: Union[Callable[[Any], None], None]
+
+
+HOOK_NAMES = frozenset({"progress", "on_result", "on_progress"})
+"""Batch options that are callbacks or reporters (not part of ``BatchOptions``)."""
+BATCH_OPTION_NAMES = frozenset({
+    "concurrency", "rpm", "tpm", "retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio",
+    "outage_window", "max_pause_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
+})
+"""Batch options that configure the engine (everything else is a ``create()`` default)."""

@@ -1,0 +1,278 @@
+"""The life of one API call as a sans-I/O state machine shared by the sync and async clients.
+
+The shells loop: ``request = call.next_request(http)`` → send → ``call.on_response`` or
+``call.on_transport_error`` → an ``Outcome`` says return, raise, or sleep and retry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_json
+
+from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
+from holysheep._core.error_mapping import error_from_status, error_from_transport
+from holysheep._core.keys import redact
+from holysheep._core.log import logger
+from holysheep._core.option_checks import check_idle_timeout, check_max_retries
+from holysheep._core.request import NO_OPTIONS, RequestOptions, RequestSpec
+from holysheep._core.response_limits import attempt_seconds
+from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
+from holysheep._core.scrub import scrub_cause
+from holysheep._core.validation import body_error
+from holysheep._exceptions import APIError, APIResponseValidationError
+from holysheep.types.chat import _ResponseMeta
+
+__all__ = ["Call", "Outcome", "RawResponse", "new_idempotency_key"]
+
+_POLICIES: dict[tuple[Any, ...], RetryPolicy] = {}
+RETRY_COUNT_HEADER = "x-holysheep-retry-count"
+IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+def _reseed_idempotency_keys() -> None:
+    """A new random prefix (64 bits) and a fresh counter: at import, and in a forked child."""
+    global _key_prefix, _key_counter
+    _key_prefix = f"hs-{os.urandom(8).hex()}-"
+    _key_counter = itertools.count(1)
+
+
+_key_prefix = ""
+_key_counter = itertools.count(1)
+_reseed_idempotency_keys()
+if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's keys
+    os.register_at_fork(after_in_child=_reseed_idempotency_keys)
+
+
+def new_idempotency_key() -> str:
+    """A key no other request of any process shares: this process's random prefix and a counter.
+
+    One ``os.urandom`` per process rather than per request (a system call each)."""
+    return f"{_key_prefix}{next(_key_counter):x}"
+
+
+class RawResponse:
+    """A successful, fully read response from a backend that need not build an ``httpx.Response``."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the shell does next: return ``value``, or raise ``error``, or sleep ``delay`` and retry."""
+
+    value: Any = None
+    error: APIError | None = None
+    retry: bool = False
+    delay: float = 0.0
+    cause: BaseException | None = None
+
+
+def _settings(config: ClientConfig, opts: RequestOptions, stream: bool
+              ) -> tuple[RetryPolicy, httpx.Timeout, float | None, float | None]:
+    """A call's retry policy, timeout, whole-attempt deadline and stream idle limit (checked here)."""
+    max_retries = config.max_retries if opts.max_retries is None else opts.max_retries
+    key = (max_retries, config.initial_retry_delay, config.max_retry_delay, config.max_retry_after)
+    policy = _POLICIES.get(key) if type(max_retries) is int else None  # 2.0 and True are checked, not cached
+    if policy is None:  # a frozen value: one per distinct setting, not one per call
+        check_max_retries(max_retries)
+        policy = RetryPolicy(*key)
+        if len(_POLICIES) >= 64:
+            _POLICIES.clear()
+        _POLICIES[key] = policy
+    timeout = normalize_timeout(opts.timeout) if opts.has_timeout else config.timeout
+    deadline_s = attempt_seconds(timeout)  # the whole attempt (non-stream; stream: to headers)
+    idle = opts.stream_idle_timeout if opts.has_idle_timeout else config.stream_idle_timeout
+    check_idle_timeout(idle)
+    idle_timeout = float(idle) if idle is not None and stream else None
+    if idle_timeout is not None:
+        t = timeout
+        timeout = httpx.Timeout(connect=t.connect, read=idle_timeout, write=t.write, pool=t.pool)
+    return policy, timeout, deadline_s, idle_timeout
+
+
+class Call:
+    """State of one logical call across its attempts (retry count, idempotency key, timing).
+
+    It is the only writer of the attempt headers (``x-holysheep-retry-count`` from ``retries_taken``,
+    and one ``idempotency-key`` for every attempt, generated unless given) and the only place that
+    decides whether a failed attempt is retried (through ``is_retryable``), how long to wait, and
+    calls the ``on_retry`` hook. ``served_by`` names the endpoint (``"primary"`` or a fallback);
+    ``rand`` is the jitter source (injectable for tests).
+    """
+
+    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "deadline_s", "idle_timeout",
+                 "policy", "response_headers", "retries_taken", "served_by", "spec", "started_at", "timeout")
+
+    def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
+                 idempotency_key: str | None = None, rand: Callable[[], float] = random.random) -> None:
+        self.config = config
+        self.spec = spec
+        self._rand = rand
+        opts = spec.options
+        settings: tuple[RetryPolicy, httpx.Timeout, float | None, float | None]
+        if opts is not NO_OPTIONS:
+            settings = _settings(config, opts, spec.stream)
+        elif spec.stream in config.call_settings:  # the usual case: the client's settings, worked out once
+            settings = config.call_settings[spec.stream]
+        else:
+            settings = config.call_settings[spec.stream] = _settings(config, opts, spec.stream)
+        self.policy, self.timeout, self.deadline_s, self.idle_timeout = settings
+        self.served_by = served_by
+        self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
+        self.retries_taken = 0
+        cached = config.urls.get(spec.path)
+        if cached is None:
+            url = config.base_url.join(spec.path)
+            cached = config.urls[spec.path] = (url, str(url))
+        self._url, self._url_str = cached
+        try:
+            self._content = to_json(spec.body) if spec.body is not None else None
+        except (PydanticSerializationError, ValueError, TypeError) as exc:
+            raise body_error(spec.body or {}, exc) from None
+        headers = config.base_headers.copy()
+        if spec.method != "GET":
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or new_idempotency_key()
+        else:
+            del headers["content-type"]
+        if opts.extra_headers:
+            check_key_transport(config.base_url, config.allow_insecure_http, None, opts.extra_headers,
+                                field="extra_headers")
+            for name, value in opts.extra_headers.items():
+                if value is None:
+                    headers.pop(name.lower(), None)
+                else:
+                    headers[name.lower()] = value
+        self._headers = headers
+        self.started_at = 0.0
+
+    @property
+    def api_key(self) -> str | None:
+        return self.config.api_key.reveal()
+
+    def begin_attempt(self) -> None:
+        """Stamp the next attempt: retry-count header (same idempotency key) and the start time."""
+        self._headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
+        self.started_at = time.perf_counter()
+        if logger.isEnabledFor(10):
+            logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
+
+    def next_request(self, http: httpx.Client | httpx.AsyncClient | None) -> httpx.Request:
+        """Begin the next attempt and return its httpx request.
+
+        With ``http`` the request is built by that client (its default headers, cookies); with None it
+        is built directly.
+        """
+        self.begin_attempt()
+        if http is None:
+            return self.httpx_request()
+        return http.build_request(self.spec.method, self._url, content=self._content, headers=self._headers,
+                                  timeout=self.timeout)
+
+    def httpx_request(self) -> httpx.Request:
+        """The current attempt as an ``httpx.Request`` (the aiohttp backend builds it only for errors)."""
+        return httpx.Request(self.spec.method, self._url, content=self._content, headers=self._headers,
+                             extensions={"timeout": self.timeout.as_dict()})
+
+    @property
+    def method(self) -> str:
+        return self.spec.method
+
+    @property
+    def url(self) -> str:
+        return self._url_str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self._headers
+
+    @property
+    def content(self) -> bytes | None:
+        return self._content
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started_at
+
+    def decide(self, error: APIError, server_delay: float | None = None) -> Outcome:
+        """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.
+
+        Retried when ``is_retryable(error)``, retries are left, and the server's delay (if any) is at
+        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook.
+        """
+        if not is_retryable(error) or self.retries_taken >= self.policy.max_retries:
+            return Outcome(error=error)
+        if server_delay is not None and server_delay > self.policy.max_retry_after:
+            return Outcome(error=error)  # the server wants a long pause: let the caller decide
+        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken, self._rand)
+        self.retries_taken += 1
+        if logger.isEnabledFor(10):
+            logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
+                         delay, self.retries_taken, self.policy.max_retries, error.message)
+        hook = self.config.on_retry
+        if hook is not None:
+            hook(self.retries_taken, error, delay)
+        return Outcome(error=error, retry=True, delay=delay)
+
+    def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
+        """Decide on a response. For non-stream calls the body must already be read."""
+        status = response.status_code
+        self.response_headers = response.headers
+        if status < 400:
+            if self.spec.stream:
+                return Outcome(value=response)
+            try:
+                return Outcome(value=self._parse(response))
+            except APIResponseValidationError as exc:
+                return self.decide(exc)
+        retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
+        assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
+        err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
+                                retry_after=retry_after)
+        if logger.isEnabledFor(20):
+            logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
+                        err.request_id)
+        return self.decide(err, retry_after)
+
+    def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
+        """Decide on a transport failure (timeout, refused, reset): always retryable."""
+        err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
+        outcome = self.decide(err)
+        outcome.cause = scrub_cause(exc, self.api_key)  # a masked copy: never the raw request or key
+        return outcome
+
+    def on_empty_stream(self, error: APIError) -> Outcome:
+        """Decide on a 2xx stream that ended before its first event: nothing arrived, so retry it like a
+        connection error (and, after the retries, let the router fall back)."""
+        return self.decide(error)
+
+    def _parse(self, response: httpx.Response | RawResponse) -> Any:
+        failure: str | None = None
+        try:
+            result = self.spec.parse(response.content)
+        except (ValidationError, ValueError) as exc:
+            failure = type(exc).__name__
+        if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
+            raise APIResponseValidationError(
+                f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
+                f"JSON ({failure}). Check that base_url points at an OpenAI-compatible API.",
+                status_code=response.status_code, request_id=response.headers.get("x-request-id"),
+                body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
+            )
+        if isinstance(result, _ResponseMeta):
+            result._set_transport((response.headers.get("x-request-id"), self.retries_taken, self.elapsed,
+                                   self.served_by))
+        return result

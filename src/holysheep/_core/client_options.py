@@ -1,0 +1,60 @@
+"""The keyword options `Client` and `AsyncClient` share, typed once (``**options: Unpack[ClientOptions]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+from typing_extensions import TypedDict
+
+from holysheep._core.config import OnRetry
+from holysheep._core.fallback import CircuitBreaker, Fallback
+
+__all__ = ["ClientOptions", "check_option_names"]
+
+_BackendT = TypeVar("_BackendT", bound=str)
+
+
+class ClientOptions(TypedDict, Generic[_BackendT], total=False):
+    """Keyword-only options of `Client` and `AsyncClient`; every one may be left out.
+
+    Write a wrapper that forwards them with full type checking:
+    `def make_client(**options: Unpack[ClientOptions[Literal["httpx"]]]) -> Client: return Client(**options)`.
+    """
+
+    initial_retry_delay: float
+    """Seconds before the first retry (default `0.5`); doubles per retry, minus up to 25 % jitter."""
+    max_retry_delay: float
+    """Upper bound of one backoff delay in seconds (default `8.0`)."""
+    max_retry_after: float
+    """The longest server `Retry-After` honoured, in seconds (default `60.0`); a longer one is raised to you
+    with `e.retry_after`."""
+    stream_idle_timeout: float | None
+    """Seconds a stream may go without an event before `StreamIdleTimeoutError` (default `None`: no limit)."""
+    allow_insecure_http: bool
+    """Allow sending a key over plain `http://` to a host that is not loopback (default `False`)."""
+    on_retry: OnRetry | None
+    """Called as `on_retry(attempt, error, delay)` before each retry sleep (default `None`)."""
+    fallbacks: Sequence[Fallback] | None
+    """Endpoints tried in order when the primary fails over (default `None`); see `docs/fallback.md`."""
+    circuit_breaker: CircuitBreaker | None
+    """The primary's circuit breaker when `fallbacks` are set (default: a `CircuitBreaker()`)."""
+    max_response_bytes: int
+    """The largest response body read, in bytes (default 64 MiB, after decompression); a larger one fails
+    with a typed error."""
+    max_sse_event_bytes: int
+    """The largest single server-sent event of a stream, in bytes (default 16 MiB)."""
+    http_backend: _BackendT
+    """What sends the requests: `Client` always uses `"httpx"`; `AsyncClient` uses `"aiohttp"` (default)
+    or `"httpx"` (an `http_client=` passed in is always used as it is)."""
+
+
+def check_option_names(client: str, options: dict[str, object]) -> None:
+    """A misspelt keyword is a `TypeError` naming the closest option, as Python says for a plain signature."""
+    unknown = sorted(set(options) - set(ClientOptions.__optional_keys__))
+    if unknown:
+        import difflib
+
+        near = difflib.get_close_matches(unknown[0], sorted(ClientOptions.__optional_keys__), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise TypeError(f"{client}() got an unexpected keyword argument {unknown[0]!r}{hint}")

@@ -1,0 +1,329 @@
+"""Client configuration: resolved once from arguments and environment, validated before any I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+from urllib.parse import urlsplit
+
+import httpx
+
+from holysheep._core.keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
+from holysheep._core.option_checks import check_max_retries
+from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
+from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
+from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
+from holysheep._version import __version__
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT",
+    "ClientConfig",
+    "TimeoutTypes",
+    "check_key_transport",
+    "is_holysheep_host",
+    "is_loopback_host",
+    "make_config",
+    "normalize_timeout",
+]
+
+DEFAULT_BASE_URL = "https://api.holysheep.ai/v1"
+ENV_BASE_URL = "HOLYSHEEP_BASE_URL"
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+USER_AGENT = f"holysheep-python/{__version__}"
+
+TimeoutTypes = Union[float, int, httpx.Timeout, None]
+OnRetry = Callable[[int, Any, float], None]
+
+
+def is_loopback_host(host: str) -> bool:
+    """True only for ``localhost``, 127.0.0.0/8 and ``::1``.
+
+    Names under ``.localhost`` do not count: the system resolver may send them to DNS.
+    """
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_holysheep_host(host: str) -> bool:
+    """True when ``host`` is the HolySheep API (where ``hs_`` keys are required)."""
+    host = host.lower()
+    return host == "holysheep.ai" or host.endswith(".holysheep.ai")
+
+
+def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> httpx.Timeout:
+    """Turn seconds (or an ``httpx.Timeout``, or None for no limit) into a validated ``httpx.Timeout``."""
+    if isinstance(timeout, httpx.Timeout):
+        for part in ("connect", "read", "write", "pool"):
+            value = getattr(timeout, part)
+            if value is not None and (value <= 0 or math.isnan(value)):
+                raise InvalidRequestError(
+                    f"{field_name}.{part} must be > 0 seconds, got {value}: a request could never finish in "
+                    "it. Use None for no limit.",
+                    field=field_name,
+                )
+        return timeout
+    if timeout is None:
+        return httpx.Timeout(None)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidRequestError(
+            f"{field_name} must be seconds (a number), an httpx.Timeout or None, got {type(timeout).__name__}.",
+            field=field_name,
+        )
+    if timeout <= 0 or math.isnan(timeout):
+        raise InvalidRequestError(
+            f"{field_name} must be > 0 seconds, got {timeout}: no request can finish in that time. "
+            "Pass a positive number of seconds, or None to wait without limit.",
+            field=field_name,
+        )
+    return httpx.Timeout(float(timeout), connect=min(float(timeout), 5.0))
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or math.isnan(value):
+        raise InvalidRequestError(f"{name} must be a number >= 0, got {value!r}.", field=name)
+
+
+def _normalize_base_url(base_url: str) -> httpx.URL:
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise InvalidRequestError(
+            f"base_url must be a non-empty URL such as {DEFAULT_BASE_URL!r}, got "
+            f"{base_url if not isinstance(base_url, str) else 'an empty string'!r}.",
+            field="base_url",
+        )
+    check_no_userinfo(base_url, "base_url")
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise InvalidRequestError(f"base_url {base_url!r} is not a valid URL: {exc}. Use a URL such as "
+                                  f"{DEFAULT_BASE_URL!r} or 'http://127.0.0.1:8000/v1'.", field="base_url") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidRequestError(
+            f"base_url {base_url!r} needs an http:// or https:// scheme and a host, "
+            f"for example {DEFAULT_BASE_URL!r} or 'http://127.0.0.1:8000/v1'.",
+            field="base_url",
+        )
+    try:
+        url = httpx.URL(base_url.strip())
+    except Exception as exc:  # httpx.InvalidURL and friends
+        raise InvalidRequestError(f"base_url {base_url!r} is not a valid URL: {exc}", field="base_url") from None
+    if not url.raw_path.endswith(b"/"):
+        url = url.copy_with(raw_path=url.raw_path + b"/")
+    return url
+
+
+def check_no_userinfo(url: str, field_name: str) -> None:
+    """Refuse ``user:password@`` in a URL, without ever printing it (it is often a key)."""
+    rest = url.strip().partition("://")[2] if "://" in url else url.strip()
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in netloc:
+        raise InvalidRequestError(
+            f"{field_name} contains user information ('user:password@host'), which is not sent as the API key and "
+            "would be printed wherever the URL is shown. Remove it from the URL (not shown here) and pass the key "
+            "as api_key=... instead.", field=field_name, reason="credentials in the URL")
+
+
+_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
+
+
+def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
+    """Validate a header mapping (str names and values, ASCII, no CR/LF/NUL) and return it as a dict.
+
+    A value of None removes a default header. Raises `InvalidRequestError` naming the header.
+    """
+    if not isinstance(headers, Mapping):
+        raise InvalidRequestError(
+            f"{field_name} must be a dict of header names to strings, got {type(headers).__name__}. "
+            f"For example {field_name}={{'x-trace-id': 'abc'}}.", field=field_name)
+    out: dict[str, str | None] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name or not name.isascii() or any(c in name for c in " :\r\n\0\t"):
+            raise InvalidRequestError(
+                f"{field_name} has an invalid header name {name!r}: use a non-empty ASCII token such as "
+                "'x-trace-id'.", field=field_name)
+        where = f"{field_name}[{name!r}]"
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidRequestError(
+                    f"{where} must be a string (or None to remove the header), got {type(value).__name__}. "
+                    "Convert it first, e.g. str(value).", field=where)
+            if any(c in value for c in "\r\n\0"):
+                raise InvalidRequestError(
+                    f"{where} contains a line break or NUL, which would split the HTTP header. Remove it.",
+                    field=where)
+            if not value.isascii():
+                raise InvalidRequestError(
+                    f"{where} contains non-ASCII characters, which HTTP headers cannot carry. Percent-encode or "
+                    "remove them.", field=where)
+        out[name] = value
+    return out
+
+
+def check_key_transport(url: httpx.URL, allow_insecure_http: bool, key: str | None,
+                        headers: Mapping[str, str | None] | None = None, *, field: str = "base_url") -> None:
+    """The one check before a key leaves: the client's ``api_key``, or a header that carries one
+    (``Authorization``, ``api-key``, ``x-api-key``, ``Proxy-Authorization``) in ``default_headers`` or a
+    call's ``extra_headers``, never goes over plain ``http://`` to a host that is not loopback unless
+    ``allow_insecure_http=True``. Raises `InsecureTransportError` before any request."""
+    if url.scheme != "http" or allow_insecure_http or is_loopback_host(url.host):
+        return
+    sends_key = bool(key) or any(v and k.lower() in _KEY_HEADERS for k, v in (headers or {}).items())
+    if sends_key:
+        raise InsecureTransportError(
+            f"Refusing to send the API key over plain http:// to {url.host!r}, where anyone on the path can read "
+            "it. Use https://, or pass allow_insecure_http=True if this network is trusted.", field=field)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything a client needs to build requests; immutable, shared by sync and async shells."""
+
+    api_key: SecretKey
+    base_url: httpx.URL
+    timeout: httpx.Timeout
+    max_retries: int
+    initial_retry_delay: float
+    max_retry_delay: float
+    max_retry_after: float
+    stream_idle_timeout: float | None
+    default_headers: Mapping[str, str | None]
+    allow_insecure_http: bool
+    on_retry: OnRetry | None
+    base_headers: dict[str, str] = field(repr=False, compare=False)
+    urls: dict[str, tuple[httpx.URL, str]] = field(default_factory=dict, repr=False, compare=False)
+    call_settings: dict[bool, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The retry policy and timeouts of a call that overrides nothing, by ``stream`` (filled by ``Call``)."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
+
+    def replace(self, **changes: Any) -> ClientConfig:
+        """A copy with some fields changed (validated like the constructor's)."""
+        if "default_headers" in changes:
+            changes["default_headers"] = check_headers("default_headers", changes["default_headers"])
+            check_key_transport(self.base_url, self.allow_insecure_http, self.api_key.reveal(),
+                                changes["default_headers"], field="default_headers")
+        for name in ("max_response_bytes", "max_sse_event_bytes"):
+            if name in changes:
+                check_limit(name, changes[name])
+        if "stream_idle_timeout" in changes and changes["stream_idle_timeout"] is not None:
+            _check_non_negative("stream_idle_timeout", changes["stream_idle_timeout"])
+        if "on_retry" in changes and not callable(changes["on_retry"]):
+            raise InvalidRequestError(f"on_retry must be a callable, got {type(changes['on_retry']).__name__}.",
+                                      field="on_retry")
+        if "timeout" in changes:
+            changes["timeout"] = normalize_timeout(changes["timeout"])
+        for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
+            if name in changes:
+                _check_non_negative(name, changes[name])
+        if "max_retries" in changes:
+            check_max_retries(changes["max_retries"])
+        new = dataclasses.replace(self, **changes)
+        object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
+        object.__setattr__(new, "urls", {})
+        object.__setattr__(new, "call_settings", {})
+        return new
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientConfig(base_url={str(self.base_url)!r}, api_key={mask_key(self.api_key.reveal())!r}, "
+            f"max_retries={self.max_retries})"
+        )
+
+
+def _base_headers(api_key: SecretKey, default_headers: Mapping[str, str | None]) -> dict[str, str]:
+    headers = {
+        "accept": "application/json",
+        "accept-encoding": "gzip, deflate",
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+    }
+    key = api_key.reveal()
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    for name, value in default_headers.items():
+        if value is None:
+            headers.pop(name.lower(), None)
+        else:
+            headers[name.lower()] = value
+    return headers
+
+
+def make_config(
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: TimeoutTypes | httpx.Timeout,
+    max_retries: int,
+    initial_retry_delay: float = 0.5,
+    max_retry_delay: float = 8.0,
+    max_retry_after: float = 60.0,
+    stream_idle_timeout: float | None = None,
+    default_headers: Mapping[str, str | None] | None = None,
+    allow_insecure_http: bool = False,
+    on_retry: OnRetry | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
+) -> ClientConfig:
+    """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
+    the clients' defaults)."""
+    url = _normalize_base_url(base_url if base_url is not None else os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
+    key = api_key if api_key is not None else os.environ.get(ENV_API_KEY) or None
+    host = url.host
+    if is_holysheep_host(host):
+        if not key:
+            raise InvalidAPIKeyError(
+                f"No API key: pass api_key='hs_...' to the client or set the {ENV_API_KEY} environment "
+                "variable. Keys start with 'hs_' and are created in the HolySheep dashboard."
+            )
+        validate_holysheep_key(key)
+    elif key is not None and not isinstance(key, str):
+        raise InvalidAPIKeyError(f"api_key must be a string or None, got {type(key).__name__}.")
+    headers = check_headers("default_headers", default_headers) if default_headers is not None else {}
+    if not isinstance(allow_insecure_http, bool):
+        raise InvalidRequestError(f"allow_insecure_http must be True or False, got {allow_insecure_http!r}.",
+                                  field="allow_insecure_http")
+    check_key_transport(url, allow_insecure_http, key, headers)
+    if on_retry is not None and not callable(on_retry):
+        raise InvalidRequestError(f"on_retry must be a callable (attempt, error, delay), got "
+                                  f"{type(on_retry).__name__}.", field="on_retry")
+    check_limit("max_response_bytes", max_response_bytes)
+    check_limit("max_sse_event_bytes", max_sse_event_bytes)
+    check_max_retries(max_retries)
+    for name, value in (
+        ("initial_retry_delay", initial_retry_delay),
+        ("max_retry_delay", max_retry_delay),
+        ("max_retry_after", max_retry_after),
+    ):
+        _check_non_negative(name, value)
+    if stream_idle_timeout is not None:
+        _check_non_negative("stream_idle_timeout", stream_idle_timeout)
+    secret = SecretKey(key)
+    return ClientConfig(
+        api_key=secret,
+        base_url=url,
+        timeout=normalize_timeout(timeout),
+        max_retries=max_retries,
+        initial_retry_delay=float(initial_retry_delay),
+        max_retry_delay=float(max_retry_delay),
+        max_retry_after=float(max_retry_after),
+        stream_idle_timeout=stream_idle_timeout,
+        default_headers=headers,
+        allow_insecure_http=allow_insecure_http,
+        on_retry=on_retry,
+        base_headers=_base_headers(secret, headers),
+        max_response_bytes=max_response_bytes,
+        max_sse_event_bytes=max_sse_event_bytes,
+    )

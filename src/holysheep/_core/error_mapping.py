@@ -1,0 +1,244 @@
+"""Turning failed HTTP exchanges into holysheep exceptions (pure: no I/O)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from holysheep._core.keys import mask_key, redact, redact_value
+from holysheep._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaUnavailableError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+
+__all__ = ["error_from_status", "error_from_transport", "missing_version_hint", "sanitized_request", "server_message"]
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+_HINTS: dict[int, str] = {
+    400: "Check the request parameters named in the message.",
+    403: "This key may not use this model or endpoint; check its permissions in the dashboard.",
+    404: "Check the model name (client.models.list() shows what is served) and the base_url.",
+    409: "A conflicting request was in progress; it is safe to retry.",
+    422: "The request was understood but rejected; check the parameter values.",
+    429: "Rate limited: lower concurrency, or use client.chat.completions.batch(rpm=..., tpm=...).",
+}
+
+
+def sanitized_request(request: httpx.Request, api_key: str | None) -> httpx.Request:
+    """A copy of ``request`` whose Authorization header shows only ``hs_…`` + the last 4 characters."""
+    headers = httpx.Headers(request.headers)
+    if "authorization" in headers:
+        headers["authorization"] = "Bearer " + mask_key(api_key).replace("…", "...")
+    return httpx.Request(request.method, request.url, headers=headers, extensions=request.extensions)
+
+
+def _parse_body(content: bytes) -> Any:
+    try:
+        return json.loads(content) if content else None
+    except (ValueError, UnicodeDecodeError):
+        return content.decode("utf-8", "replace")[:2000]
+
+
+_VERSION_SEGMENT = re.compile(r"v\d+[a-z0-9]*", re.IGNORECASE)
+# The endpoints the SDK calls, relative to the base URL; what precedes them in a URL is the base path.
+_ENDPOINTS = ("chat/completions", "models", "quota")
+
+
+def _fastapi_detail(detail: Any) -> str | None:
+    """FastAPI's ``detail``: a string, or a list of ``{"msg", "loc"}`` validation errors."""
+    if isinstance(detail, str):
+        return detail or None
+    if isinstance(detail, list):
+        items = []
+        for item in detail[:5]:
+            if isinstance(item, dict) and item.get("msg"):
+                loc = item.get("loc")
+                where = ".".join(str(p) for p in loc) if isinstance(loc, list | tuple) and loc else ""
+                items.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+            elif isinstance(item, str):
+                items.append(item)
+        return "; ".join(items) or None
+    if isinstance(detail, dict):
+        return _fastapi_detail(detail.get("msg") or detail.get("message"))
+    return None
+
+
+def server_message(body: Any) -> str | None:
+    """The server's own words from an error body, whatever the server's style.
+
+    In order: OpenAI's ``{"error": {"message"}}``; FastAPI's ``{"detail": ...}`` (a string, or a list of
+    ``{"msg", "loc"}``); ``{"error": "text"}``; ``{"message": "text"}``; a non-JSON body's first 300 characters.
+    """
+    if isinstance(body, str):
+        return body.strip()[:300] or None
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
+        return str(err["message"])
+    detail = _fastapi_detail(body.get("detail"))
+    if detail:
+        return detail
+    if isinstance(err, str) and err:
+        return err
+    message = body.get("message")
+    if isinstance(message, str) and message:
+        return message
+    return None
+
+
+def missing_version_hint(url: httpx.URL) -> str | None:
+    """For a 404: "did you mean .../v1?" when the base URL before the endpoint has no version segment."""
+    path = url.path.rstrip("/")
+    for endpoint in _ENDPOINTS:
+        if path == "/" + endpoint or path.endswith("/" + endpoint):
+            base_path = path[: -len(endpoint)].rstrip("/")
+            break
+    else:
+        return None
+    last = base_path.rsplit("/", 1)[-1]
+    if _VERSION_SEGMENT.fullmatch(last):
+        return None
+    base = str(url.copy_with(raw_path=(base_path or "").encode() or b"/", query=None)).rstrip("/")
+    return (f"The base_url ({base}) does not end in a version segment and the server has no such path: "
+            f"did you mean {base}/v1?")
+
+
+def error_from_status(
+    response: httpx.Response, *, api_key: str | None, retries_taken: int, retry_after: float | None
+) -> APIStatusError:
+    """The typed exception for an HTTP error response (body already read)."""
+    status = response.status_code
+    body = _parse_body(response.content)
+    err_obj = body.get("error") if isinstance(body, dict) else None
+    detail: dict[str, Any] = err_obj if isinstance(err_obj, dict) else {}
+    server_msg = server_message(body)
+    err_type = detail.get("type")
+    err_code = detail.get("code")
+    request_id = response.headers.get("x-request-id")
+    if status == 401:
+        hint = (f"The API key ({mask_key(api_key)}) was rejected: check that HOLYSHEEP_API_KEY (or api_key=) "
+                "holds a current key.")
+    elif status >= 500:
+        hint = "The server failed; try again later, or configure a fallback endpoint."
+    elif status == 404:
+        hint = _not_found_hint(response.request, server_msg)
+    else:
+        hint = _HINTS.get(status, "")
+    parts = [f"HTTP {status} {response.reason_phrase}".rstrip()]
+    if server_msg:
+        parts.append(f": {server_msg}")
+    if err_type or err_code:
+        parts.append(f" (type={err_type}, code={err_code})")
+    if retries_taken:
+        parts.append(f" after {retries_taken} retr{'y' if retries_taken == 1 else 'ies'}")
+    if request_id:
+        parts.append(f" [request_id={request_id}]")
+    if hint:
+        parts.append(f". {hint}")
+    message = redact("".join(parts), api_key)
+    body = redact_value(body, api_key)  # strings masked in place; the structure is kept
+    cls = (QuotaUnavailableError if status == 404 and _is_quota_path(response.request.url)
+           else _STATUS_CLASSES.get(status)) or (InternalServerError if status >= 500 else APIStatusError)
+    request = sanitized_request(response.request, api_key)
+    response.request = request
+    raw = response.content
+    if b"hs_" in raw or (api_key and api_key.encode("utf-8", "replace") in raw):  # the server echoed a key
+        response._content = redact(raw.decode("utf-8", "replace"), api_key).encode()
+    err = cls(
+        message,
+        status_code=status,
+        request_id=request_id,
+        response=response,
+        request=request,
+        body=body,
+        type=err_type if isinstance(err_type, str) else None,
+        code=str(err_code) if err_code is not None else None,
+    )
+    err.retry_after = retry_after
+    err.retries_taken = retries_taken
+    return err
+
+
+def _is_quota_path(url: httpx.URL) -> bool:
+    return url.path.rstrip("/").endswith("/quota")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*[A-Za-z0-9]")
+
+
+def _requested_model(request: httpx.Request) -> str | None:
+    try:
+        body = json.loads(request.content) if request.content else None
+    except (ValueError, UnicodeDecodeError, httpx.RequestNotRead):
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def nearest_model_hint(model: str | None, server_msg: str | None) -> str | None:
+    """"Did you mean 'x'?" when the server's message lists the names it serves and one is close to ``model``."""
+    if not model or not server_msg:
+        return None
+    import difflib
+
+    names = {n for n in _NAME.findall(server_msg) if n != model and any(c in n for c in "-.0123456789")}
+    close = difflib.get_close_matches(model, sorted(names), n=1, cutoff=0.6)
+    return f"Did you mean {close[0]!r}?" if close else None
+
+
+def _not_found_hint(request: httpx.Request, server_msg: str | None) -> str:
+    url = request.url
+    nearest = nearest_model_hint(_requested_model(request), server_msg)
+    if nearest is not None:
+        return nearest
+    version = missing_version_hint(url)
+    if version is not None:
+        return version
+    if _is_quota_path(url):
+        return ("This server has no quota endpoint (GET /quota answered 404): self-hosted and most "
+                "OpenAI-compatible servers have none. Skip the quota check (batch(check_quota=False)).")
+    if url.path.rstrip("/").endswith("/models"):
+        return "The server has no models endpoint at this base_url; check the base_url."
+    return _HINTS[404]
+
+
+def error_from_transport(
+    exc: Exception, request: httpx.Request | None, *, api_key: str | None, retries_taken: int
+) -> APIConnectionError:
+    """The typed exception for a failure with no usable response (timeout, refused, reset)."""
+    req = sanitized_request(request, api_key) if request is not None else None
+    where = f" ({req.method} {req.url})" if req is not None else ""
+    tried = f" after {retries_taken} retr{'y' if retries_taken == 1 else 'ies'}" if retries_taken else ""
+    detail = redact(str(exc), api_key) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return APITimeoutError(
+            f"Request timed out{where}{tried}: {detail}. Raise timeout= (seconds) or check the server's load.",
+            request=req,
+        )
+    return APIConnectionError(
+        f"Connection error{where}{tried}: {detail}. Check the base_url, your network, and that the server is up.",
+        request=req,
+    )

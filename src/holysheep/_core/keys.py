@@ -1,0 +1,106 @@
+"""API-key rules: shape check, masking, and scrubbing keys out of any text we show."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from holysheep._exceptions import InvalidAPIKeyError
+
+__all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "mask_key", "redact", "redact_value",
+           "validate_holysheep_key"]
+
+ENV_API_KEY = "HOLYSHEEP_API_KEY"
+HOLYSHEEP_KEY_RE = re.compile(r"hs_[A-Za-z0-9_-]{16,}")
+_ANY_HS_TOKEN = re.compile(r"hs_[A-Za-z0-9_-]{4,}")
+MIN_SECRET_LEN = 8  # shorter keys ("EMPTY", "ollama", "none", "db") are placeholders, not secrets
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    pattern = _patterns.get(secret)
+    if pattern is None:
+        if len(_patterns) > 64:
+            _patterns.clear()
+        pattern = _patterns[secret] = re.compile(
+            rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
+    return pattern
+
+
+def mask_key(key: str | None) -> str:
+    """Return the most of ``key`` that may ever be shown: ``hs_…`` plus the last 4 characters."""
+    if not key:
+        return "<none>"
+    if key.startswith("hs_") and len(key) > 8:
+        return "hs_…" + key[-4:]
+    return "…" + key[-4:] if len(key) > 8 else "<redacted>"
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Scrub every given secret, and anything shaped like a HolySheep key, out of ``text``.
+
+    A secret is replaced only where it stands as a whole token (not inside a longer word) and only when
+    it is at least `MIN_SECRET_LEN` characters long, so placeholder keys such as ``EMPTY`` or ``db`` do
+    not mangle the server's text.
+    """
+    for secret in secrets:
+        if secret and len(secret) >= MIN_SECRET_LEN and secret in text:
+            text = _secret_pattern(secret).sub(mask_key(secret).replace("\\", "\\\\"), text)
+    if "hs_" in text:
+        text = _ANY_HS_TOKEN.sub(lambda m: mask_key(m.group(0)) if len(m.group(0)) > 8 else "hs_…", text)
+    return text
+
+
+def redact_value(value: Any, *secrets: str | None) -> Any:
+    """`redact` applied to every string inside a JSON-like value; the structure is never changed."""
+    if isinstance(value, str):
+        return redact(value, *secrets)
+    if isinstance(value, dict):
+        return {redact(k, *secrets) if isinstance(k, str) else k: redact_value(v, *secrets)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, *secrets) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_value(v, *secrets) for v in value)
+    return value
+
+
+def validate_holysheep_key(key: str) -> None:
+    """Raise `InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
+    if not isinstance(key, str):
+        raise InvalidAPIKeyError(
+            f"api_key must be a string, got {type(key).__name__}. Pass api_key='hs_...' or set {ENV_API_KEY}."
+        )
+    if HOLYSHEEP_KEY_RE.fullmatch(key):
+        return
+    shown = repr(key[:3]) + "…" if key else "an empty string"
+    raise InvalidAPIKeyError(
+        f"The API key starting with {shown} is not a HolySheep key: expected 'hs_' followed by at least "
+        f"16 characters from A-Z, a-z, 0-9, '_' or '-'. Copy the key from your HolySheep dashboard into "
+        f"api_key=... or the {ENV_API_KEY} environment variable (a self-hosted base_url accepts any key)."
+    )
+
+
+class SecretKey:
+    """Holds an API key; its repr and str never show more than ``hs_…`` + the last 4 characters."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value
+
+    def reveal(self) -> str | None:
+        """The key itself, for the Authorization header only."""
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return f"SecretKey({mask_key(self._value)!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> str | tuple[object, ...]:  # pickling would write the key in clear text to disk
+        raise TypeError("SecretKey cannot be pickled; pass the key again where it is needed")

@@ -1,0 +1,46 @@
+"""Keep the key out of exception chains: what an error may carry as its ``__cause__``."""
+
+from __future__ import annotations
+
+import httpx
+
+from holysheep._core.keys import mask_key, redact
+
+__all__ = ["masked_request", "scrub_cause"]
+
+
+def masked_request(request: httpx.Request, api_key: str | None) -> httpx.Request:
+    """A copy of ``request`` whose credentials show at most ``hs_…`` + the last 4 characters."""
+    headers = httpx.Headers(request.headers)
+    for name in ("authorization", "proxy-authorization", "api-key", "x-api-key"):
+        if name in headers:
+            value = headers[name]
+            scheme, _, secret = value.partition(" ") if name.endswith("authorization") else ("", "", value)
+            shown = mask_key(secret or value).replace("…", "...")
+            headers[name] = f"{scheme} {shown}" if scheme and secret else shown
+    return httpx.Request(request.method, request.url, headers=headers, extensions=request.extensions)
+
+
+def scrub_cause(exc: BaseException, api_key: str | None) -> BaseException | None:
+    """A secret-free stand-in for ``exc`` to chain as ``__cause__``.
+
+    httpx errors are copied with a redacted message and a masked ``request``, and without their own
+    chain (an aiohttp error below may hold the raw headers). Other exceptions are chained only when
+    their text holds no key and they chain nothing further.
+    """
+    text = str(exc)
+    clean = redact(text, api_key)
+    if isinstance(exc, httpx.HTTPError):
+        try:
+            copy = type(exc)(clean)
+        except TypeError:  # an unusual constructor: fall back to the base class of its family
+            copy = (httpx.TimeoutException if isinstance(exc, httpx.TimeoutException)
+                    else httpx.TransportError)(clean)
+        req = getattr(exc, "_request", None)
+        if isinstance(req, httpx.Request) and isinstance(copy, httpx.RequestError):
+            copy.request = masked_request(req, api_key)
+        copy.__suppress_context__ = True
+        return copy
+    if clean != text or exc.__cause__ is not None or exc.__context__ is not None:
+        return None
+    return exc

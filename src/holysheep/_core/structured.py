@@ -1,0 +1,195 @@
+"""Structured outputs, sans I/O: check ``parse()`` arguments, turn replies into typed results, re-ask.
+
+The re-ask loop is a generator shared by the sync client, the async client and the batch engine: it
+yields the ``create()`` keyword arguments of the next request and receives that request's
+`ChatCompletion`; its return value is the `ParsedChatCompletion`. Each shell only sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from holysheep._core.json_check import SchemaMismatch
+from holysheep._core.schema import ResponseFormat, response_format_for
+from holysheep._core.structured_errors import (
+    ContentFilterFinishReasonError,
+    LengthFinishReasonError,
+    RefusalError,
+    StructuredOutputError,
+)
+from holysheep._exceptions import InvalidRequestError
+from holysheep.types.chat import ChatCompletion, CompletionUsage
+from holysheep.types.parsed import ParsedChatCompletion
+
+__all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "wants_parse"]
+
+T = TypeVar("T")
+Steps = Generator[dict[str, Any], ChatCompletion, ParsedChatCompletion[T]]
+
+MAX_ERRORS_SHOWN = 20
+"""At most this many validation errors are quoted in a re-ask and in an error message."""
+
+_ENVELOPE_TYPES = ("json_schema", "json_object", "text")
+
+
+def _error_lines(error: ValidationError | ValueError) -> list[str]:
+    if isinstance(error, SchemaMismatch):
+        return [f"- {loc or '(root)'}: {msg}" for loc, msg in error.errors[:MAX_ERRORS_SHOWN]]
+    if not isinstance(error, ValidationError):
+        return [f"- (root): {error}"]
+    lines = []
+    for item in error.errors(include_url=False)[:MAX_ERRORS_SHOWN]:
+        loc = ".".join(str(part) for part in item["loc"]) or "(root)"
+        lines.append(f"- {loc}: {item['msg']}")
+    hidden = error.error_count() - MAX_ERRORS_SHOWN
+    if hidden > 0:
+        lines.append(f"- ... and {hidden} more")
+    return lines
+
+
+def repair_prompt(error: ValidationError | ValueError) -> str:
+    """The user message of a re-ask: what was wrong with the previous reply, one line per error."""
+    return ("Your previous reply does not match the required JSON schema:\n" + "\n".join(_error_lines(error))
+            + "\nReply again with only the corrected JSON.")
+
+
+def _summed_usage(attempts: list[ChatCompletion]) -> CompletionUsage | None:
+    usages = [a.usage for a in attempts if a.usage is not None]
+    if not usages:
+        return None
+    if len(attempts) == 1:
+        return usages[0]
+    prompt = sum(u.prompt_tokens for u in usages)
+    completion = sum(u.completion_tokens for u in usages)
+    total = sum(u.total_tokens or u.prompt_tokens + u.completion_tokens for u in usages)
+    return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def parse_completion(fmt: ResponseFormat[T], completion: ChatCompletion,
+                     attempts: list[ChatCompletion] | None = None) -> ParsedChatCompletion[T]:
+    """``completion`` with each choice's content validated into ``message.parsed``.
+
+    ``attempts`` (every response for this call, ``completion`` last) sets the summed ``usage``. Raises
+    `RefusalError`, `LengthFinishReasonError`, `ContentFilterFinishReasonError` or `StructuredOutputError`.
+    """
+    attempts = attempts if attempts is not None else [completion]
+    usage = _summed_usage(attempts)
+    summed = completion if usage is completion.usage else completion.model_copy(update={"usage": usage})
+    parsed_values: list[Any] = []
+    for choice in completion.choices:
+        message = choice.message
+        where = f"choice {choice.index}" if len(completion.choices) > 1 else "the reply"
+        if message.refusal:
+            raise RefusalError(f"The model refused to answer ({where}): {message.refusal!r}. The full response "
+                               "is in .completion; rephrase the request or try another model.",
+                               refusal=message.refusal, completion=summed)
+        if choice.finish_reason == "length":
+            got = usage.completion_tokens if usage is not None else "?"
+            raise LengthFinishReasonError(
+                f"The reply stopped at the token limit (finish_reason='length', {got} completion tokens), so "
+                f"its JSON is cut off ({where}). Raise max_tokens or ask for a shorter answer.",
+                completion=summed)
+        if choice.finish_reason == "content_filter":
+            raise ContentFilterFinishReasonError(
+                f"The provider's content filter stopped the reply (finish_reason='content_filter', {where}). "
+                "The response is in .completion; rephrase the request.", completion=summed)
+        if message.content is None:
+            parsed_values.append(None)  # e.g. a tool call
+            continue
+        try:
+            parsed_values.append(fmt.validate(message.content))
+        except (ValidationError, ValueError) as exc:
+            detail = "\n".join(_error_lines(exc))
+            shown = message.content if len(message.content) <= 200 else message.content[:200] + "..."
+            raise StructuredOutputError(
+                f"The reply does not match response_format {fmt.name!r} after {len(attempts)} attempt(s):\n"
+                f"{detail}\nReply: {shown!r}. The full text is in .raw_text; pass max_repairs=1 (or more) to "
+                "re-ask the model with these errors.",
+                raw_text=message.content, validation_error=exc if isinstance(exc, ValidationError) else None,
+                completion=summed, attempts=len(attempts)) from exc
+    data = summed.model_dump(by_alias=True, exclude_unset=True)
+    for choice_data, value in zip(data.get("choices", []), parsed_values, strict=True):
+        choice_data.setdefault("message", {})["parsed"] = value
+    result: ParsedChatCompletion[T] = ParsedChatCompletion.model_validate(data)
+    result._set_transport(summed._transport)
+    result._attempts = list(attempts)
+    return result
+
+
+def _check_repairs(max_repairs: object) -> int:
+    if isinstance(max_repairs, bool) or not isinstance(max_repairs, int) or max_repairs < 0:
+        raise InvalidRequestError(f"max_repairs must be an integer >= 0, got {max_repairs!r}. It is how many "
+                                  "times to re-ask the model after output that does not validate.",
+                                  field="max_repairs")
+    return max_repairs
+
+
+@dataclass(frozen=True)
+class ParsePlan(Generic[T]):
+    """A checked ``parse()`` call: the response format, ``max_repairs`` and the ``create()`` arguments
+    (``response_format`` already the ``json_schema`` envelope)."""
+
+    format: ResponseFormat[T]
+    max_repairs: int
+    params: dict[str, Any]
+
+    def steps(self) -> Steps[T]:
+        """The request/response loop: yields ``create()`` kwargs, receives each `ChatCompletion`."""
+        request = self.params
+        attempts: list[ChatCompletion] = []
+        while True:
+            completion = yield request
+            attempts.append(completion)
+            try:
+                return parse_completion(self.format, completion, attempts)
+            except StructuredOutputError as err:
+                if len(attempts) > self.max_repairs:
+                    raise
+                request = self._repair(request, err, len(attempts))
+
+    def _repair(self, request: dict[str, Any], err: StructuredOutputError, repair: int) -> dict[str, Any]:
+        cause = err.validation_error if err.validation_error is not None else err.__cause__
+        prompt = repair_prompt(cause if isinstance(cause, (ValidationError, ValueError)) else ValueError(str(err)))
+        messages = [*request["messages"], {"role": "assistant", "content": err.raw_text},
+                    {"role": "user", "content": prompt}]
+        out = {**request, "messages": messages}
+        headers = self.params.get("extra_headers")
+        if headers and headers.get("idempotency-key"):  # a re-ask is a new request: never deduplicated
+            out["extra_headers"] = {**headers, "idempotency-key": f"{headers['idempotency-key']}-repair{repair}"}
+        return out
+
+
+def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[Any]:
+    """Check ``parse()`` keyword arguments (``model``, ``messages``, ``response_format``, ``max_repairs``,
+    create() parameters) before any I/O. Raises `InvalidRequestError`."""
+    rest = dict(params)
+    max_repairs = _check_repairs(rest.pop("max_repairs", 0))
+    if "response_format" not in rest or rest["response_format"] is None:
+        raise InvalidRequestError("parse() needs response_format: a pydantic model, a type such as "
+                                  "list[Model] or Literal['a', 'b'], or a JSON-schema dict.", field="response_format")
+    fmt = response_format_for(rest["response_format"])
+    rest["response_format"] = fmt.param
+    n = rest.get("n")
+    if max_repairs and isinstance(n, int) and n > 1:
+        raise InvalidRequestError(f"max_repairs works with one choice; got n={n}. Use n=1, or max_repairs=0.",
+                                  field="max_repairs")
+    if max_repairs and stream:
+        raise InvalidRequestError("max_repairs does not work with stream=True (a re-ask needs the whole reply "
+                                  "first). Use stream=False, or max_repairs=0.", field="max_repairs")
+    return ParsePlan(fmt, max_repairs, rest)
+
+
+def wants_parse(params: Mapping[str, Any]) -> bool:
+    """True when a batch item asks for parsed output: ``response_format`` is a type or a bare JSON schema, or
+    an already built ``json_schema``/``json_object`` envelope together with ``max_repairs``."""
+    value = params.get("response_format")
+    if value is None:
+        return False
+    if isinstance(value, Mapping) and value.get("type") in _ENVELOPE_TYPES:
+        return "max_repairs" in params and value.get("type") != "text"
+    return True
+

@@ -1,0 +1,187 @@
+"""What an item waits for before it goes out: the pause gate, a concurrency slot and the RPM/TPM buckets.
+
+``Admission`` owns the load control of one batch. The RPM/TPM buckets are fixed (``rpm=600``) or
+learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default); with
+"auto", the first request goes alone and the rest wait for its reply, so they start at the limit the
+server announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
+from holysheep._engine.options import BatchOptions
+from holysheep._engine.results import BatchStats
+from holysheep._engine.server_limits import (
+    LEARNED_BURST_S,
+    LEARNED_SHARE,
+    LIMITS_MEMORY,
+    LimitsMemory,
+    ServerLimits,
+    read_limits,
+)
+
+__all__ = ["Admission"]
+
+
+class Admission:
+    """Load control for one batch: ``admit`` before a send, ``release`` after, and what it learns on the way."""
+
+    def __init__(self, options: BatchOptions, *, clock: Clock, sleep: Sleep, memory_key: str | None = None,
+                 memory: LimitsMemory = LIMITS_MEMORY) -> None:
+        self._options = options
+        self._clock, self._sleep = clock, sleep
+        self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
+        self.gate = PauseGate(clock=clock, sleep=sleep)
+        self.pace = RetryPace(options.retry_budget, clock=clock)
+        self.estimator = TokenEstimator()
+        self.rpm = self._fixed_bucket(options.rpm)
+        self.tpm = self._fixed_bucket(options.tpm)
+        self.learned_rpm: float | None = None
+        self.learned_tpm: float | None = None
+        self._auto = options.rpm == "auto" or options.tpm == "auto"
+        # "auto": set until the first reply's headers were read (or no reply will come).
+        self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
+        self._probe_taken = False
+        self._turn = asyncio.Lock()
+        self._waiting = 0  # workers inside admit(): while any, nobody is admitted at once (FIFO)
+        self._memory, self._memory_key = memory, memory_key
+        self._heard = False
+        self.remembered = False
+        """True when the limits came from the memory of an earlier batch (this key got replies lately)."""
+        if self._auto and memory_key is not None:
+            known, limits = memory.recall(memory_key)
+            if known:  # a batch in this process heard from this server lately: no need to probe again
+                self._probe = None
+                self.remembered = True
+                if limits is not None:
+                    self._apply(limits, first=False)
+
+    def _fixed_bucket(self, limit: float | str | None) -> TokenBucket | None:
+        if limit is None or isinstance(limit, str):
+            return None
+        return TokenBucket.per_minute(limit, clock=self._clock, sleep=self._sleep)
+
+    def admit_now(self, est_tokens: int | Callable[[], int]) -> int | None:
+        """Admit at once when nothing stands in the way (nobody waiting, no pause, a free slot, room in the
+        buckets): the tokens charged; None when the worker must ``await admit``."""
+        gate = self.gate
+        if self._waiting or (gate.resume_at and gate.paused) or not self.limiter.try_acquire():
+            return None
+        rpm, tpm = self.rpm, self.tpm
+        charge = 0
+        if tpm is not None:
+            charge = self._estimate(est_tokens)
+            if tpm.delay_for(charge) > 0:
+                self.limiter.release()
+                return None
+        if rpm is not None and not rpm.take_now(1):
+            self.limiter.release()
+            return None
+        if tpm is not None:
+            tpm.level -= charge
+        return charge
+
+    def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
+        """The TPM charge for a raw estimate (or the function that gives it)."""
+        return self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
+
+    async def admit(self, est_tokens: int | Callable[[], int]) -> int:
+        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
+
+        ``est_tokens`` is the request's raw token estimate, or a function that gives it (asked only when
+        a TPM bucket applies).
+
+        Workers are admitted one at a time, in the order they asked (a FIFO lock), so only one of them
+        waits on the gate and the buckets at any moment."""
+        self._waiting += 1
+        try:
+            async with self._turn:
+                await self.gate.wait()
+                await self.limiter.acquire()
+                charge = 0
+                if self.rpm is not None:
+                    await self.rpm.take(1)
+                if self.tpm is not None:
+                    charge = self._estimate(est_tokens)
+                    await self.tpm.take(charge)
+                return charge
+        finally:
+            self._waiting -= 1
+
+    @property
+    def probing(self) -> bool:
+        """True until the first reply of an "auto" batch told the limits."""
+        return self._probe is not None and not self._probe.is_set()
+
+    def take_probe(self) -> bool:
+        """True for the one item that goes out as the "auto" probe (the first asked for); False after."""
+        if self._probe is None or self._probe_taken:
+            return False
+        self._probe_taken = True
+        return True
+
+    async def wait_for_probe(self) -> None:
+        """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
+        if self._probe is not None and not self._probe.is_set():
+            await self._probe.wait()
+
+    def probe_done(self) -> None:
+        """A request got its reply, or will never be sent: the probe wait is over."""
+        if self._probe is not None:
+            self._probe.set()
+
+    def release(self) -> None:
+        """Give back the concurrency slot of a request that ended."""
+        self.limiter.release()
+
+    def learn(self, headers: Mapping[str, str] | None) -> None:
+        """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the
+        first reply says remains; a new bucket when the limit changes)."""
+        if not self._auto or headers is None:
+            return
+        limits = read_limits(headers)
+        first_reply, self._heard = not self._heard, True
+        if self._memory_key is not None and (limits is not None or first_reply):
+            self._memory.remember(self._memory_key, limits)  # None: the server announces no limits
+        if limits is not None:
+            self._apply(limits, first=self.learned_rpm is None and self.learned_tpm is None)
+
+    def _apply(self, limits: ServerLimits, *, first: bool) -> None:
+        if self._options.rpm == "auto" and limits.limit_requests and limits.limit_requests != self.learned_rpm:
+            self.rpm = self._learned_bucket(limits.limit_requests, limits.remaining_requests, first)
+            self.learned_rpm = limits.limit_requests
+        if self._options.tpm == "auto" and limits.limit_tokens and limits.limit_tokens != self.learned_tpm:
+            self.tpm = self._learned_bucket(limits.limit_tokens, limits.remaining_tokens, first)
+            self.learned_tpm = limits.limit_tokens
+
+    def _learned_bucket(self, limit: float, remaining: float | None, first: bool) -> TokenBucket:
+        bucket = TokenBucket.per_minute(limit * LEARNED_SHARE, LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
+        if first and remaining is not None:
+            bucket.level = min(bucket.level, remaining)
+        return bucket
+
+    def settle_tokens(self, charge: int, actual: int) -> None:
+        """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""
+        if self.tpm is not None and charge and actual:
+            self.tpm.adjust(charge - actual)
+
+    def refund_tokens(self, charge: int) -> None:
+        """Give back a TPM charge whose request failed."""
+        if self.tpm is not None and charge:
+            self.tpm.adjust(charge)
+
+    def fill(self, stats: BatchStats) -> None:
+        """Copy what load control saw into ``stats``."""
+        limiter, gate = self.limiter, self.gate
+        stats.concurrency = limiter.limit
+        stats.concurrency_min = limiter.lowest
+        stats.concurrency_decreases = limiter.decreases
+        stats.peak_in_flight = limiter.peak_in_flight
+        stats.pauses = gate.pauses
+        stats.paused_s = gate.paused_s
+        stats.retries_paced = self.pace.paced
+        stats.learned_rpm = self.learned_rpm
+        stats.learned_tpm = self.learned_tpm

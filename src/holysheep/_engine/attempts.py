@@ -1,0 +1,227 @@
+"""One attempt of one batch item: send it, then finish it, retry it (backoff or pause) or stop the batch.
+
+``AttemptRunner`` runs after the dispatcher has admitted an item. Each item holds the client's
+``CallPlan``: the client's ``Call`` writes the attempt headers and decides every retry (policy, delay,
+``on_retry`` hook, fallbacks). The runner only decides *when* a retry goes: a 429 or Retry-After
+pauses the whole batch, retries beyond the budget's share are paced, and an outage stops the batch.
+It also owns the batch's stop: once stopped, nothing more is sent and unfinished items end at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from holysheep._core.call import Outcome
+from holysheep._core.call_plan import CallPlan
+from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
+from holysheep._core.structured import plan_parse, wants_parse
+from holysheep._engine.admission import Admission
+from holysheep._engine.delivery import ResultSink
+from holysheep._engine.limits import OutageDetector
+from holysheep._engine.options import BatchOptions
+from holysheep._engine.requests import BatchRequest
+from holysheep._engine.results import BatchUnfinishedError
+from holysheep._engine.sender import Sender
+from holysheep._engine.work_queue import WorkQueue
+from holysheep._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError
+from holysheep.types.chat import ChatCompletion
+
+__all__ = ["AttemptRunner"]
+
+logger = logging.getLogger("holysheep.batch")
+
+
+class AttemptRunner:
+    """Sends admitted items through the client's sender and settles each attempt's outcome."""
+
+    def __init__(self, sender: Sender, options: BatchOptions, *, queue: WorkQueue, admission: Admission,
+                 sink: ResultSink, outage: OutageDetector) -> None:
+        self._sender = sender
+        self._options = options
+        self._queue = queue
+        self._admission = admission
+        self._sink = sink
+        self._outage = outage
+        self.stats = sink.stats
+        self.abort: BaseException | None = None
+        """Set once the batch stopped: the error every unfinished item ends with."""
+
+    def _plan(self, item: BatchRequest) -> CallPlan | None:
+        plan: CallPlan | None = item.plan
+        if plan is None:
+            try:
+                plan = item.plan = self._sender.plan(self._request_of(item), idempotency_key=item.key)
+            except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
+                self._sink.finalize(item, None, exc)  # ends with it; nothing was sent, the batch goes on
+                return None
+        return plan
+
+    @staticmethod
+    def _request_of(item: BatchRequest) -> Mapping[str, Any]:
+        """The create() arguments of the item's next request. An item with `response_format=Model` (or
+        `max_repairs`) runs parse()'s re-ask loop: its requests come from that loop."""
+        if item.request is not None:
+            return item.request
+        if item.steps is None and wants_parse(item.params):
+            item.steps = plan_parse(item.params).steps()
+            item.request = next(item.steps)
+            return item.request
+        if "max_repairs" in item.params:
+            return {k: v for k, v in item.params.items() if k != "max_repairs"}
+        return item.params
+
+    def _next_step(self, item: BatchRequest, response: ChatCompletion) -> ChatCompletion | None:
+        """Feed a structured item's reply to its re-ask loop: the parsed completion when it is done, None
+        when a re-ask was queued (a new request, with its own idempotency key) or the item failed."""
+        try:
+            item.request = item.steps.send(response)
+        except StopIteration as stop:
+            parsed: ChatCompletion = stop.value
+            return parsed
+        except APIError as exc:  # StructuredOutputError, RefusalError, ...: the item's own typed error
+            self._sink.finalize(item, None, exc)
+            return None
+        item.repairs += 1
+        base = (item.key or "").split("-repair")[0]
+        item.key = f"{base}-repair{item.repairs}" if base else None
+        item.plan = None
+        self._queue.retry_now(item)
+        return None
+
+    async def run(self, item: BatchRequest, charge: int) -> None:
+        """Send one attempt of an admitted ``item`` (holding a concurrency slot and ``charge`` TPM tokens)."""
+        admission = self._admission
+        epoch = admission.limiter.epoch
+        plan = self._plan(item)
+        if plan is None:  # the item's parameters are invalid: it is finished, nothing was sent
+            admission.release()
+            admission.probe_done()  # the rate-limit probe must not wait on an item that never goes out
+            return
+        if item.key is None:
+            item.key = plan.call.headers.get("idempotency-key")  # kept if the item is ever re-planned
+        if item.attempts == 0:
+            admission.pace.on_first_attempt()
+            item.first_sent = time.perf_counter()
+        item.attempts += 1
+        self.stats.requests += 1
+        try:
+            gate = admission.gate
+            if gate.resume_at and gate.paused:
+                await gate.wait()
+            outcome = await self._sender.attempt(plan.call)
+        except asyncio.CancelledError:
+            admission.release()
+            raise
+        except Exception as exc:  # a sender that raised instead of answering: the item ends with it, never hangs
+            admission.release()
+            error: BaseException = exc
+            if isinstance(exc, ClientClosedError):  # nothing more can be sent: stop (resumable), not N failures
+                self.stop_unfinished("the client was closed", exc)
+                error = self.unfinished_error(exc)
+            self._sink.finalize(item, None, error)
+            return
+        finally:
+            admission.probe_done()
+        admission.release()
+        try:
+            admission.learn(plan.call.response_headers)
+            delay = plan.after(outcome)
+            if outcome.error is None:
+                self._on_success(item, plan.result(), charge)
+                return
+            admission.refund_tokens(charge)
+            self._on_error(item, outcome, delay, epoch)
+        except Exception as exc:  # e.g. a structured-output validator that raised: the item ends with it
+            self._sink.finalize(item, None, exc)
+
+    def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
+        self._outage.record(True)
+        admission = self._admission
+        admission.limiter.on_success()
+        actual = self._sink.count_usage(response)
+        if actual and admission.tpm is not None:  # the estimate's correction matters only to a TPM bucket
+            admission.estimator.observe(item.est_tokens, actual)
+        admission.settle_tokens(charge, actual)
+        if item.steps is not None:
+            parsed = self._next_step(item, response)
+            if parsed is None:
+                return
+            response = parsed
+        self._sink.finalize(item, response, None)
+
+    def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int) -> None:
+        error = outcome.error
+        assert error is not None and item.plan is not None
+        stats = self.stats
+        if isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error):
+            stats.rate_limited += 1
+            self._admission.limiter.on_rate_limited(epoch)
+        outage = self._outage.record(False) if is_retryable(error) else None
+        if outage is not None:
+            self.stop_unfinished(outage, error)
+        if delay is None:  # the client's decision: this item is finished
+            self._on_final_error(item, error, item.plan.call.policy)
+        elif self.abort is not None:
+            self._sink.finalize(item, None, self.unfinished_error(error))
+        elif isinstance(error, APIStatusError) and (error.status_code == 429 or error.retry_after is not None):
+            stats.retries += 1
+            self._admission.gate.pause_for(delay)  # the server asked for room: the whole batch waits
+            self._queue.retry_now(item)
+        else:
+            stats.retries += 1
+            extra = self._admission.pace.wait_for()
+            if extra:
+                stats.retries_paced += 1
+            self._queue.retry_later(item, delay + extra)
+
+    def _on_final_error(self, item: BatchRequest, error: APIError, policy: RetryPolicy) -> None:
+        if isinstance(error, AuthenticationError):
+            self.stop(error, "authentication failed (HTTP 401)")
+        elif is_quota_exhausted(error):
+            self.stop(error, f"quota exhausted (HTTP {getattr(error, 'status_code', '?')})")
+        retry_after = error.retry_after if isinstance(error, APIStatusError) else None
+        if self.abort is None and retry_after is not None and retry_after > policy.max_retry_after \
+                and is_retryable(error):
+            # The server wants a longer pause than one call waits for: pause the whole batch (up to
+            # max_pause_s) and send the item again, or stop the batch (resumable) when that is too long.
+            if retry_after > self._options.max_pause_s:
+                self.stop_unfinished(f"the server asked to wait {retry_after:.0f} s, longer than "
+                                     f"max_pause_s={self._options.max_pause_s:g}", error)
+            elif item.attempts <= policy.max_retries:
+                self.stats.retries += 1
+                self._admission.gate.pause_for(retry_after)
+                item.plan = None  # a fresh plan (same idempotency key) once the pause is over
+                self._queue.retry_now(item)
+                return
+        if self.abort is not None and self.abort is not error:
+            self._sink.finalize(item, None, self.unfinished_error(error))
+        else:
+            self._sink.finalize(item, None, error)
+
+    def unfinished_error(self, last: BaseException | None) -> BaseException:
+        """The error an item ends with because the batch stopped (``last``: its own last error, if any)."""
+        abort = self.abort
+        if isinstance(abort, BatchUnfinishedError):
+            return BatchUnfinishedError(str(abort), stop_reason=abort.stop_reason, last_error=last)
+        assert abort is not None
+        return abort
+
+    def stop_unfinished(self, reason: str, error: BaseException | None) -> None:
+        """Stop for a reason that is not the items' fault: unfinished items end with
+        ``BatchUnfinishedError`` (resumable)."""
+        self.stop(BatchUnfinishedError(f"not finished: the batch stopped ({reason}); run it again later",
+                                       stop_reason=reason, last_error=error), reason)
+
+    def stop(self, error: BaseException, reason: str) -> None:
+        """Stop the batch: nothing more is sent; every unfinished item ends with ``error``."""
+        if self.abort is not None:
+            return
+        self.abort = error
+        self.stats.stop_reason = reason
+        logger.warning("batch stopped: %s: %s", reason, error)
+        self._queue.end_backoffs()
+        self._admission.gate.resume_at = 0.0

@@ -1,0 +1,227 @@
+"""The async batch engine's public face: ``BatchIterator`` wires its parts and runs the dispatch loop.
+
+The parts, each with its own state:
+
+- ``WorkQueue`` (``_work_queue``): retries first, then fresh inputs read lazily with bounded read-ahead;
+- ``Admission`` (``_admission``): the pause gate, concurrency slots and RPM/TPM buckets an item waits for;
+- ``AttemptRunner`` (``_attempts``): sends one attempt through the client's sender and settles it
+  (``concurrency`` workers each take an item, get it admitted and send it, then take the next: a reply is
+  followed by the next request at once, as in a plain worker pool);
+- ``ResultSink`` (``_delivery``): every input ends as exactly one ``BatchResult``, delivered as it completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from typing import Any
+
+from holysheep._core.closing import AsyncClosing
+from holysheep._engine.admission import Admission
+from holysheep._engine.attempts import AttemptRunner
+from holysheep._engine.delivery import EMPTY, ResultSink
+from holysheep._engine.gc_scope import GCScope
+from holysheep._engine.limits import Clock, OutageDetector, Sleep
+from holysheep._engine.options import BatchOptions, OnResult
+from holysheep._engine.quota_check import check_quota
+from holysheep._engine.results import BatchResult, BatchStats
+from holysheep._engine.sender import Sender
+from holysheep._engine.work_queue import END, WAIT, WorkQueue
+
+__all__ = ["BatchIterator", "BatchOptions"]
+
+
+class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
+    """Results of a running batch as they complete (``async for``); each carries its input ``index``.
+
+    Use ``async with`` (or call ``aclose``) when you may stop early: closing cancels what is in
+    flight. Reading the input is lazy with bounded read-ahead, so any (async) iterable works.
+    """
+
+    def __init__(
+        self,
+        sender: Sender,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        options: BatchOptions | None = None,
+        estimated_tokens: int | None = None,
+        total: int | None = None,
+        on_result: OnResult | None = None,
+        on_progress: Callable[[BatchStats], None] | None = None,
+        progress: Any = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        opts = self.options = options or BatchOptions()
+        self._sender = sender
+        self._estimated = estimated_tokens
+        self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
+        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency)
+        self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
+        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
+        self._sink = ResultSink(self._stats, self.queue, self.admission)
+        self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
+                                      window=opts.outage_window, clock=clock)
+        self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
+                                     outage=self._outage)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._gc = GCScope(opts.gc_threshold)
+        self._started = False
+        self._workers = 0
+        self._quota_check: asyncio.Task[None] | None = None
+        self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
+        self._closed = False
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (the load-control figures and the cost are brought up to date on read)."""
+        self._sink.sync_stats()
+        return self._stats
+
+    @property
+    def read_count(self) -> int:
+        """How many inputs have been read so far."""
+        return self.queue.read_count
+
+    # ------------------------------------------------------------------ consumer side
+    def __aiter__(self) -> BatchIterator:
+        return self
+
+    async def __anext__(self) -> BatchResult:
+        if self._closed:
+            raise StopAsyncIteration
+        if not self._started:
+            await self._start()
+        item = self._sink.out.get_nowait()
+        if item is EMPTY:
+            item = await self._sink.out.get()
+        if item is END:
+            self._finish()
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            await self.aclose()
+            raise item
+        self.queue.result_taken()
+        if self._on_result is not None:
+            self._on_result(item)
+        if self._on_progress is not None:
+            self._on_progress(self.stats)
+        if self._progress is not None:
+            self._progress.update(self.stats)
+        result: BatchResult = item
+        return result
+
+    async def close(self) -> None:
+        """The same as ``aclose`` (``async with`` calls it)."""
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop dispatching and cancel requests in flight (results already delivered stay valid)."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [t for t in (self._quota_check, *self._tasks) if t is not None and not t.done()]
+        for task in tasks:
+            task.cancel()
+        self.queue.cancel_backoffs()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._finish()
+
+    def _finish(self) -> None:
+        self._closed = True
+        self._gc.exit()
+        self._sink.sync_stats()
+        if self.stats.finished_at is None:
+            self.stats.finished_at = time.monotonic()
+        if self._progress is not None:
+            progress, self._progress = self._progress, None
+            progress.close(self.stats)
+
+    async def _start(self) -> None:
+        self.stats.started_at = time.monotonic()
+        if self._progress is not None:
+            self._progress.start(self.stats)
+        loop = asyncio.get_running_loop()
+        opts = self.options
+        if opts.check_quota and not opts.require_quota and (self.admission.probing or self.admission.remembered):
+            # The quota check only warns here, so it need not come first. With a probe (the first request,
+            # sent alone) it runs alongside it and the rest wait for both: a rejected key costs that one
+            # request. When this key got replies lately (remembered limits) nobody waits for it.
+            self._quota_check = loop.create_task(self._check_quota())
+            if self.admission.probing:
+                self._quota_gate = self._quota_check
+        elif opts.check_quota:
+            try:
+                await self._check_quota()
+            except BaseException:
+                self._finish()
+                raise
+        self._started = True
+        self._gc.enter()
+        self._start_workers(loop)
+
+    async def _check_quota(self) -> None:
+        rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
+                                     require=self.options.require_quota)
+        if rejected is not None:
+            self._runner.stop(rejected, "authentication failed (HTTP 401)")
+
+    # ------------------------------------------------------------------ workers
+    def _start_workers(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._workers = self.options.concurrency
+        for _ in range(self.options.concurrency):
+            task = loop.create_task(self._work())
+            self._tasks.add(task)
+            task.add_done_callback(self._worker_done)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:  # nothing more is sent: the collector may run as usual again
+            self._gc.exit()
+
+    async def _work(self) -> None:
+        """One worker: take items in order (retries first), get each admitted, send it, repeat."""
+        queue, admission, runner, sink = self.queue, self.admission, self._runner, self._sink
+        try:
+            while True:  # the *_now calls take the usual case without an await: no coroutine per step
+                item = queue.next_now()
+                if item is WAIT:
+                    item = await queue.next()
+                if item is None:
+                    break
+                if item.invalid is not None:
+                    sink.finalize(item, None, item.invalid)
+                    continue
+                if not admission.take_probe():
+                    if admission.probing:  # rpm/tpm="auto": the rest wait for the probe's reply
+                        await admission.wait_for_probe()
+                    if self._quota_gate is not None:
+                        await self._quota_gate  # ... and for the quota check that runs alongside it
+                        self._quota_gate = None  # it passed: later items need not ask again
+                if runner.abort is None:
+                    charge = admission.admit_now(item.token_estimate)
+                    if charge is None:
+                        charge = await admission.admit(item.token_estimate)
+                    outage = self._outage.check()
+                    if outage is not None:
+                        runner.stop_unfinished(outage, None)
+                    if runner.abort is None:
+                        await runner.run(item, charge)
+                        continue
+                    admission.release()
+                admission.probe_done()  # a probe that will not go out must not hold the others back
+                sink.finalize(item, None, runner.unfinished_error(None))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the input iterable failed: hand its error to the consumer
+            self._workers = -1
+            sink.out.put_nowait(exc)
+            return
+        self._workers -= 1
+        if self._workers == 0:  # the last worker out ends the results
+            if self._quota_check is not None:  # nothing was sent: the check still finishes first
+                await self._quota_check
+            sink.out.put_nowait(END)

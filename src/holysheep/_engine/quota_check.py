@@ -1,0 +1,66 @@
+"""The quota check a batch makes before it sends anything (``check_quota=True``, the default)."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+from holysheep._engine.sender import Sender
+from holysheep._exceptions import APIError, AuthenticationError, QuotaExceededError, QuotaUnavailableError
+
+__all__ = ["check_quota"]
+
+logger = logging.getLogger("holysheep.batch")
+
+_warned_no_quota: set[str] = set()
+
+
+def _warn_no_quota_once(exc: QuotaUnavailableError) -> None:
+    """One warning per server without a quota endpoint (logging WARNING and ``warnings``), not one per batch."""
+    where = str(exc.request.url) if exc.request is not None else ""
+    if where in _warned_no_quota:
+        return
+    _warned_no_quota.add(where)
+    msg = (f"Batch quota check skipped: this server has no quota endpoint ({where or 'GET /quota'} answered "
+           "404). The batch runs without one; pass check_quota=False to skip the check.")
+    logger.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+async def check_quota(sender: Sender, *, estimated_tokens: int | None, require: bool) -> AuthenticationError | None:
+    """Compare the account's quota with the batch's estimate.
+
+    Returns the `AuthenticationError` when the key was rejected (the batch then stops before sending).
+    Raises `QuotaExceededError` / `QuotaUnavailableError` when `require` is set and the batch cannot
+    be shown to fit; otherwise a shortfall or a missing quota endpoint is a warning.
+    """
+    try:
+        info = await sender.quota()
+    except AuthenticationError as exc:
+        return exc
+    except QuotaUnavailableError as exc:
+        if require:
+            raise QuotaUnavailableError(
+                f"{exc.message} (require_quota=True: nothing was sent; drop it to run without a quota check.)",
+                status_code=exc.status_code, request=exc.request, body=exc.body) from None
+        _warn_no_quota_once(exc)
+        return None
+    except APIError as exc:
+        if require:
+            raise QuotaExceededError(f"The quota check failed ({exc.message}); require_quota=True: nothing "
+                                     "was sent. Try again, or drop require_quota.") from exc
+        logger.debug("quota check skipped: %s", exc)
+        return None
+    remaining = getattr(info, "remaining", None)
+    unit = getattr(info, "unit", None)
+    if remaining is None or (unit not in (None, "tokens")):
+        return None
+    if remaining <= 0 or (estimated_tokens is not None and estimated_tokens > remaining):
+        need = f"about {estimated_tokens:,} tokens" if estimated_tokens is not None else "tokens"
+        msg = (f"The batch needs {need} (prompt chars/4 + max_tokens) but the account has {remaining:,.0f} "
+               "left; it may stop part-way with insufficient_quota.")
+        if require:
+            raise QuotaExceededError(msg + " (require_quota=True: nothing was sent.)")
+        logger.warning(msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=4)
+    return None

@@ -1,0 +1,165 @@
+"""Turning batch inputs into create() parameters, and the token estimate used by the limiters.
+
+An input item is a prompt string, a list of messages, a dict of ``create()`` parameters (optionally
+with ``"custom_id"``; ``"prompt"`` is accepted for ``messages=[{"role": "user", ...}]``), or an OpenAI
+Batch API line ``{"custom_id", "method", "url", "body"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from holysheep._exceptions import InvalidRequestError
+
+__all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "normalize_item"]
+
+DEFAULT_COMPLETION_TOKENS = 256
+"""Completion tokens assumed by the estimate when a request sets no ``max_tokens``."""
+
+_CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/completions", "chat/completions"})
+
+
+class BatchRequest:
+    """One input item on its way through the batch: its position, id, parameters and attempt state."""
+
+    __slots__ = ("_est_tokens", "attempts", "custom_id", "first_sent", "index", "invalid", "key", "params", "plan",
+                 "repairs", "request", "steps")
+
+    def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
+                 invalid: BaseException | None = None) -> None:
+        self.index = index
+        self.custom_id = custom_id
+        self.params = params
+        self.invalid = invalid
+        self.attempts = 0
+        self.first_sent: float | None = None
+        self.key: str | None = None
+        self.plan: Any = None  # the client's CallPlan, made on the first attempt
+        self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
+        self.request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
+        self.repairs = 0
+        self._est_tokens: int | None = None if invalid is None else 0
+
+    def token_estimate(self) -> int:
+        """The raw token estimate (worked out on first use: only TPM limits and the quota check need it)."""
+        est = self._est_tokens
+        if est is None:
+            est = self._est_tokens = estimate_tokens(self.params)
+        return est
+
+    @property
+    def est_tokens(self) -> int:
+        """The same as ``token_estimate()``."""
+        return self.token_estimate()
+
+
+def _text_len(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        total = 0
+        for part in content:
+            if isinstance(part, Mapping):
+                text = part.get("text")
+                total += len(text) if isinstance(text, str) else 0
+            elif isinstance(part, str):
+                total += len(part)
+        return total
+    return 0
+
+
+def estimate_tokens(params: Mapping[str, Any]) -> int:
+    """Prompt characters / 4 (rounded up) + ``max_tokens`` (or ``max_completion_tokens``, else 256)."""
+    chars = 0
+    messages = params.get("messages")
+    if isinstance(messages, (list, tuple)):
+        for message in messages:
+            content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+            chars += _text_len(content)
+    completion = params.get("max_tokens") or params.get("max_completion_tokens")
+    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
+        completion = DEFAULT_COMPLETION_TOKENS
+    n = params.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+        completion *= n
+    return (chars + 3) // 4 + completion
+
+
+def _custom_id(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value)
+    raise InvalidRequestError(f"{where}custom_id must be a string, got {type(value).__name__}.", field="custom_id")
+
+
+def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if "body" in item and ("url" in item or "method" in item):  # OpenAI Batch API line
+        method = item.get("method", "POST")
+        url = item.get("url", "/v1/chat/completions")
+        if not isinstance(method, str) or method.upper() != "POST":
+            raise InvalidRequestError(f"{where}method must be 'POST', got {method!r}.", field="method")
+        if url not in _CHAT_URLS:
+            raise InvalidRequestError(f"{where}url must be '/v1/chat/completions', got {url!r}.", field="url")
+        body = item["body"]
+        if not isinstance(body, Mapping):
+            raise InvalidRequestError(f"{where}body must be an object of chat parameters.", field="body")
+        params = dict(body)
+        params.pop("stream", None)
+        return params
+    params = {k: v for k, v in item.items() if k != "custom_id"}
+    if "prompt" in params and "messages" not in params:
+        prompt = params.pop("prompt")
+        if not isinstance(prompt, str):
+            raise InvalidRequestError(f"{where}prompt must be a string.", field="prompt")
+        params["messages"] = [{"role": "user", "content": prompt}]
+    return params
+
+
+def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where: str | None = "",
+                   custom_id: str | None = None) -> BatchRequest:
+    """A `BatchRequest` for ``item``; a malformed item gives one whose ``invalid`` holds the error.
+
+    ``defaults`` (``model``, ``max_tokens``, ...) apply where the item does not set them. ``where``
+    prefixes error messages (None: ``"item {index}: "``, formatted only when there is an error).
+    """
+    kind = type(item)
+    if kind is list and defaults.get("model"):  # the usual input: a list of messages, model from the batch
+        return BatchRequest(index, custom_id, {**defaults, "messages": item})  # (read, never changed)
+    try:
+        if kind is list or kind is tuple:  # the usual inputs first, without the ABC checks
+            params: dict[str, Any] = {"messages": list(item)}
+        elif kind is str:
+            params = {"messages": [{"role": "user", "content": item}]}
+        elif isinstance(item, Mapping):
+            where = _where(where, index)
+            custom_id = _custom_id(item.get("custom_id"), where) if custom_id is None else custom_id
+            params = _params_from_mapping(item, where)
+        elif isinstance(item, str):
+            params = {"messages": [{"role": "user", "content": item}]}
+        elif isinstance(item, (list, tuple)):
+            params = {"messages": list(item)}
+        else:
+            raise InvalidRequestError(
+                f"{_where(where, index)}a batch item must be a prompt string, a list of messages or a dict of "
+                f"create() parameters, got {kind.__name__}.", field="requests")
+        if "messages" not in params:
+            raise InvalidRequestError(f"{_where(where, index)}the item has no 'messages' (or 'prompt').",
+                                      field="messages")
+        if "stream" in params:
+            if params["stream"]:
+                raise InvalidRequestError(f"{_where(where, index)}stream=True is not supported in a batch.",
+                                          field="stream")
+            del params["stream"]
+        merged = {**defaults, **params} if defaults else params
+        if not merged.get("model"):
+            raise InvalidRequestError(f"{_where(where, index)}no model: pass model= to the batch or set it per "
+                                      "item.", field="model")
+        return BatchRequest(index, custom_id, merged)
+    except InvalidRequestError as exc:
+        return BatchRequest(index, custom_id, {}, invalid=exc)
+
+
+def _where(where: str | None, index: int) -> str:
+    return f"item {index}: " if where is None else where

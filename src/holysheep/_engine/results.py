@@ -1,0 +1,306 @@
+"""What a batch returns: one `BatchResult` per input, `BatchResults`, live stats and the summary."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, overload
+
+from holysheep._exceptions import HolySheepError
+from holysheep.types.chat import ChatCompletion
+
+__all__ = [
+    "BatchCancelledError",
+    "BatchFailedError",
+    "BatchInterrupted",
+    "BatchResult",
+    "BatchResults",
+    "BatchStats",
+    "BatchSummary",
+    "BatchUnfinishedError",
+]
+
+
+class BatchCancelledError(HolySheepError):
+    """The error of an item that did not finish because the batch was cancelled (Ctrl-C, task cancel)."""
+
+
+class BatchUnfinishedError(HolySheepError):
+    """The error of an item that was never finished because the batch stopped (an outage, a 401, exhausted
+    quota, or a server asking to wait longer than ``max_pause_s``). The item itself may be fine: run it
+    again later (``holysheep batch --resume`` re-runs such lines). ``stop_reason`` says why; ``last_error``
+    is the item's own last error, if it had one."""
+
+    def __init__(self, message: str, *, stop_reason: str, last_error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+        self.last_error = last_error
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """The outcome of one input: ``response`` when ``ok``, else ``error`` (the typed error that ended it).
+
+    ``index`` is the input position; ``attempts`` counts requests sent (0 when it never ran);
+    ``latency_s`` runs from its first request to its final outcome, retries and pauses included.
+    The batch never changes a result once delivered. (Not a frozen dataclass: building one costs about
+    three times as much, once per item.)
+    """
+
+    index: int
+    custom_id: str | None
+    response: ChatCompletion | None = None
+    error: BaseException | None = None
+    attempts: int = 0
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the item has a response."""
+        return self.error is None
+
+    @property
+    def parsed(self) -> Any:
+        """The validated object (``choices[0].message.parsed``) when the batch ran with
+        ``response_format=Model``; ``None`` otherwise or when the item failed."""
+        choices = getattr(self.response, "choices", None)
+        return getattr(choices[0].message, "parsed", None) if choices else None
+
+
+class BatchFailedError(HolySheepError):
+    """Raised by `BatchResults.responses` when items failed; ``failed`` lists their results."""
+
+    def __init__(self, failed: Sequence[BatchResult], total: int) -> None:
+        kinds = Counter(type(r.error).__name__ for r in failed)
+        first = failed[0]
+        detail = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+        super().__init__(
+            f"{len(failed)} of {total} batch items failed ({detail}); first: item {first.index}"
+            f"{f' ({first.custom_id})' if first.custom_id else ''}: {first.error}. "
+            "Use results.failed, or results.get_responses(allow_failures=True).")
+        self.failed = list(failed)
+
+
+@dataclass
+class BatchStats:
+    """Live counters of a running batch (what the progress bar and ``on_progress`` see)."""
+
+    total: int | None = None
+    """Items in the input, when known (a sized input)."""
+    done: int = 0
+    """Items finished (succeeded or failed)."""
+    succeeded: int = 0
+    """Items that ended with a response."""
+    failed: int = 0
+    """Items that ended with an error."""
+    requests: int = 0
+    """HTTP requests sent, retries and structured-output re-asks included."""
+    retries: int = 0
+    """Retries sent (backoff, a 429 pause or a long Retry-After)."""
+    rate_limited: int = 0
+    """Replies that were 429 (not counting exhausted quota)."""
+    prompt_tokens: int = 0
+    """Prompt tokens billed, over every request."""
+    completion_tokens: int = 0
+    """Completion tokens billed, over every request."""
+    cost_usd: float = 0.0
+    """Cost in USD from the price catalog (see `cost_known`)."""
+    cost_known: bool = False
+    """True once any reply's model had a known price."""
+    started_at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the batch started."""
+    finished_at: float | None = None
+    """`time.monotonic()` when it finished (None while running)."""
+    concurrency: float = 0.0
+    """The AIMD concurrency limit now."""
+    concurrency_max: int = 0
+    """The concurrency asked for (`concurrency=`)."""
+    concurrency_min: float = 0.0
+    """The lowest the AIMD limit went after rate limits."""
+    concurrency_decreases: int = 0
+    """How often a rate limit halved the concurrency limit."""
+    peak_in_flight: int = 0
+    """Most requests in flight at once."""
+    pauses: int = 0
+    """Batch-wide pauses (429 or Retry-After)."""
+    paused_s: float = 0.0
+    """Seconds spent in those pauses."""
+    retries_paced: int = 0
+    """Retries the retry budget delayed (never refused)."""
+    learned_rpm: float | None = None
+    """Requests per minute the server announced (`x-ratelimit-limit-requests`), if any."""
+    learned_tpm: float | None = None
+    """Tokens per minute the server announced (`x-ratelimit-limit-tokens`), if any."""
+    stop_reason: str | None = None
+    """Why the batch stopped early (401, exhausted quota, an outage...), else None."""
+    errors: Counter[str] = field(default_factory=Counter)
+    """Failed items by error class name."""
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the batch started (until it finished)."""
+        end = self.finished_at if self.finished_at is not None else time.monotonic()
+        return end - self.started_at
+
+    @property
+    def rate(self) -> float:
+        """Finished items per second so far."""
+        elapsed = self.elapsed_s
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the current rate, when the total is known."""
+        if self.total is None or self.done == 0:
+            return None
+        return max(0, self.total - self.done) / self.rate if self.rate > 0 else None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """Totals of a finished batch: counts, tokens, cost, time, throughput, and how load control behaved."""
+
+    total: int
+    succeeded: int
+    failed: int
+    requests: int
+    retries: int
+    rate_limited: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+    wall_s: float
+    requests_per_s: float
+    concurrency_max: int
+    concurrency_final: float
+    concurrency_min: float
+    concurrency_decreases: int
+    peak_in_flight: int
+    pauses: int
+    paused_s: float
+    retries_paced: int
+    learned_rpm: float | None
+    learned_tpm: float | None
+    stop_reason: str | None
+    errors: dict[str, int]
+
+    @classmethod
+    def from_stats(cls, stats: BatchStats, total: int) -> BatchSummary:
+        wall = stats.elapsed_s
+        return cls(
+            total=total, succeeded=stats.succeeded, failed=stats.failed, requests=stats.requests,
+            retries=stats.retries, rate_limited=stats.rate_limited, prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens, total_tokens=stats.tokens,
+            cost_usd=round(stats.cost_usd, 6) if stats.cost_known else None, wall_s=round(wall, 3),
+            requests_per_s=round(stats.requests / wall, 2) if wall > 0 and stats.requests else 0.0,
+            concurrency_max=stats.concurrency_max, concurrency_final=round(stats.concurrency, 2),
+            concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
+            peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
+            retries_paced=stats.retries_paced, learned_rpm=stats.learned_rpm, learned_tpm=stats.learned_tpm,
+            stop_reason=stats.stop_reason, errors=dict(stats.errors),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict (JSON-serialisable)."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        lines = [
+            f"{self.succeeded}/{self.total} succeeded, {self.failed} failed"
+            + (f" (stopped: {self.stop_reason})" if self.stop_reason else ""),
+            f"requests {self.requests} (retries {self.retries}, rate limited {self.rate_limited}, "
+            f"retries paced by the budget {self.retries_paced})",
+            f"tokens {self.total_tokens} (prompt {self.prompt_tokens}, completion {self.completion_tokens}), "
+            f"cost {cost}",
+            f"wall {self.wall_s:.2f} s, {self.requests_per_s:.1f} req/s, peak in flight {self.peak_in_flight}",
+            f"concurrency (AIMD) max {self.concurrency_max}, min {self.concurrency_min:g}, "
+            f"final {self.concurrency_final:g}, decreases {self.concurrency_decreases}; "
+            f"pauses {self.pauses} ({self.paused_s:.2f} s)",
+        ]
+        if self.learned_rpm is not None or self.learned_tpm is not None:
+            learned = [f"{v:,.0f} {unit}" for v, unit in ((self.learned_rpm, "RPM"), (self.learned_tpm, "TPM"))
+                       if v is not None]
+            lines.append("rate limits announced by the server: " + ", ".join(learned))
+        if self.errors:
+            lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
+        return "\n".join(lines)
+
+
+class BatchResults(Sequence[BatchResult]):
+    """The results of a batch, one per input, in input order (a read-only sequence)."""
+
+    def __init__(self, results: list[BatchResult], stats: BatchStats) -> None:
+        self._results = results
+        self._stats = stats
+
+    @overload
+    def __getitem__(self, i: int) -> BatchResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[BatchResult]: ...
+    def __getitem__(self, i: int | slice) -> BatchResult | list[BatchResult]:
+        return self._results[i]
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[BatchResult]:
+        return iter(self._results)
+
+    @property
+    def responses(self) -> list[ChatCompletion]:
+        """Every response in input order; raises `BatchFailedError` if any item failed."""
+        failed = self.failed
+        if failed:
+            raise BatchFailedError(failed, len(self._results))
+        return [r.response for r in self._results if r.response is not None]
+
+    def get_responses(self, *, allow_failures: bool = False) -> list[ChatCompletion | BaseException]:
+        """Responses in input order; with ``allow_failures=True`` a failed item gives its error instead."""
+        if not allow_failures:
+            return list(self.responses)
+        return [r.response if r.response is not None else r.error  # type: ignore[misc]
+                for r in self._results]
+
+    @property
+    def succeeded(self) -> list[BatchResult]:
+        """Results that have a response."""
+        return [r for r in self._results if r.ok]
+
+    @property
+    def failed(self) -> list[BatchResult]:
+        """Results that ended with an error."""
+        return [r for r in self._results if not r.ok]
+
+    @property
+    def stats(self) -> BatchStats:
+        """The live counters this batch finished with."""
+        return self._stats
+
+    def summary(self) -> BatchSummary:
+        """Succeeded / failed / retries / tokens / cost / wall time / req per s / AIMD and pauses."""
+        return BatchSummary.from_stats(self._stats, len(self._results))
+
+    def __repr__(self) -> str:
+        return f"<BatchResults {len(self._results)} items: {self._stats.succeeded} ok, {self._stats.failed} failed>"
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
+    as they ended, the rest with `BatchCancelledError`. Uncaught, it ends a script with exit
+    status 130, as Ctrl-C and ``holysheep batch`` do. It is a ``KeyboardInterrupt`` (not an
+    ``Exception``), so ``except Exception`` handlers do not swallow a Ctrl-C."""
+
+    def __init__(self, results: BatchResults) -> None:
+        from holysheep._engine.exit import install_exit_hook
+
+        install_exit_hook(BatchInterrupted)
+        super().__init__(f"batch interrupted: {results._stats.done} of {len(results)} items finished")
+        self.results = results

@@ -1,0 +1,204 @@
+"""The aiohttp backend: the default transport of ``AsyncClient`` (``http_backend="aiohttp"``).
+
+httpx's async pool scans every connection on each request, which costs more CPU per request as the
+number in flight grows; aiohttp's connector does not. This backend sends the ``httpx.Request`` the
+core built through an ``aiohttp.ClientSession`` and hands back an ``httpx.Response``, mapping aiohttp's
+errors onto httpx's so the shared retry and streaming code sees one error vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from holysheep._core.call import RawResponse
+from holysheep._exceptions import ClientClosedError, RedirectRefusedError
+from holysheep._transports.body import read_aiohttp_body
+from holysheep._transports.redirects import REDIRECT_STATUSES, redirect_refusal, same_origin
+
+if TYPE_CHECKING:
+    from holysheep._core.call import Call
+
+__all__ = ["AiohttpBackend"]
+
+_DROP = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+_DROP_STREAM = frozenset({b"content-length", b"transfer-encoding"})
+MAX_REDIRECTS = 10
+_CROSS_ORIGIN_DROP = ("authorization", "cookie", "proxy-authorization")
+
+
+_SKIP = ("User-Agent", "Content-Type")
+
+
+def _skip(headers: dict[str, str], body: bytes | None) -> tuple[str, ...] | None:
+    """The auto headers aiohttp must not add: None when the SDK's own are there (the usual case)."""
+    return None if "user-agent" in headers and ("content-type" in headers or body is None) else _SKIP
+
+
+def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    import asyncio
+
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return httpx.ConnectTimeout(str(exc) or "connect timed out", request=request)
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return httpx.ReadTimeout(str(exc) or "read timed out", request=request)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return httpx.ConnectError(str(exc), request=request)
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+        return httpx.RemoteProtocolError(str(exc) or type(exc).__name__, request=request)
+    return httpx.ReadError(str(exc) or type(exc).__name__, request=request)
+
+
+class _AioStream(httpx.AsyncByteStream):
+    def __init__(self, response: Any, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import asyncio
+
+        import aiohttp
+
+        try:
+            async for data in self._response.content.iter_any():
+                yield data
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _map_error(exc, self._request) from exc
+
+    async def aclose(self) -> None:
+        self._response.close()
+
+
+class AiohttpBackend:
+    """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
+
+    def __init__(self, *, max_connections: int = 1000) -> None:
+        self._aiohttp: Any = None  # imported on first use: `import holysheep` and AsyncClient() stay light
+        self._max_connections = max_connections
+        self._session: Any = None
+        self.closed = False
+        self._timeouts: dict[tuple[Any, ...], Any] = {}
+        self._urls: dict[str, Any] = {}
+        self._yarl_url: Any = None
+
+    def _open(self) -> Any:
+        import aiohttp
+        import yarl
+
+        self._aiohttp = aiohttp
+        self._yarl_url = yarl.URL
+        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
+        # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
+        # SSE caps), so a compression bomb never expands in full. Redirects are followed by `_redirected`
+        # under holysheep's policy (a trace hook would cost CPU on every request, redirected or not).
+        # No session-wide skip_auto_headers: aiohttp would build a header set from it on every request.
+        # The SDK's headers carry User-Agent and Content-Type; `_skip` covers a caller who removed them.
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        return self._session
+
+    def _url(self, url: str) -> Any:
+        value = self._urls.get(url)
+        if value is None:  # parsed once per URL, not on every request
+            if len(self._urls) >= 256:
+                self._urls.clear()
+            value = self._urls[url] = self._yarl_url(url)
+        return value
+
+    def _timeout(self, call: Call) -> Any:
+        timeout = call.timeout
+        read = timeout.read
+        if read is not None and not call.spec.stream and call.deadline_s is not None and read >= call.deadline_s:
+            # The attempt's deadline (within_deadline, armed by the client around send) ends it no later than
+            # this per-read limit would, so aiohttp need not re-arm a timer on every read.
+            read = None
+        key = (timeout.connect, read, timeout.pool)
+        value = self._timeouts.get(key)
+        if value is None:
+            value = self._aiohttp.ClientTimeout(total=None, sock_connect=key[0], sock_read=key[1], connect=key[2])
+            self._timeouts[key] = value
+        return value
+
+    async def send(self, call: Call) -> httpx.Response | RawResponse:
+        """Begin and send the call's next attempt. A 2xx non-stream reply comes back as a light
+        ``RawResponse``; 2xx streams and errors (read in full) as ``httpx.Response``."""
+        import asyncio
+
+        if self.closed:
+            raise ClientClosedError
+        call.begin_attempt()
+        stream = call.spec.stream
+        session = self._session or self._open()
+        aiohttp = self._aiohttp
+        try:
+            timeout = self._timeout(call)
+            data = call.content
+            resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
+                                         timeout=timeout, allow_redirects=False,
+                                         skip_auto_headers=_skip(call.headers, data))
+            if resp.status in REDIRECT_STATUSES:
+                resp = await self._redirected(session, call, resp, timeout)
+            limit = call.config.max_response_bytes
+            if not stream and resp.status < 400:
+                return RawResponse(resp.status, resp.headers, await read_aiohttp_body(resp, limit))
+            request = call.httpx_request()
+            if stream and resp.status < 400:  # raw bytes: the stream shell inflates them (bounded)
+                headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP_STREAM]
+                return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
+                                      request=request)
+            headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP]
+            content = await read_aiohttp_body(resp, limit)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _map_error(exc, call.httpx_request()) from exc
+        return httpx.Response(resp.status, headers=headers, content=content, request=request)
+
+    async def _redirected(self, session: Any, call: Call, resp: Any, timeout: Any) -> Any:
+        """Follow redirects like aiohttp would (303, and 301/302 of a POST, become a GET without a body;
+        credentials are dropped across origins), refusing what `redirect_refusal` refuses."""
+        method, url, data, headers = call.method, call.url, call.content, call.headers
+        for _ in range(MAX_REDIRECTS):
+            location = resp.headers.get("Location") or resp.headers.get("URI")
+            if resp.status not in REDIRECT_STATUSES or not location:
+                return resp
+            source = httpx.URL(url)
+            try:
+                target = source.join(location)
+            except Exception:
+                resp.close()
+                raise httpx.RemoteProtocolError(f"the server redirected to an unusable Location {location!r}",
+                                                request=call.httpx_request()) from None
+            reason = redirect_refusal(method, source, target)
+            if reason is not None:
+                resp.close()
+                raise RedirectRefusedError(reason)
+            if target.scheme not in ("http", "https"):
+                resp.close()
+                raise httpx.UnsupportedProtocol(f"the server redirected to a {target.scheme!r} URL",
+                                                request=call.httpx_request())
+            resp.release()
+            if (resp.status == 303 and method != "HEAD") or (resp.status in (301, 302) and method == "POST"):
+                method, data = "GET", None
+                headers = {k: v for k, v in headers.items() if k not in ("content-type", "content-length")}
+            if not same_origin(source, target):
+                headers = {k: v for k, v in headers.items() if k not in _CROSS_ORIGIN_DROP}
+            url = str(target)
+            resp = await session.request(method, url, data=data, headers=headers, timeout=timeout,
+                                         allow_redirects=False, skip_auto_headers=_skip(headers, data))
+        resp.close()
+        raise httpx.TooManyRedirects(f"the server redirected more than {MAX_REDIRECTS} times",
+                                     request=call.httpx_request())
+
+    def in_use(self) -> int:
+        """Connections checked out of the connector (0 once every response is released)."""
+        connector = getattr(self._session, "connector", None)
+        return len(getattr(connector, "_acquired", ())) if connector is not None else 0
+
+    async def aclose(self) -> None:
+        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`)."""
+        self.closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,41 @@
+"""``JsonlReport``: what one JSONL run did (returned by `run_jsonl`, printed by ``holysheep batch``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from holysheep._engine.results import BatchSummary
+
+__all__ = ["JsonlReport"]
+
+
+@dataclass
+class JsonlReport:
+    """What a JSONL run did.
+
+    `skipped`: lines already done (their last result succeeded) and not sent again; `rerun`: lines
+    whose last result was a failure and that ran again (also counted in `succeeded`/`failed`);
+    `not_run`: lines left without a result because the batch stopped (`--resume` runs them);
+    `bad_lines`: `(line number, what is wrong)` for lines that could not be sent.
+    """
+
+    input_path: str
+    output_path: str
+    lines: int = 0
+    skipped: int = 0
+    rerun: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    not_run: int = 0
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    summary: BatchSummary | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every line ran (or was already done) and succeeded."""
+        return self.failed == 0 and self.not_run == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        return asdict(self)
