@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .conftest import Runner, assert_one_line_error
@@ -114,3 +115,17 @@ def test_an_assumption_shows_in_text_and_json_not_hidden(cli: Runner, tmp_path: 
     (tmp_path / "x.json").write_text(json.dumps({**text, "model_type": "internlm2"}))
     refused = cli("plan", str(tmp_path / "x.json"))
     assert refused.returncode == 2 and "unmapped model_type 'internlm2'" in refused.stderr
+
+
+def test_plan_uses_the_shipped_format(cli: Runner) -> None:
+    done = cli("plan", "deepseek-v3", "--gpus", "H200", "H100")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Plan: deepseek-v3 (inference, default), quant fp8 (as shipped), context 2048")
+    assert re.search(r"\n8x H200 SXM 141GB +yes", done.stdout)
+    assert re.search(r"H100 SXM5 80GB +does not fit", done.stdout)
+    data = _plan(cli, "gpt-oss-120b", "--gpus", "H100")
+    assert (data["quant"], data["quant_as_shipped"]) == ("mxfp4", True)
+    options = data["options"]
+    assert isinstance(options, list) and options[0]["count"] == 1
+    data = _plan(cli, "deepseek-v3", "--quant", "bf16", "--gpus", "H200")
+    assert (data["quant"], data["quant_as_shipped"], data["options"]) == ("bf16", False, [])

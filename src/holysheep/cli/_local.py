@@ -22,7 +22,9 @@ def add_local_parsers(sub: Any) -> None:
                        description="Estimate memory for serving (or fine-tuning) MODEL, rank hardware options, "
                                    "list rejected ones with reasons, and compare with an API model's price.")
     p.add_argument("model", help="model name from the estimator catalog (e.g. llama-3.1-70b) or a bare size (70b, 70)")
-    p.add_argument("--quant", default="bf16", help="weights format for inference, e.g. int4-awq, fp8 (default bf16)")
+    p.add_argument("--quant", default=None,
+                   help="weights format for inference, e.g. int4-awq, fp8 (default: the format the checkpoint "
+                        "ships in, e.g. fp8 for DeepSeek-V3, mxfp4 for gpt-oss; bf16 otherwise)")
     p.add_argument("--context", "--seq-len", dest="context", type=int, default=2048,
                    help="context length (the training sequence length with --train; default 2048)")
     p.add_argument("--batch", "--micro-batch", dest="batch", type=int, default=1,

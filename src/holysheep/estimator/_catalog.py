@@ -16,7 +16,9 @@ from typing import Any
 from .._exceptions import InvalidRequestError, UnknownModelError
 from ._architecture import Architecture
 
-__all__ = ["CatalogEntry", "ModelLike", "catalog_entry", "get_architecture", "list_models", "resolve_model"]
+__all__ = [
+    "CatalogEntry", "ModelLike", "catalog_entry", "get_architecture", "list_models", "resolve_model", "shipped_quant",
+]
 
 ModelLike = str | Path | Architecture | Mapping[str, Any] | int | float
 
@@ -145,6 +147,17 @@ def catalog_entry(name: str) -> CatalogEntry:
 def get_architecture(name: str) -> Architecture:
     """The `Architecture` of a catalog model; raises UnknownModelError with the nearest names."""
     return catalog_entry(name).architecture
+
+
+def shipped_quant(model: ModelLike) -> str | None:
+    """The weight format a catalog model's checkpoint ships in (``"fp8"``, ``"mxfp4"``, ``"bf16"``), or None
+    for anything that is not a catalog name (an Architecture, a config, a bare size)."""
+    if not isinstance(model, str) or model.endswith(".json") or Path(model).is_dir():
+        return None
+    try:
+        return catalog_entry(model).quant
+    except UnknownModelError:
+        return None
 
 
 def served_alias_note(name: str) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture, dtype_bytes
-from ._catalog import ModelLike, resolve_model
+from ._catalog import ModelLike, resolve_model, shipped_quant
 from ._common import GB, MemoryCheck, MemoryTotals, check_choice, check_int, gpu_memory_gb
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
@@ -58,7 +58,13 @@ class InferenceEstimate(MemoryTotals):
     gpu_memory_gb: float | None = None
     flash_attention: bool = True
     static_fraction: float | None = None
+    quant_as_shipped: bool = False
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def quant_label(self) -> str:
+        """The weight format, with "(as shipped)" when it was the checkpoint's own (no ``quant`` passed)."""
+        return f"{self.quant} (as shipped)" if self.quant_as_shipped else self.quant
 
     @property
     def gpu_count(self) -> int:
@@ -119,7 +125,7 @@ class InferenceEstimate(MemoryTotals):
 
     def __str__(self) -> str:
         title = (
-            f"{self.model_name} inference ({self.runtime}), {self.quant} weights, {self.kv_dtype} KV, "
+            f"{self.model_name} inference ({self.runtime}), {self.quant_label} weights, {self.kv_dtype} KV, "
             f"context {self.context:,} x batch {self.batch}, {'GPUs' if self.layer_split else 'TP'} "
             f"{self.tensor_parallel}"
         )
@@ -159,6 +165,7 @@ def _build(
     max_num_batched_tokens: int | None = None,
     gpu_name: str | None = None,
     emit_warning: bool = True,
+    as_shipped: bool = False,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -187,6 +194,8 @@ def _build(
         warns.append(
             f"context {context:,} exceeds the model's max_position_embeddings {arch.max_position_embeddings:,}"
         )
+    if as_shipped:
+        notes.append(f"weights in {spec.name}, the format the checkpoint ships in; pass quant= to plan another")
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
     rm = runtime_memory(
@@ -237,13 +246,14 @@ def _build(
         gpu_memory_gb=gpu_memory_gb,
         flash_attention=flash_attention,
         static_fraction=rm.static_fraction,
+        quant_as_shipped=as_shipped,
         _rebuild=rebuild,
     )
 
 
 def estimate_inference_memory(
     model: ModelLike,
-    quant: str | QuantSpec = "bf16",
+    quant: str | QuantSpec | None = None,
     context: int = 2048,
     batch: int = 1,
     kv_dtype: str | None = None,
@@ -260,8 +270,10 @@ def estimate_inference_memory(
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
     ``model`` is a catalog name, an `Architecture`, a ``config.json`` path or dict, or a size in
-    billions (approximate; warns). ``quant`` names a weight format (see `quant_spec`);
-    ``kv_dtype`` defaults to the compute dtype.
+    billions (approximate; warns). ``quant`` names a weight format (see `quant_spec`); by default a
+    catalog model is planned in the format its checkpoint ships in (``CatalogEntry.quant``: fp8 for
+    DeepSeek-V3/R1/V3.2, Kimi-K2 and MiniMax-M2, mxfp4 for gpt-oss; ``quant_label`` then reads
+    "fp8 (as shipped)"), anything else in bf16. ``kv_dtype`` defaults to the compute dtype.
 
     ``runtime`` picks the memory rules of one serving stack (docs/estimator.md lists them with sources):
     ``"default"`` (generic: chunked prefill of ``prefill_chunk`` tokens, CUDA context counted),
@@ -273,7 +285,8 @@ def estimate_inference_memory(
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     """
     arch, name, notes, approximate = resolve_model(model)
-    spec = quant_spec(quant)
+    shipped = shipped_quant(model) if quant is None else None
+    spec = quant_spec(quant if quant is not None else shipped or "bf16")
     check_int(context, "context")
     check_int(batch, "batch")
     check_int(tensor_parallel, "tensor_parallel", maximum=1024)
@@ -319,4 +332,5 @@ def estimate_inference_memory(
         vllm_version=vllm_version,
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
+        as_shipped=shipped is not None and shipped != "bf16",
     )

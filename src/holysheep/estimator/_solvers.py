@@ -13,11 +13,11 @@ from ._inference import InferenceEstimate, estimate_inference_memory
 __all__ = ["max_batch", "max_context"]
 
 
-def _base(model: ModelLike | InferenceEstimate, quant: str, options: dict[str, Any],
+def _base(model: ModelLike | InferenceEstimate, quant: str | None, options: dict[str, Any],
           **request: int) -> InferenceEstimate:
     """An estimate to vary: ``model`` itself when it is one (then no options), else a new one."""
     if isinstance(model, InferenceEstimate):
-        if options or quant != "bf16":
+        if options or quant is not None:
             raise InvalidRequestError("an InferenceEstimate already carries quant and options; pass them when "
                                       "building it", field="model", reason="options with an estimate")
         return model.with_options(**request)
@@ -43,7 +43,7 @@ def max_context(
     gpu: Any,
     count: int = 1,
     *,
-    quant: str = "bf16",
+    quant: str | None = None,
     batch: int = 1,
     step: int = 256,
     limit: int | None = None,
@@ -70,7 +70,7 @@ def max_batch(
     context: int,
     count: int = 1,
     *,
-    quant: str = "bf16",
+    quant: str | None = None,
     limit: int = 65536,
     **options: Any,
 ) -> int:

@@ -101,7 +101,7 @@ def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]
 def run_plan(
     model: str,
     *,
-    quant: str = "bf16",
+    quant: str | None = None,
     context: int = 2048,
     batch: int = 1,
     kv_dtype: str | None = None,
@@ -161,7 +161,8 @@ def run_plan(
         head = (f"Plan: {model} (training, {est.method}, ZeRO-{est.zero_stage}, {', '.join(extras)}), "
                 f"seq_len {context}, micro-batch {batch}")
     else:
-        head = (f"Plan: {model} (inference, {est.runtime}), quant {quant}, context {context}, batch {batch}")
+        head = (f"Plan: {model} (inference, {est.runtime}), quant {est.quant_label}, context {context}, "
+                f"batch {batch}")
     mem_lines, mem = _memory_section(est, train)
     limits = None if train or not len(result) else _limits(est, result[0])
     lines = [head, "", *mem_lines]
@@ -178,7 +179,9 @@ def run_plan(
         lines.insert(1, f"(architecture assumed from a bare size of {target:g}B parameters: figures are "
                         "approximate; name a catalog model or a config.json for exact ones)")
     data: dict[str, Any] = {
-        "model": model, "mode": "training" if train else "inference", "quant": quant, "context": context,
+        "model": model, "mode": "training" if train else "inference",
+        "quant": None if train else est.quant, "quant_as_shipped": False if train else est.quant_as_shipped,
+        "context": context,
         "runtime": None if train else est.runtime,
         "batch": batch, "objective": objective, "memory": mem,
         "options": [o.to_dict() for o in list(result)[:top]],
@@ -205,7 +208,7 @@ def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
     return out
 
 
-def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str,
+def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str | None,
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool) -> Any:
     from ..estimator import estimate_inference_memory, estimate_training_memory

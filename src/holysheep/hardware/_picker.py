@@ -211,7 +211,7 @@ def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
 def pick_hardware(
     model_or_estimate: Any,
     *,
-    quant: str = "bf16",
+    quant: str | None = None,
     context: int = 2048,
     batch: int = 1,
     kv_dtype: str | None = None,
@@ -229,7 +229,8 @@ def pick_hardware(
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
     ``model_or_estimate`` is a model name (an inference estimate is built with ``quant``, ``context``,
-    ``batch`` and ``kv_dtype``), an ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
+    ``batch`` and ``kv_dtype``; ``quant`` defaults to the format the checkpoint ships in), an
+    ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
     ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
     tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
     ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
