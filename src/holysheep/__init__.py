@@ -11,6 +11,7 @@ from holysheep._clients.streaming import AsyncStream, Stream
 from holysheep._core.client_options import ClientOptions
 from holysheep._core.config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from holysheep._core.fallback import CircuitBreaker, Fallback
+from holysheep._core.hooks import Hooks
 from holysheep._core.stream_state import StreamMetrics
 from holysheep._core.structured_errors import (
     ContentFilterFinishReasonError,
@@ -36,6 +37,7 @@ __all__ = [
     "ClientOptions",
     "ContentFilterFinishReasonError",
     "Fallback",
+    "Hooks",
     "LengthFinishReasonError",
     "Message",
     "Model",

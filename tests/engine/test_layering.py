@@ -25,7 +25,7 @@ RANKS = {
     "_engine": 4,
     "_clients": 5,
     "holysheep": 6,  # the package root: the public names, re-exported from the clients
-    "batch": 7, "integrations": 7, "testing": 7, "cache": 4,
+    "batch": 7, "integrations": 7, "testing": 7, "cache": 4, "hooks": 7,
     "cli": 8, "__main__": 8,
 }
 PLANNER = {"estimator", "hardware", "accelerators"}

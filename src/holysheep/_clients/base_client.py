@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
@@ -66,7 +66,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "max_retry_delay": c.max_retry_delay, "max_retry_after": c.max_retry_after,
         "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
-        "max_sse_event_bytes": c.max_sse_event_bytes,
+        "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks,
     }
 
 
@@ -112,7 +112,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
-                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB) and ``http_backend``
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None`` and ``http_backend``
                 (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -194,16 +194,17 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         stream_idle_timeout: float | object | None = ...,
         default_headers: Mapping[str, str | None] | None = None,
         on_retry: OnRetry | None = None,
+        hooks: Sequence[Any] | None = None,
     ) -> _Self:
         """A copy with some options changed. It shares this client's connection pool (closing the
-        copy does not close the pool)."""
+        copy does not close the pool). It keeps this client's hooks unless ``hooks`` replaces them."""
         kwargs = self._init_kwargs()
         if timeout is not ...:
             kwargs["timeout"] = timeout
         if stream_idle_timeout is not ...:
             kwargs["stream_idle_timeout"] = stream_idle_timeout
         for name, value in (("max_retries", max_retries), ("initial_retry_delay", initial_retry_delay),
-                            ("max_retry_delay", max_retry_delay), ("on_retry", on_retry)):
+                            ("max_retry_delay", max_retry_delay), ("on_retry", on_retry), ("hooks", hooks)):
             if value is not None:
                 kwargs[name] = value
         if default_headers is not None:

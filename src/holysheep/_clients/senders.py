@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from holysheep._clients.resources.chat import parse_chat_completion
 from holysheep._core.call import Call, Outcome
 from holysheep._core.call_plan import CallPlan
+from holysheep._core.hooks import HookSet
 from holysheep._core.request import build_chat_spec
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ class _ClientSender:
     @property
     def limits_key(self) -> str | None:
         return limits_key(self._client)
+
+    @property
+    def hooks(self) -> HookSet | None:
+        """The client's hooks (the batch reports its start, items and end to them)."""
+        return self._client.config.hooks
 
 
 class AsyncSender(_ClientSender):

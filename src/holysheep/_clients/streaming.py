@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 import httpx
 
 from holysheep._core.closing import AsyncClosing, SyncClosing
+from holysheep._core.hooks import StreamEndEvent, StreamEvent
 from holysheep._core.keys import redact
 from holysheep._core.scrub import scrub_cause
 from holysheep._core.stream_state import StreamMetrics, StreamState
@@ -118,11 +119,25 @@ class _Watch:
     def fail(self, failure: httpx.RequestError) -> NoReturn:
         """Raise ``failure`` as the stream's typed error; call it outside the ``except`` block, so that no
         ``__context__`` keeps the raw request."""
-        raise _interrupted(self.state, failure, self.call, self.idle) from scrub_cause(failure, self.call.api_key)
+        error = _interrupted(self.state, failure, self.call, self.idle)
+        cause = scrub_cause(failure, self.call.api_key)
+        if self.call.ctx is not None:
+            _ended(self.call, self.state, error)
+        raise error from cause
+
+
+def _ended(call: Call, state: StreamState, error: BaseException | None) -> None:
+    """Tell the call's hooks that its stream ended (``error``: its typed error; a ``GeneratorExit`` means the
+    caller closed it early)."""
+    ctx = call.ctx
+    assert ctx is not None
+    closed = isinstance(error, GeneratorExit)
+    ctx.stream_event("on_stream_end", StreamEndEvent(ctx, state, None if closed else error, closed))
 
 
 def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
     failure: httpx.RequestError | None = None
+    error: BaseException | None = None
     watch = _Watch(state, call)
     try:
         chunks = iter_decoded(response)  # inflated in bounded pieces; the SSE decoder caps lines and events
@@ -137,15 +152,21 @@ def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Gene
         watch.check_complete()
     except httpx.RequestError as exc:
         failure = exc
+    except BaseException as exc:  # the stream's typed error, or GeneratorExit when the caller closed it
+        error = exc
+        raise
     finally:
         state.mark_end()
         response.close()
+        if failure is None and call.ctx is not None:
+            _ended(call, state, error)
     if failure is not None:
         watch.fail(failure)
 
 
 async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
     failure: httpx.RequestError | None = None
+    error: BaseException | None = None
     watch = _Watch(state, call)
     try:
         chunks = aiter_decoded(response)
@@ -162,8 +183,13 @@ async def _iter_async(response: httpx.Response, state: StreamState, call: Call) 
         watch.check_complete()
     except httpx.RequestError as exc:
         failure = exc
+    except BaseException as exc:  # the stream's typed error, or GeneratorExit when the caller closed it
+        error = exc
+        raise
     finally:
         state.mark_end()
+        if failure is None and call.ctx is not None:
+            _ended(call, state, error)
         await response.aclose()
     if failure is not None:
         watch.fail(failure)
@@ -199,6 +225,11 @@ class _StreamBase(Generic[_T]):
         """The content received so far (choice 0)."""
         return self._state.partial_text
 
+    def _first_chunk(self) -> None:
+        ctx = self._call.ctx
+        assert ctx is not None
+        ctx.stream_event("on_stream_first_chunk", StreamEvent(ctx, self._head[0], time.perf_counter()))
+
     def _final(self) -> ChatCompletion:
         completion = self._state.final_completion()
         completion._update_transport(request_id=self.request_id, retries_taken=self._call.retries_taken,
@@ -231,6 +262,8 @@ class Stream(SyncClosing, _StreamBase[_T]):
         event arrived (then the connection is closed); any other failure is raised on first iteration."""
         try:
             self._head.append(next(self._iterator))
+            if self._call.ctx is not None:
+                self._first_chunk()
         except StopIteration:
             pass
         except Exception as exc:
@@ -280,6 +313,8 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
         """Read up to the first event now (see ``Stream._prime``)."""
         try:
             self._head.append(await self._iterator.__anext__())
+            if self._call.ctx is not None:
+                self._first_chunk()
         except StopAsyncIteration:
             pass
         except Exception as exc:

@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import ValidationError
@@ -30,6 +30,9 @@ from holysheep._core.scrub import scrub_cause
 from holysheep._core.validation import body_error
 from holysheep._exceptions import APIError, APIResponseValidationError
 from holysheep.types.chat import _ResponseMeta
+
+if TYPE_CHECKING:
+    from holysheep._core.hooks import CallContext
 
 __all__ = ["Call", "Outcome", "RawResponse", "new_idempotency_key"]
 
@@ -114,12 +117,16 @@ class Call:
     ``rand`` is the jitter source (injectable for tests).
     """
 
-    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "deadline_s", "idle_timeout",
-                 "policy", "response_headers", "retries_taken", "served_by", "spec", "started_at", "timeout")
+    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "idle_timeout",
+                 "policy", "response_headers", "retries_taken", "served_by", "spec", "started_at", "status_code",
+                 "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
-                 idempotency_key: str | None = None, rand: Callable[[], float] = random.random) -> None:
+                 idempotency_key: str | None = None, rand: Callable[[], float] = random.random,
+                 ctx: CallContext | None = None) -> None:
         self.config = config
+        self.ctx = ctx  # the call's hook context (None without hooks: then nothing is reported)
+        self.status_code: int | None = None
         self.spec = spec
         self._rand = rand
         opts = spec.options
@@ -166,6 +173,11 @@ class Call:
     def begin_attempt(self) -> None:
         """Stamp the next attempt: retry-count header (same idempotency key) and the start time."""
         self._headers[RETRY_COUNT_HEADER] = str(self.retries_taken)
+        self.status_code = None
+        if self.ctx is not None:
+            url = self._url
+            self.ctx.request_sent(self.retries_taken, self.served_by, self._url_str, url.host,
+                                  url.port or (443 if url.scheme == "https" else 80))
         self.started_at = time.perf_counter()
         if logger.isEnabledFor(10):
             logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
@@ -229,7 +241,7 @@ class Call:
 
     def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
         """Decide on a response. For non-stream calls the body must already be read."""
-        status = response.status_code
+        status = self.status_code = response.status_code
         self.response_headers = response.headers
         if status < 400:
             if self.spec.stream:

@@ -21,6 +21,7 @@ from typing import Any
 from holysheep._core.call import Call, Outcome
 from holysheep._core.config import ClientConfig
 from holysheep._core.fallback import Endpoint, Router
+from holysheep._core.hooks import GLOBAL, CallContext, ResponseEvent, active_hooks
 from holysheep._core.request import RequestSpec
 from holysheep._exceptions import APIError
 
@@ -30,7 +31,7 @@ __all__ = ["CallPlan"]
 class CallPlan:
     """Drives one call: retries on the current endpoint, then the fallbacks (when a router is given)."""
 
-    __slots__ = ("_cause", "_endpoints", "_error", "_index", "_rand", "_router", "_spec", "_value", "call",
+    __slots__ = ("_cause", "_endpoints", "_error", "_index", "_rand", "_router", "_spec", "_value", "call", "ctx",
                  "done")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, router: Router | None = None, *,
@@ -43,9 +44,15 @@ class CallPlan:
         self._error: APIError | None = None
         self._cause: BaseException | None = None
         self.done = False
+        ctx = None
+        if config.hooks is not None or GLOBAL.set is not None:
+            hooks = active_hooks(config.hooks)
+            assert hooks is not None
+            ctx = CallContext(hooks, spec.method, spec.path, spec.body, spec.stream)
+        self.ctx = ctx
         if router is None:
             self._endpoints: Sequence[Endpoint] = ()  # shared, not a new list per call
-            self.call = Call(config, spec, idempotency_key=idempotency_key, rand=rand)
+            self.call = Call(config, spec, idempotency_key=idempotency_key, rand=rand, ctx=ctx)
         else:
             self._endpoints = router.endpoints()
             self.call = self._call_for(self._endpoints[0], config, idempotency_key)
@@ -55,26 +62,50 @@ class CallPlan:
         if endpoint is not self._router.primary or config is None:
             config = endpoint.config
         return Call(config, endpoint.prepare(self._spec), served_by=endpoint.name, idempotency_key=key,
-                    rand=self._rand)
+                    rand=self._rand, ctx=self.ctx)
 
     def after(self, outcome: Outcome) -> float | None:
         """Take an attempt's outcome; the seconds to wait before the next attempt, or None when done."""
         if outcome.retry:
+            if self.ctx is not None:
+                self._report(self.ctx, "retry", outcome)
             return outcome.delay
         router = self._router
         if outcome.error is None:
             if router is not None:
                 router.succeeded(self._endpoints[self._index])
             self._value, self.done = outcome.value, True
+            if self.ctx is not None:
+                self._report(self.ctx, "success", outcome)
             return None
         if router is not None:
             is_last = self._index == len(self._endpoints) - 1
             if router.failed(self._endpoints[self._index], outcome.error, is_last):
+                if self.ctx is not None:
+                    self._report(self.ctx, "fallback", outcome)
                 self._index += 1
                 self.call = self._call_for(self._endpoints[self._index], None)
                 return 0.0
         self._error, self._cause, self.done = outcome.error, outcome.cause, True
+        if self.ctx is not None:
+            self._report(self.ctx, "error", outcome)
         return None
+
+    def _report(self, ctx: CallContext, kind: Any, outcome: Outcome) -> None:
+        """Tell the hooks how the attempt ended (only when the call has hooks)."""
+        call = self.call
+        error = outcome.error
+        if error is not None:
+            request_id = getattr(error, "request_id", None)
+        else:
+            headers = call.response_headers
+            request_id = headers.get("x-request-id") if headers is not None else None
+        ctx.hooks.emit("on_response", ResponseEvent(
+            ctx, kind, status_code=call.status_code, request_id=request_id, retries_taken=call.retries_taken,
+            served_by=call.served_by, error=error, response=outcome.value,
+            delay_s=outcome.delay if kind == "retry" else None))
+        if kind == "success" and ctx.stream:
+            ctx.go_live()  # the stream's first-chunk (and, if it already ended, end) events follow
 
     @property
     def error(self) -> APIError | None:

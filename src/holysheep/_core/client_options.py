@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from typing_extensions import TypedDict
 
@@ -47,6 +47,9 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     http_backend: _BackendT
     """What sends the requests: `Client` always uses `"httpx"`; `AsyncClient` uses `"aiohttp"` (default)
     or `"httpx"` (an `http_client=` passed in is always used as it is)."""
+    hooks: Sequence[Any] | None
+    """Objects told about every call, stream, batch item and tool call (`holysheep.Hooks` subclasses; default
+    `None`); kept by `with_options`, the batch and fallbacks. See `docs/observability.md`."""
 
 
 def check_option_names(client: str, options: dict[str, object]) -> None:

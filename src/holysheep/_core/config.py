@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from holysheep._core.hooks import HookSet, check_hooks
 from holysheep._core.keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
 from holysheep._core.option_checks import check_max_retries
 from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
@@ -208,6 +209,8 @@ class ClientConfig:
     """The retry policy and timeouts of a call that overrides nothing, by ``stream`` (filled by ``Call``)."""
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
+    hooks: HookSet | None = field(default=None, compare=False)
+    """The client's hooks (``Client(hooks=[...])``), or None."""
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
@@ -225,6 +228,8 @@ class ClientConfig:
                                       field="on_retry")
         if "timeout" in changes:
             changes["timeout"] = normalize_timeout(changes["timeout"])
+        if "hooks" in changes:
+            changes["hooks"] = check_hooks(changes["hooks"])
         for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
             if name in changes:
                 _check_non_negative(name, changes[name])
@@ -276,6 +281,7 @@ def make_config(
     on_retry: OnRetry | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
+    hooks: Any = None,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
     the clients' defaults)."""
@@ -310,6 +316,7 @@ def make_config(
         _check_non_negative(name, value)
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
+    hook_set = check_hooks(hooks)
     secret = SecretKey(key)
     return ClientConfig(
         api_key=secret,
@@ -326,4 +333,5 @@ def make_config(
         base_headers=_base_headers(secret, headers),
         max_response_bytes=max_response_bytes,
         max_sse_event_bytes=max_sse_event_bytes,
+        hooks=hook_set,
     )

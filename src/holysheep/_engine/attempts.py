@@ -17,6 +17,7 @@ from typing import Any
 
 from holysheep._core.call import Outcome
 from holysheep._core.call_plan import CallPlan
+from holysheep._core.hooks import BatchContext
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
 from holysheep._core.structured import plan_parse, wants_parse
 from holysheep._engine.admission import Admission
@@ -49,12 +50,16 @@ class AttemptRunner:
         self.stats = sink.stats
         self.abort: BaseException | None = None
         """Set once the batch stopped: the error every unfinished item ends with."""
+        self.batch_ctx: BatchContext | None = None
+        """The batch as hooks see it (None without hooks): every item's call belongs to it."""
 
     def _plan(self, item: BatchRequest) -> CallPlan | None:
         plan: CallPlan | None = item.plan
         if plan is None:
             try:
                 plan = item.plan = self._sender.plan(self._request_of(item), idempotency_key=item.key)
+                if plan.ctx is not None:
+                    plan.ctx.batch = self.batch_ctx
             except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
                 self._sink.finalize(item, None, exc)  # ends with it; nothing was sent, the batch goes on
                 return None

@@ -7,6 +7,7 @@ import time
 from collections import deque
 from typing import Any
 
+from holysheep._core.hooks import BatchContext, BatchItemEvent
 from holysheep._engine.admission import Admission
 from holysheep._engine.requests import BatchRequest
 from holysheep._engine.results import BatchResult, BatchStats
@@ -71,6 +72,7 @@ class ResultSink:
         self._queue = queue
         self._admission = admission
         self._usage: dict[str, list[int]] = {}  # model -> [prompt, completion, cached] tokens; priced on read
+        self.batch_ctx: BatchContext | None = None  # the batch as hooks see it (None without hooks)
 
     def finalize(self, item: BatchRequest, response: ChatCompletion | None, error: BaseException | None) -> None:
         """End ``item`` with its response or its error."""
@@ -85,6 +87,8 @@ class ResultSink:
             stats.errors[type(error).__name__] += 1
         self._queue.item_finished()
         self.out.put_nowait(result)
+        if self.batch_ctx is not None:
+            self.batch_ctx.hooks.emit("on_batch_item", BatchItemEvent(self.batch_ctx, result))
 
     def count_usage(self, response: ChatCompletion) -> int:
         """Add a reply's tokens to the stats; its total tokens (0 when it has no usage). The cost is worked

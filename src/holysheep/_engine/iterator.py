@@ -18,6 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Ma
 from typing import Any
 
 from holysheep._core.closing import AsyncClosing
+from holysheep._core.hooks import BatchContext, BatchEvent, active_hooks
 from holysheep._engine.admission import Admission
 from holysheep._engine.attempts import AttemptRunner
 from holysheep._engine.delivery import EMPTY, ResultSink
@@ -66,6 +67,13 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                                       window=opts.outage_window, clock=clock)
         self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
                                      outage=self._outage)
+        hooks = active_hooks(getattr(sender, "hooks", None))
+        self._hooks: BatchContext | None = None
+        if hooks is not None:
+            model = (defaults or {}).get("model")
+            self._hooks = self._runner.batch_ctx = self._sink.batch_ctx = BatchContext(
+                hooks, total=total, concurrency=opts.concurrency, model=model if isinstance(model, str) else None)
+            self._hooks.stats = self._stats
         self._tasks: set[asyncio.Task[None]] = set()
         self._gc = GCScope(opts.gc_threshold)
         self._started = False
@@ -136,12 +144,18 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._sink.sync_stats()
         if self.stats.finished_at is None:
             self.stats.finished_at = time.monotonic()
+        batch = self._hooks
+        if batch is not None and not batch.ended and self._started:
+            batch.ended = True
+            batch.hooks.emit("on_batch_end", BatchEvent(batch))
         if self._progress is not None:
             progress, self._progress = self._progress, None
             progress.close(self.stats)
 
     async def _start(self) -> None:
         self.stats.started_at = time.monotonic()
+        if self._hooks is not None:
+            self._hooks.hooks.emit("on_batch_start", BatchEvent(self._hooks))
         if self._progress is not None:
             self._progress.start(self.stats)
         loop = asyncio.get_running_loop()

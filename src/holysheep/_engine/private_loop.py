@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -42,7 +43,9 @@ def run_in_private_loop(factory: Callable[[], Coroutine[Any, Any, T]], *, grace_
                 loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
-    thread = threading.Thread(target=runner, name="holysheep-batch-loop", daemon=True)
+    # The caller's context variables (its current tracing span, for one) go along to the batch's thread.
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(runner,), name="holysheep-batch-loop",
+                              daemon=True)
     thread.start()
     try:
         while thread.is_alive():

@@ -1,0 +1,150 @@
+"""GenAI semantic-convention names, and the span attributes read from a request or a response."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from holysheep._core.keys import redact
+
+__all__ = ["CAPTURE_ENV", "capture_from_env", "input_messages", "output_messages", "request_attributes",
+           "response_attributes"]
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+PROVIDER = "holysheep"
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER_NAME = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_ID = "gen_ai.response.id"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+TOKEN_TYPE = "gen_ai.token.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+HTTP_STATUS = "http.response.status_code"
+SERVED_BY = "holysheep.served_by"
+ATTEMPTS = "holysheep.attempts"
+REQUEST_ID = "holysheep.request_id"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+
+# create() parameter -> span attribute (the ones that were set are recorded; never headers, never keys)
+_REQUEST_PARAMS = (
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("max_completion_tokens", "gen_ai.request.max_tokens"),
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("seed", "gen_ai.request.seed"),
+    ("n", "gen_ai.request.choice.count"),
+    ("dimensions", "gen_ai.embeddings.dimension.count"),
+)
+
+
+def capture_from_env() -> bool:
+    """The ecosystem's switch: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``."""
+    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+
+
+def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None) -> None:
+    """Add the request parameters that were set (numbers and stop sequences only)."""
+    if not body:
+        return
+    for key, name in _REQUEST_PARAMS:
+        value = body.get(key)
+        if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
+            attrs[name] = value
+    stop = body.get("stop")
+    if isinstance(stop, str):
+        attrs["gen_ai.request.stop_sequences"] = (stop,)
+    elif isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop):
+        attrs["gen_ai.request.stop_sequences"] = tuple(stop)
+    fmt = body.get("encoding_format")
+    if isinstance(fmt, str):
+        attrs["gen_ai.request.encoding_formats"] = (fmt,)
+    response_format = body.get("response_format")
+    if isinstance(response_format, Mapping) and isinstance(response_format.get("type"), str):
+        kind = response_format["type"]
+        attrs["gen_ai.output.type"] = "json" if kind in ("json_schema", "json_object") else kind
+
+
+def response_attributes(attrs: dict[str, Any], response: Any) -> tuple[int | None, int | None, int, str | None]:
+    """Add ``gen_ai.response.*`` and ``gen_ai.usage.*`` from a completion (or embeddings) response to ``attrs``;
+    returns (input tokens, output tokens, cached input tokens, response model)."""
+    rid = getattr(response, "id", None)
+    if isinstance(rid, str) and rid:
+        attrs[RESPONSE_ID] = rid
+    model = getattr(response, "model", None)
+    if isinstance(model, str) and model:
+        attrs[RESPONSE_MODEL] = model
+    else:
+        model = None
+    choices = getattr(response, "choices", None)
+    if choices:
+        reasons = tuple(str(c.finish_reason) for c in choices if getattr(c, "finish_reason", None) is not None)
+        if reasons:
+            attrs[FINISH_REASONS] = reasons
+    inp, out, cached = usage_counts(getattr(response, "usage", None))
+    if inp is not None:
+        attrs[INPUT_TOKENS] = inp
+    if out is not None:
+        attrs[OUTPUT_TOKENS] = out
+    return inp, out, cached, model
+
+
+def usage_counts(usage: Any) -> tuple[int | None, int | None, int]:
+    """(input, output, cached input) tokens of a usage block (None where absent)."""
+    if usage is None:
+        return None, None, 0
+    inp = getattr(usage, "prompt_tokens", None)
+    out = getattr(usage, "completion_tokens", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return (inp if isinstance(inp, int) else None, out if isinstance(out, int) else None,
+            cached if isinstance(cached, int) else 0)
+
+
+def _text_parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "content": redact(content)}]
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append({"type": "text", "content": redact(part["text"])})
+            elif isinstance(part, Mapping):
+                parts.append({"type": str(part.get("type", "unknown"))})  # images and audio are not copied
+        return parts
+    return []
+
+
+def input_messages(body: Mapping[str, Any] | None) -> str | None:
+    """The request's messages as the convention's JSON (only with content capture on); key-shaped
+    strings are masked."""
+    messages = body.get("messages") if body else None
+    if not isinstance(messages, list):
+        return None
+    out = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        entry: dict[str, Any] = {"role": str(message.get("role", "user")), "parts": _text_parts(message.get("content"))}
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                entry["parts"].append({"type": "tool_call", "id": call.get("id"), "name": call["function"].get("name"),
+                                       "arguments": redact(str(call["function"].get("arguments", "")))})
+        out.append(entry)
+    return json.dumps(out, ensure_ascii=False)
+
+
+def output_messages(choices: list[tuple[str | None, str | None]]) -> str:
+    """(text, finish reason) per choice as the convention's JSON (only with content capture on)."""
+    return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": redact(text or "")}],
+                        "finish_reason": reason or ""} for text, reason in choices], ensure_ascii=False)

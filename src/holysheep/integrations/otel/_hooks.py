@@ -1,0 +1,330 @@
+"""``OpenTelemetryHooks``: holysheep's hook events turned into GenAI spans and metrics."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from holysheep._core.hooks import (
+    BatchEvent,
+    Hooks,
+    RequestEvent,
+    ResponseEvent,
+    StreamEndEvent,
+    StreamEvent,
+    ToolEvent,
+)
+from holysheep._version import __version__
+from holysheep.integrations.otel._attributes import (
+    ATTEMPTS,
+    ERROR_TYPE,
+    FINISH_REASONS,
+    HTTP_STATUS,
+    INPUT_MESSAGES,
+    INPUT_TOKENS,
+    OPERATION,
+    OUTPUT_MESSAGES,
+    OUTPUT_TOKENS,
+    PROVIDER,
+    PROVIDER_NAME,
+    REQUEST_ID,
+    REQUEST_MODEL,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    SERVED_BY,
+    SERVER_ADDRESS,
+    SERVER_PORT,
+    TOKEN_TYPE,
+    capture_from_env,
+    input_messages,
+    output_messages,
+    request_attributes,
+    response_attributes,
+    usage_counts,
+)
+
+__all__ = ["COST_METRIC", "OpenTelemetryHooks"]
+
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+COST_METRIC = "holysheep.client.cost"
+_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+_CHUNK_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+
+
+def _histogram(meter: Any, name: str, unit: str, description: str, buckets: tuple[float, ...]) -> Any:
+    try:
+        return meter.create_histogram(name, unit=unit, description=description,
+                                      explicit_bucket_boundaries_advisory=list(buckets))
+    except TypeError:  # opentelemetry-api before 1.23 has no bucket advice
+        return meter.create_histogram(name, unit=unit, description=description)
+
+
+class _Call:
+    """What one call's span needs between its events."""
+
+    __slots__ = ("first_chunk_s", "host", "op", "port", "request_model", "served_by", "span")
+
+    def __init__(self, span: Any, op: str, request_model: str | None, event: RequestEvent) -> None:
+        self.span, self.op, self.request_model = span, op, request_model
+        self.host, self.port, self.served_by = event.host, event.port, event.served_by
+        self.first_chunk_s: float | None = None
+
+
+class OpenTelemetryHooks(Hooks):
+    """Hooks that record each call as a GenAI CLIENT span and in the GenAI client metrics.
+
+    Pass one to a client (``Client(hooks=[OpenTelemetryHooks()])``) to trace that client only, or use
+    ``HolySheepInstrumentor().instrument()`` to trace every client. ``tracer_provider`` /
+    ``meter_provider`` default to the global ones; ``capture_message_content`` defaults to
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+    """
+
+    def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None,
+                 capture_message_content: bool | None = None) -> None:
+        self._tracer = trace.get_tracer(__name__, __version__, tracer_provider, schema_url=SCHEMA_URL)
+        meter = metrics.get_meter(__name__, __version__, meter_provider, schema_url=SCHEMA_URL)
+        self.capture_content = capture_from_env() if capture_message_content is None else bool(capture_message_content)
+        self._duration = _histogram(meter, "gen_ai.client.operation.duration", "s",
+                                    "GenAI operation duration", _DURATION_BUCKETS)
+        self._tokens = _histogram(meter, "gen_ai.client.token.usage", "{token}",
+                                  "Number of input and output tokens used", _TOKEN_BUCKETS)
+        self._ttfc = _histogram(meter, "gen_ai.client.operation.time_to_first_chunk", "s",
+                                "Time to receive the first chunk of a streamed response", _DURATION_BUCKETS)
+        self._tpoc = _histogram(meter, "gen_ai.client.operation.time_per_output_chunk", "s",
+                                "Time between output chunks of a streamed response, after the first", _CHUNK_BUCKETS)
+        # The cost is summed here and read by the meter at collection: a dict update per call, not a measurement.
+        self._cost_lock = threading.Lock()
+        self._cost_totals: dict[tuple[Any, ...], list[Any]] = {}
+        meter.create_observable_counter(COST_METRIC, callbacks=[self._observe_cost], unit="USD",
+                                        description="Cost of the calls at the SDK's price catalog")
+        self._metric_attrs: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+
+    def _observe_cost(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._cost_lock:
+            return [Observation(total, attrs) for attrs, total in self._cost_totals.values()]
+
+    # ------------------------------------------------------------------ calls
+    def on_request(self, event: RequestEvent) -> None:
+        ctx = event.ctx
+        state = ctx.state
+        call: _Call | None = state.get(self)
+        if call is not None:  # a retry or a fallback: the same span
+            if event.served_by != call.served_by:
+                call.host, call.port, call.served_by = event.host, event.port, event.served_by
+                call.span.set_attributes({SERVER_ADDRESS: event.host, SERVER_PORT: event.port})
+            return
+        op = ctx.operation
+        model = ctx.model
+        attrs: dict[str, Any] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: event.host,
+                                 SERVER_PORT: event.port}
+        if model is not None:
+            attrs[REQUEST_MODEL] = model
+        body = ctx.body
+        if body is not None and len(body) > 2:  # more than model and messages: some parameters were set
+            request_attributes(attrs, body)
+        if self.capture_content:
+            messages = input_messages(body)
+            if messages is not None:
+                attrs[INPUT_MESSAGES] = messages
+        parent = None
+        batch = ctx.batch
+        if batch is not None:
+            parent = batch.state.get(self)
+        span = self._tracer.start_span(f"{op} {model}" if model else op, context=parent, kind=SpanKind.CLIENT,
+                                       attributes=attrs)
+        state[self] = _Call(span, op, model, event)
+
+    def on_response(self, event: ResponseEvent) -> None:
+        call: _Call | None = event.ctx.state.get(self)
+        if call is None:
+            return
+        outcome = event.outcome
+        if outcome == "success":
+            if event.ctx.stream:  # the span ends with the stream
+                return
+            response = event.response
+            end: dict[str, Any] = {}
+            inp, out, cached, model = response_attributes(end, response)
+            if self.capture_content and getattr(response, "choices", None):
+                end[OUTPUT_MESSAGES] = output_messages(
+                    [(getattr(c.message, "content", None), c.finish_reason) for c in response.choices])
+            self._end(call, event, None, end, inp, out, cached, model)
+            return
+        error = event.error
+        if outcome == "retry":
+            attrs: dict[str, Any] = {ATTEMPTS: event.attempt, ERROR_TYPE: type(error).__qualname__,
+                                     "holysheep.retry.delay_s": event.delay_s or 0.0}
+            if event.status_code is not None:
+                attrs[HTTP_STATUS] = event.status_code
+            call.span.add_event("holysheep.retry", attrs)
+        elif outcome == "fallback":
+            call.span.add_event("holysheep.fallback", {SERVED_BY: event.served_by,
+                                                       ERROR_TYPE: type(error).__qualname__})
+        else:
+            self._end(call, event, error, {HTTP_STATUS: event.status_code} if event.status_code is not None else {},
+                      None, None, 0, None)
+
+    def _end(self, call: _Call, event: ResponseEvent | StreamEndEvent, error: BaseException | None,
+             attrs: dict[str, Any], inp: int | None, out: int | None, cached: int, response_model: str | None) -> None:
+        """Set the closing attributes in one go, end the span, record the metrics."""
+        span = call.span
+        served_by = event.served_by if isinstance(event, ResponseEvent) else call.served_by
+        if served_by != "primary":  # a fallback served it (each attribute costs the SDK a check: only what tells)
+            attrs[SERVED_BY] = served_by
+        if event.ctx.attempts > 1:
+            attrs[ATTEMPTS] = event.ctx.attempts
+        request_id = getattr(event, "request_id", None)
+        if request_id:
+            attrs[REQUEST_ID] = request_id
+        error_type = None
+        if error is not None:
+            error_type = type(error).__qualname__
+            attrs[ERROR_TYPE] = error_type
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        span.set_attributes(attrs)
+        span.end()
+        self._record(call, event.elapsed_s, error_type, inp, out, cached, response_model)
+
+    def _record(self, call: _Call, elapsed: float, error_type: str | None, inp: int | None, out: int | None,
+                cached: int, response_model: str | None) -> None:
+        key = (call.op, call.request_model, response_model, call.host, call.port, error_type)
+        sets = self._metric_attrs.get(key)
+        if sets is None:
+            sets = self._attrs_for(key)
+        attrs = sets[0]
+        self._duration.record(elapsed, attrs)
+        if inp is not None:
+            self._tokens.record(inp, sets[1])
+        if out is not None:
+            self._tokens.record(out, sets[2])
+        model = response_model or call.request_model
+        if model and (inp or out):
+            from holysheep.pricing._cost import completion_cost  # the price catalog loads with the first usage
+
+            try:
+                cost = completion_cost(model, inp or 0, out or 0, cached)
+            except Exception:  # the price catalog is optional
+                cost = None
+            if cost:
+                with self._cost_lock:
+                    total = self._cost_totals.get(key)
+                    if total is None:
+                        self._cost_totals[key] = [attrs, cost]
+                    else:
+                        total[1] += cost
+
+    def _attrs_for(self, key: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The metric attributes for ``key``: plain, and with ``gen_ai.token.type`` input / output (cached)."""
+        op, request_model, response_model, host, port, error_type = key
+        attrs: dict[str, Any] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: host, SERVER_PORT: port}
+        if request_model:
+            attrs[REQUEST_MODEL] = request_model
+        if response_model:
+            attrs[RESPONSE_MODEL] = response_model
+        if error_type:
+            attrs[ERROR_TYPE] = error_type
+        if len(self._metric_attrs) > 1000:  # a bounded cache: models and hosts are few
+            self._metric_attrs.clear()
+        sets = self._metric_attrs[key] = (attrs, {**attrs, TOKEN_TYPE: "input"}, {**attrs, TOKEN_TYPE: "output"})
+        return sets
+
+    # ------------------------------------------------------------------ streams
+    def on_stream_first_chunk(self, event: StreamEvent) -> None:
+        call: _Call | None = event.ctx.state.get(self)
+        if call is None:
+            return
+        call.first_chunk_s = event.elapsed_s
+        self._ttfc.record(event.elapsed_s, self._stream_attrs(call))
+
+    def _stream_attrs(self, call: _Call) -> dict[str, Any]:
+        key = (call.op, call.request_model, None, call.host, call.port, None)
+        sets = self._metric_attrs.get(key)
+        return (sets if sets is not None else self._attrs_for(key))[0]
+
+    def on_stream_end(self, event: StreamEndEvent) -> None:
+        call: _Call | None = event.ctx.state.pop(self, None)
+        if call is None:
+            return
+        attrs: dict[str, Any] = {}
+        if event.response_id:
+            attrs[RESPONSE_ID] = event.response_id
+        model = event.response_model or None
+        if model:
+            attrs[RESPONSE_MODEL] = model
+        reasons = event.finish_reasons
+        if reasons:
+            attrs[FINISH_REASONS] = tuple(reasons)
+        inp, out, cached = usage_counts(event.usage)
+        if inp is not None:
+            attrs[INPUT_TOKENS] = inp
+        if out is not None:
+            attrs[OUTPUT_TOKENS] = out
+        if event.closed:
+            attrs["holysheep.stream.closed_early"] = True
+        if self.capture_content:
+            attrs[OUTPUT_MESSAGES] = output_messages([(event.text, reasons[0] if reasons else None)])
+        chunks = event.chunks
+        if call.first_chunk_s is not None and chunks > 1:
+            self._tpoc.record((event.elapsed_s - call.first_chunk_s) / (chunks - 1), self._stream_attrs(call))
+        self._end(call, event, event.error, attrs, inp, out, cached, model)
+
+    # ------------------------------------------------------------------ batch and tools
+    def on_batch_start(self, event: BatchEvent) -> None:
+        batch = event.batch
+        attrs: dict[str, Any] = {"holysheep.batch.concurrency": batch.concurrency}
+        if batch.total is not None:
+            attrs["holysheep.batch.total"] = batch.total
+        if batch.model:
+            attrs[REQUEST_MODEL] = batch.model
+        span = self._tracer.start_span("holysheep.batch", kind=SpanKind.INTERNAL, attributes=attrs)
+        batch.state[self] = trace.set_span_in_context(span)  # the parent of every item's span
+        batch.state[(self, "span")] = span
+
+    def on_batch_end(self, event: BatchEvent) -> None:
+        batch = event.batch
+        span = batch.state.pop((self, "span"), None)
+        if span is None:
+            return
+        stats = batch.stats
+        if stats is not None:
+            span.set_attributes({
+                "holysheep.batch.succeeded": stats.succeeded, "holysheep.batch.failed": stats.failed,
+                "holysheep.batch.requests": stats.requests, "holysheep.batch.retries": stats.retries,
+                INPUT_TOKENS: stats.prompt_tokens, OUTPUT_TOKENS: stats.completion_tokens,
+                "holysheep.batch.cost_usd": float(stats.cost_usd or 0.0)})
+            if stats.stop_reason:
+                span.set_attribute("holysheep.batch.stop_reason", str(stats.stop_reason))
+            if stats.failed:
+                span.set_status(Status(StatusCode.ERROR, f"{stats.failed} items failed"))
+        span.end()
+
+    def on_tool_start(self, event: ToolEvent) -> None:
+        attrs: dict[str, Any] = {OPERATION: "execute_tool", "gen_ai.tool.name": event.name}
+        if event.call_id:
+            attrs["gen_ai.tool.call.id"] = event.call_id
+        if self.capture_content and event.arguments is not None:
+            from holysheep._core.keys import redact
+
+            attrs["gen_ai.tool.call.arguments"] = redact(event.arguments)
+        event.state[self] = self._tracer.start_span(f"execute_tool {event.name}", kind=SpanKind.INTERNAL,
+                                                    attributes=attrs)
+
+    def on_tool_end(self, event: ToolEvent) -> None:
+        span = event.state.pop(self, None)
+        if span is None:
+            return
+        if event.error is not None:
+            error_type = type(event.error).__qualname__
+            span.set_attribute(ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        elif self.capture_content and event.result is not None:
+            from holysheep._core.keys import redact
+
+            span.set_attribute("gen_ai.tool.call.result", redact(str(event.result))[:4096])
+        span.end()

@@ -1,0 +1,86 @@
+"""Message content is recorded only when asked for; keys and Authorization values never are."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from holysheep import AuthenticationError, Client
+from holysheep.integrations.otel import CAPTURE_ENV
+from holysheep.testing import FakeServer, Fault
+
+from .conftest import MODEL
+from .otel_util import Telemetry, instrumented
+
+SECRET_TEXT = "my-secret-prompt"
+
+
+def _everything(t: Telemetry) -> str:
+    """Every exported span (attributes, events, status, links) and every metric point, as one string."""
+    spans = [s.to_json() for s in t.spans()]
+    metrics = t.reader.get_metrics_data()
+    return "\n".join(spans) + (metrics.to_json() if metrics is not None else "")
+
+
+def _call(server: FakeServer, **create: Any) -> None:
+    with Client(api_key=server.api_key, base_url=server.url, initial_retry_delay=0) as client:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": SECRET_TEXT}], **create)
+
+
+def test_no_content_by_default(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CAPTURE_ENV, raising=False)
+    with instrumented() as t:
+        _call(server)
+    dump = _everything(t)
+    assert SECRET_TEXT not in dump and "gen_ai.input.messages" not in dump and "gen_ai.output.messages" not in dump
+
+
+@pytest.mark.parametrize("how", ["env", "argument"])
+def test_content_when_asked(server: FakeServer, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    kwargs: dict[str, Any] = {}
+    if how == "env":
+        monkeypatch.setenv(CAPTURE_ENV, "true")
+    else:
+        monkeypatch.delenv(CAPTURE_ENV, raising=False)
+        kwargs["capture_message_content"] = True
+    with instrumented(**kwargs) as t:
+        _call(server)
+    (span,) = t.spans()
+    assert json.loads(span.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": SECRET_TEXT}]}]
+    (out,) = json.loads(span.attributes["gen_ai.output.messages"])
+    assert out["role"] == "assistant" and out["finish_reason"] == "stop" and out["parts"][0]["content"]
+
+
+def test_the_argument_overrides_the_environment(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, "true")
+    with instrumented(capture_message_content=False) as t:
+        _call(server)
+    assert SECRET_TEXT not in _everything(t)
+
+
+def test_keys_and_authorization_are_never_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content capture on, a retried 500, a 401, a stream, a key pasted into a message and a custom
+    Authorization-like header: the key and the header values appear nowhere in the telemetry."""
+    monkeypatch.setenv(CAPTURE_ENV, "true")
+    with FakeServer(faults=[Fault.status(500), None, Fault.unauthorized()]) as server, instrumented() as t:
+        key = server.api_key
+        with Client(api_key=key, base_url=server.url, initial_retry_delay=0,
+                    default_headers={"x-api-key": "other-secret-value-123"}) as client:
+            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": f"my key is {key}"}],
+                                           extra_headers={"Authorization": f"Bearer {key}"})
+            with pytest.raises(AuthenticationError):
+                client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+            with client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": key}],
+                                                stream=True) as stream:
+                list(stream)
+    dump = _everything(t)
+    assert len(t.spans()) == 3
+    assert key not in dump and key[3:] not in dump
+    assert "other-secret-value-123" not in dump and "Bearer" not in dump
+    assert "authorization" not in dump.lower() and "x-api-key" not in dump
+    assert "gen_ai.input.messages" in dump  # content capture was on: the key inside it was masked
