@@ -8,16 +8,16 @@ from holysheep.estimator import estimate_training_memory
 from holysheep.hardware import pick_hardware
 
 
-def test_70b_qlora_with_checkpointing_fits_one_48gb_gpu() -> None:
-    est = estimate_training_memory("llama-3.1-70b", method="qlora", gradient_checkpointing=True, seq_len=2048)
+def test_70b_qlora_with_checkpointing_fits_one_48gb_gpu_at_1k() -> None:
+    est = estimate_training_memory("llama-3.1-70b", method="qlora", gradient_checkpointing=True, seq_len=1024)
     assert est.optimizer == "paged-adamw"  # the QLoRA paper's optimizer is the default for qlora
-    assert est.per_gpu_gb == pytest.approx(47.77, abs=0.01) and est.fits("L40S")
+    assert est.per_gpu_gb == pytest.approx(44.76, abs=0.01) and est.fits("L40S")
     (opt,) = pick_hardware(est, gpus=["L40S"], max_gpus=1)
-    assert opt.count == 1 and opt.usable_gb_per_gpu == 48.0
-    # without checkpointing, or at 4k tokens, it does not
+    assert opt.count == 1 and opt.usable_gb_per_gpu == pytest.approx(45.6)  # 48 GB less the 5 % reserve
+    # at 2k tokens it needs 47.77 of 48 GB: no room for the allocator (issue 30), and no fit without checkpointing
     assert not estimate_training_memory("llama-3.1-70b", method="qlora", seq_len=2048).fits("L40S")
-    assert not estimate_training_memory("llama-3.1-70b", method="qlora", gradient_checkpointing=True,
-                                        seq_len=4096).fits("L40S")
+    assert not estimate_training_memory("llama-3.1-70b", method="qlora", gradient_checkpointing="none",
+                                        seq_len=1024).fits("L40S")
 
 
 def test_paged_optimizer_pages_out_while_activations_peak() -> None:

@@ -15,7 +15,12 @@ from ._quant import quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._states import adafactor_bytes, lora_params, model_state_bytes
 
-__all__ = ["TrainingEstimate", "estimate_training_memory", "lora_params", "model_state_bytes"]
+__all__ = ["TrainingEstimate", "estimate_training_memory", "lora_params", "model_state_bytes", "training_reserve_gb"]
+
+
+def training_reserve_gb(memory_gb: float) -> float:
+    """GB a training fit leaves free on a GPU of ``memory_gb`` for the allocator: ``max(1 GB, 5 %)``."""
+    return max(1.0, 0.05 * memory_gb)
 
 _PRECISION = {
     "bf16-mixed": "mixed",
@@ -90,15 +95,62 @@ class TrainingEstimate(MemoryTotals):
         """The same run over ``n`` data-parallel GPUs."""
         return _build(**{**self._rebuild, "num_gpus": check_int(n, "num_gpus", maximum=1 << 20)})
 
-    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
-        """The per-GPU need at ``count`` GPUs (default ``num_gpus``) against all of one GPU's memory.
+    def with_options(self, **changes: Any) -> TrainingEstimate:
+        """The same run with some switches changed: ``gradient_checkpointing``, ``zero_stage``,
+        ``offload_optimizer``, ``offload_params``, ``seq_len``, ``micro_batch`` or ``num_gpus``."""
+        keys = {"gradient_checkpointing": "ckpt", "zero_stage": "zero_stage", "offload_optimizer": "offload_optimizer",
+                "offload_params": "offload_params", "seq_len": "seq_len", "micro_batch": "micro_batch",
+                "num_gpus": "num_gpus"}
+        bad = set(changes) - set(keys)
+        if bad:
+            raise InvalidRequestError(f"with_options takes {', '.join(sorted(keys))}, not {', '.join(sorted(bad))}",
+                                      field=sorted(bad)[0])
+        if "gradient_checkpointing" in changes:
+            changes["gradient_checkpointing"] = check_choice(
+                str(changes["gradient_checkpointing"]).lower(), "gradient_checkpointing", _CKPT)
+        return _build(**{**self._rebuild, **{keys[k]: v for k, v in changes.items()}})
 
-        Training has no utilization fraction: CUDA context and workspace are already in ``overhead``.
+    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
+        """The per-GPU need at ``count`` GPUs (default ``num_gpus``) against one GPU's memory less a reserve.
+
+        The CUDA context and workspace are already in ``overhead``; the allocator's fragmentation is not, so
+        ``max(1 GB, 5 %)`` of the GPU stays free (a 48 GB card holds 45.6 GB of training state).
         ``pick_hardware`` and ``holysheep plan`` use this, so they agree with `fits`.
         """
         est = self if count is None or count == self.num_gpus else self.with_num_gpus(count)
         mem = gpu_memory_gb(gpu)[0]
-        return MemoryCheck(est.per_gpu_gb <= mem, est.per_gpu_gb, mem, mem, "training: all of the GPU's memory")
+        limit = mem - training_reserve_gb(mem)
+        return MemoryCheck(est.per_gpu_gb <= limit, est.per_gpu_gb, limit, mem,
+                           "training: the GPU's memory less a reserve of max(1 GB, 5 %) for the allocator")
+
+    def fit_hint(self, gpu: Any, count: int | None = None) -> str | None:
+        """The first switch that makes this run fit ``count`` GPUs of this kind, as text, or None.
+
+        Tried in order: full gradient checkpointing, ZeRO-3 (more than one GPU), optimizer offload (ZeRO-2 on
+        one GPU), a sequence down to a quarter as long, parameter offload (ZeRO-3, slow), any shorter sequence.
+        """
+        n = self.num_gpus if count is None else count
+        est = self if n == self.num_gpus else self.with_num_gpus(n)
+        tries: list[tuple[str, dict[str, Any]]] = []
+        if self.gradient_checkpointing != "full":
+            tries.append(("with gradient_checkpointing='full'", {"gradient_checkpointing": "full"}))
+        if n > 1 and self.zero_stage < 3:
+            tries.append(("with zero_stage=3", {"zero_stage": 3}))
+        if not self.offload_optimizer:
+            zero = max(self.zero_stage, 3 if n > 1 else 2)
+            tries.append((f"with zero_stage={zero} and offload_optimizer=True",
+                          {"zero_stage": zero, "offload_optimizer": True}))
+        seqs = [self.seq_len >> k for k in range(1, 12) if self.seq_len >> k >= 128]
+        tries += [(f"at seq_len={s}", {"seq_len": s}) for s in seqs if s * 4 >= self.seq_len]
+        if not self.offload_params:
+            tries.append(("with zero_stage=3, offload_optimizer and offload_params (slow)",
+                          {"zero_stage": 3, "offload_optimizer": True, "offload_params": True}))
+        tries += [(f"at seq_len={s}", {"seq_len": s}) for s in seqs if s * 4 < self.seq_len]
+        for label, change in tries:
+            alt = est.with_options(**change)
+            if alt.fits(gpu, n):
+                return f"fits {label} ({alt.per_gpu_gb:.1f} GB per GPU)"
+        return None
 
     def fits(self, gpu: Any, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default ``num_gpus``) of this kind hold the run."""
@@ -254,7 +306,7 @@ def estimate_training_memory(
     method: str = "full",
     seq_len: int = 4096,
     micro_batch: int = 1,
-    gradient_checkpointing: str | bool = "none",
+    gradient_checkpointing: str | bool | None = None,
     flash_attention: bool = True,
     zero_stage: int = 0,
     num_gpus: int = 1,
@@ -271,7 +323,8 @@ def estimate_training_memory(
     (momentum), ``sgd-no-momentum``, ``adafactor``, or bitsandbytes' ``paged-adamw`` / ``paged-adamw-8bit``
     (states page out to CPU while activations peak). Default: ``paged-adamw`` for QLoRA (as the QLoRA
     paper and its reference script train), ``adamw`` otherwise. ``gradient_checkpointing``: ``none``, ``selective``
-    or ``full``. ``zero_stage`` 0-3 shards states over ``num_gpus`` data-parallel GPUs;
+    or ``full``; default ``full`` for QLoRA (as QLoRA recipes train), ``none`` otherwise. ``zero_stage`` 0-3
+    shards states over ``num_gpus`` data-parallel GPUs;
     ``offload_optimizer`` (ZeRO >= 1) and ``offload_params`` (ZeRO-3) move states to CPU memory.
     """
     arch, name, notes, approximate = resolve_model(model)
@@ -283,7 +336,11 @@ def estimate_training_memory(
         label = label.replace("bf16", "fp16")
     meth = check_choice(method, "method", _METHOD)
     opt = check_choice(optimizer or ("paged-adamw" if meth == "qlora" else "adamw"), "optimizer", _OPT)
-    ckpt = check_choice(str(gradient_checkpointing).lower(), "gradient_checkpointing", _CKPT)
+    if gradient_checkpointing is None and meth == "qlora":
+        gradient_checkpointing = "full"
+        notes.append("QLoRA: gradient checkpointing on, as QLoRA recipes train (pass gradient_checkpointing='none' "
+                     "to plan without)")
+    ckpt = check_choice(str(gradient_checkpointing or "none").lower(), "gradient_checkpointing", _CKPT)
     acc = check_choice(accounting, "accounting", _ACCOUNTING)
     check_int(seq_len, "seq_len")
     check_int(micro_batch, "micro_batch")

@@ -16,6 +16,10 @@ Policy (also in docs/hardware.md):
   on parts without it: fp8 checkpoints are not served on A100/A10/V100/T4/MI250X through a slow
   emulation path. Weight-only INT4 (AWQ/GPTQ) needs no native path (it dequantises to FP16), except
   that AWQ kernels need NVIDIA compute capability 7.5+, so AWQ is rejected on V100.
+* Training is offered only where its stack runs (``_training_stack``): CUDA/ROCm GPUs for DeepSpeed/FSDP,
+  TPUs, Gaudi and Trainium with a note naming their stack, Apple silicon for MLX LoRA on one machine,
+  systems-on-chip on one device; inference-only chips are rejected. A training fit that fails says which
+  switch would fit (checkpointing, ZeRO stage, offload, a shorter sequence).
 * For each GPU the picker keeps the best count under the objective; GPUs with no workable count are
   in ``.rejected`` with their reason.
 """
@@ -37,6 +41,7 @@ from ._roofline import (
     train_tokens_per_s,
 )
 from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
+from ._training_stack import training_support
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 
@@ -129,9 +134,10 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     fits, per_gpu, usable, rule = _memory(g, sized, devices, memory_fraction)
     base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits, usable_gb_per_gpu=usable)
     if not fits:
-        return HardwareOption(**base, reason=f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
-                              f"{usable:.1f} GB usable ({rule}, {g.memory_per_device_gb:g} GB GPU)",
-                              reason_code="does_not_fit")
+        reason = (f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
+                  f"{usable:.1f} GB usable ({rule}, {g.memory_per_device_gb:g} GB GPU)")
+        hint = _training_hint(sized, g, devices) if training else None
+        return HardwareOption(**base, reason=reason + (f"; {hint}" if hint else ""), reason_code="does_not_fit")
     perf: dict[str, float | None] = {}
     if training:
         k = 6.0 if str(getattr(est, "method", "full")) == "full" else 4.0
@@ -168,6 +174,17 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
                               reason_code="over_budget")
     return HardwareOption(**base)
+
+
+def _training_hint(sized: Any, g: GPU, devices: int) -> str | None:
+    """The switch that would make a training run fit (``TrainingEstimate.fit_hint``), if the estimate has one."""
+    hint = getattr(sized, "fit_hint", None)
+    if hint is None:
+        return None
+    from types import SimpleNamespace
+
+    result = hint(SimpleNamespace(memory_gb=g.memory_per_device_gb, name=g.name), devices)
+    return None if result is None else str(result)
 
 
 def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
@@ -274,8 +291,16 @@ def pick_hardware(
         counts = [gpu_count]
     options, rejected = [], []
     for g in table:
-        reason, notes0 = (None, []) if training else _precision_notes(g, est.quant_spec)
-        code = "no_native_precision"
+        most: int | None = None
+        if training:
+            reason, most, notes0 = training_support(g, est)
+            code = "no_training_stack"
+        else:
+            reason, notes0 = _precision_notes(g, est.quant_spec)
+            code = "no_native_precision"
+        mine = [c for c in counts if most is None or c * g.devices_per_package <= most]
+        if reason is None and not mine:
+            reason, code = f"{g.name} trains on {most} device(s) only ({'; '.join(notes0)})", "runtime_limit"
         if reason is None and not training and getattr(est, "runtime", None) == "mlx" and g.vendor != "apple":
             reason, code = f"MLX runs on Apple silicon only, not on {g.name}", "runtime_limit"
         if reason is not None:
@@ -284,7 +309,7 @@ def pick_hardware(
                                            reason=reason, reason_code=code))
             continue
         tried = [_evaluate(g, c, est, training=training, memory_fraction=memory_fraction,
-                           budget=budget_per_hour, eff=eff, notes0=notes0) for c in counts]
+                           budget=budget_per_hour, eff=eff, notes0=notes0) for c in mine]
         ok = [o for o in tried if o.reason is None]
         if ok and objective == "latency":
             options.append(_latency_count(ok, min_speedup_per_doubling))
