@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from holysheep.estimator import catalog_entry, estimate_inference_memory, get_architecture, max_context
@@ -48,3 +51,22 @@ def test_anything_but_a_catalog_name_stays_bf16() -> None:
     est = estimate_inference_memory(arch)
     assert est.quant == "bf16" and not est.quant_as_shipped and "(as shipped)" not in str(est)
     assert estimate_inference_memory("deepseek-v3", quant="fp8").quant_as_shipped is False  # asked for, not assumed
+
+
+def test_a_config_is_planned_in_its_quantization_config_format(tmp_path: Path) -> None:
+    cfg = dict(catalog_entry("DeepSeek-V3").config)
+    fp8 = {**cfg, "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
+    est = estimate_inference_memory(fp8)
+    assert est.quant_label == "fp8 (as shipped)" and est.warnings == []
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fp8))
+    assert estimate_inference_memory(str(path)).quant == "fp8" and estimate_inference_memory(tmp_path).quant == "fp8"
+    llama = dict(catalog_entry("Llama-3.1-8B").config)
+    for qc, quant in [({"quant_method": "awq", "bits": 4, "group_size": 128}, "int4-awq"),
+                      ({"quant_method": "gptq", "bits": 4}, "int4-gptq"),
+                      ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "nf4")]:
+        assert estimate_inference_memory({**llama, "quantization_config": qc}).quant == quant
+    odd = estimate_inference_memory({**llama, "quantization_config": {"quant_method": "compressed-tensors"}})
+    assert odd.quant == "bf16" and "quant_method 'compressed-tensors'" in odd.warnings[0]  # said, not silent
+    assert estimate_inference_memory({**llama, "quantization_config": {"quant_method": "awq", "bits": 4}},
+                                     quant="bf16").warnings == []  # asked for explicitly

@@ -149,15 +149,42 @@ def get_architecture(name: str) -> Architecture:
     return catalog_entry(name).architecture
 
 
-def shipped_quant(model: ModelLike) -> str | None:
-    """The weight format a catalog model's checkpoint ships in (``"fp8"``, ``"mxfp4"``, ``"bf16"``), or None
-    for anything that is not a catalog name (an Architecture, a config, a bare size)."""
-    if not isinstance(model, str) or model.endswith(".json") or Path(model).is_dir():
-        return None
-    try:
-        return catalog_entry(model).quant
-    except UnknownModelError:
-        return None
+def shipped_quant(model: ModelLike) -> tuple[str | None, str | None]:
+    """``(format, warning)``: the weight format the checkpoint ships in, or None when unknown.
+
+    A catalog name gives its row's ``quant`` (``"fp8"``, ``"mxfp4"``, ``"bf16"``). A ``config.json`` (path or
+    dict) gives its ``quantization_config``: fp8, mxfp4, 4-bit AWQ/GPTQ, bitsandbytes 4/8-bit; another
+    ``quant_method`` gives a warning instead (the weights are then planned in bf16). An Architecture or a bare
+    size gives ``(None, None)``.
+    """
+    cfg: Any = None
+    if isinstance(model, Mapping):
+        cfg = model
+    elif isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or Path(model).is_dir())):
+        p = Path(model) / "config.json" if Path(model).is_dir() else Path(model)
+        try:
+            cfg = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None, None
+    elif isinstance(model, str):
+        try:
+            return catalog_entry(model).quant, None
+        except UnknownModelError:
+            return None, None
+    qc = cfg.get("quantization_config") if isinstance(cfg, Mapping) else None
+    if not isinstance(qc, Mapping):
+        return None, None
+    method = str(qc.get("quant_method") or "").lower()
+    bits = qc.get("bits", qc.get("w_bit"))
+    found = {"fp8": "fp8", "mxfp4": "mxfp4"}.get(method)
+    if method in ("awq", "gptq") and bits == 4:
+        found = f"int4-{method}"
+    if method == "bitsandbytes":
+        found = "nf4" if qc.get("load_in_4bit") else "int8" if qc.get("load_in_8bit") else None
+    if found is not None:
+        return found, None
+    return None, (f"config.json's quantization_config (quant_method {method or '?'!r}) is not read: the weights "
+                  "are planned in bf16; pass quant= with the checkpoint's format")
 
 
 def served_alias_note(name: str) -> str | None:

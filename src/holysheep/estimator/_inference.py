@@ -166,10 +166,11 @@ def _build(
     gpu_name: str | None = None,
     emit_warning: bool = True,
     as_shipped: bool = False,
+    base_warnings: tuple[str, ...] = (),
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
-    notes, warns = list(base_notes), list(arch.assumptions)
+    notes, warns = list(base_notes), [*arch.assumptions, *base_warnings]
     tp = tensor_parallel
     kv = kv_dtype or ("fp32" if spec.compute_dtype == "fp32" else "fp16" if spec.compute_dtype == "fp16" else "bf16")
     if kv_dtype is None:
@@ -285,7 +286,7 @@ def estimate_inference_memory(
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     """
     arch, name, notes, approximate = resolve_model(model)
-    shipped = shipped_quant(model) if quant is None else None
+    shipped, unread = shipped_quant(model) if quant is None else (None, None)
     spec = quant_spec(quant if quant is not None else shipped or "bf16")
     check_int(context, "context")
     check_int(batch, "batch")
@@ -333,4 +334,5 @@ def estimate_inference_memory(
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
         as_shipped=shipped is not None and shipped != "bf16",
+        base_warnings=() if unread is None else (unread,),
     )

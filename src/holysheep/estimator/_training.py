@@ -11,6 +11,7 @@ from ._activations import activation_bytes
 from ._architecture import Architecture
 from ._catalog import ModelLike, resolve_model
 from ._common import GB, RUNTIME_OVERHEAD_BYTES, MemoryCheck, MemoryTotals, check_choice, check_int, gpu_memory_gb
+from ._fit_hint import first_fit
 from ._quant import quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._states import adafactor_bytes, lora_params, model_state_bytes
@@ -129,28 +130,7 @@ class TrainingEstimate(MemoryTotals):
         Tried in order: full gradient checkpointing, ZeRO-3 (more than one GPU), optimizer offload (ZeRO-2 on
         one GPU), a sequence down to a quarter as long, parameter offload (ZeRO-3, slow), any shorter sequence.
         """
-        n = self.num_gpus if count is None else count
-        est = self if n == self.num_gpus else self.with_num_gpus(n)
-        tries: list[tuple[str, dict[str, Any]]] = []
-        if self.gradient_checkpointing != "full":
-            tries.append(("with gradient_checkpointing='full'", {"gradient_checkpointing": "full"}))
-        if n > 1 and self.zero_stage < 3:
-            tries.append(("with zero_stage=3", {"zero_stage": 3}))
-        if not self.offload_optimizer:
-            zero = max(self.zero_stage, 3 if n > 1 else 2)
-            tries.append((f"with zero_stage={zero} and offload_optimizer=True",
-                          {"zero_stage": zero, "offload_optimizer": True}))
-        seqs = [self.seq_len >> k for k in range(1, 12) if self.seq_len >> k >= 128]
-        tries += [(f"at seq_len={s}", {"seq_len": s}) for s in seqs if s * 4 >= self.seq_len]
-        if not self.offload_params:
-            tries.append(("with zero_stage=3, offload_optimizer and offload_params (slow)",
-                          {"zero_stage": 3, "offload_optimizer": True, "offload_params": True}))
-        tries += [(f"at seq_len={s}", {"seq_len": s}) for s in seqs if s * 4 < self.seq_len]
-        for label, change in tries:
-            alt = est.with_options(**change)
-            if alt.fits(gpu, n):
-                return f"fits {label} ({alt.per_gpu_gb:.1f} GB per GPU)"
-        return None
+        return first_fit(self, gpu, self.num_gpus if count is None else count)
 
     def fits(self, gpu: Any, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default ``num_gpus``) of this kind hold the run."""
