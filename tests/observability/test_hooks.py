@@ -204,3 +204,28 @@ def test_without_hooks_a_call_carries_no_context(server: FakeServer) -> None:
         spec = build_chat_spec(model=MODEL, messages=MESSAGES, stream=False, params={}, parse=parse_chat_completion)
         assert client.plan(spec).ctx is None
         assert client.config.hooks is None
+
+
+def test_a_stream_retried_before_its_first_event_reports_only_the_one_that_was_handed_out(
+        server: FakeServer, recorder: Recorder) -> None:
+    server.set_faults([Fault.stream_cut(after_events=0), None])
+    with _client(server, [recorder]) as client, client.chat.completions.create(
+            model=MODEL, messages=MESSAGES, stream=True) as stream:
+        list(stream)
+    assert recorder.names() == ["on_request", "on_response", "on_request", "on_response", "on_stream_first_chunk",
+                                "on_stream_end"]
+    retry = recorder.of("on_response")[0]
+    assert (retry.outcome, type(retry.error).__name__) == ("retry", "APIConnectionError")
+    (end,) = recorder.of("on_stream_end")
+    assert end.error is None and end.chunks > 0
+
+
+def test_a_batch_on_a_client_with_fallbacks_reports_through_its_thread_sender(recorder: Recorder) -> None:
+    with FakeServer() as primary, FakeServer() as backup:
+        fb = Fallback(base_url=backup.url, api_key=backup.api_key, name="backup")
+        with Client(api_key=primary.api_key, base_url=primary.url, fallbacks=[fb], hooks=[recorder]) as client:
+            results = client.chat.completions.batch(["a", "b"], model=MODEL, check_quota=False)
+    assert len(results.responses) == 2
+    batch = recorder.of("on_batch_start")[0].batch
+    assert [e.ctx.batch is batch for e in recorder.of("on_request")] == [True, True]
+    assert len(recorder.of("on_batch_item")) == 2 and len(recorder.of("on_batch_end")) == 1
