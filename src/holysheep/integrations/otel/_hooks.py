@@ -187,7 +187,8 @@ class OpenTelemetryHooks(Hooks):
             error_type = type(error).__qualname__
             attrs[ERROR_TYPE] = error_type
             span.set_status(Status(StatusCode.ERROR, error_type))
-        span.set_attributes(attrs)
+        if span.is_recording():  # a span the sampler dropped takes no attributes
+            span.set_attributes(attrs)
         span.end()
         self._record(call, event.elapsed_s, error_type, inp, out, cached, response_model)
 
