@@ -14,8 +14,9 @@ Four sides, each ``AsyncClient().chat.completions.batch`` over ``n`` prompts aga
 - ``bare_sdk_spans``: a hook that only starts and ends one SDK span per call, no attributes and no metrics:
   the floor of any span-per-call instrumentation on this machine.
 
-The sides run interleaved (off, traces, traces_metrics, bare_sdk_spans, off, ...); each ratio is the median of the rounds'
-ratios to the ``off`` run of the same round, so a slow stretch of a shared machine lands on every side.
+The sides run interleaved (off, traces, traces_metrics, bare_sdk_spans, off, ...); each ratio is the median of
+the rounds' ratios to the ``off`` run of the same round, so a slow stretch of a shared machine lands on every
+side.
 Writes ``otel_overhead`` into ``benchmarks/results.json``.
 """
 
