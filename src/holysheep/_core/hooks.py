@@ -278,13 +278,17 @@ class BatchItemEvent:
 
 
 class ToolEvent:
-    """A tool call run by the tool runner: ``name``, ``call_id``, ``arguments`` (a JSON string), and on
-    ``on_tool_end`` ``result`` or ``error`` and ``elapsed_s``. ``state`` is shared by the start and end events."""
+    """A tool call run by the tool runner: ``name``, ``call_id``, ``arguments`` (a JSON string), ``batch`` (the
+    batch whose item runs it, or None), and on ``on_tool_end`` ``result`` or ``error`` and ``elapsed_s``.
+    ``state`` is shared by the start and end events."""
 
-    __slots__ = ("arguments", "call_id", "elapsed_s", "error", "hooks", "name", "result", "started_at", "state")
+    __slots__ = ("arguments", "batch", "call_id", "elapsed_s", "error", "hooks", "name", "result", "started_at",
+                 "state")
 
-    def __init__(self, hooks: HookSet, name: str, call_id: str | None, arguments: str | None) -> None:
+    def __init__(self, hooks: HookSet, name: str, call_id: str | None, arguments: str | None,
+                 batch: BatchContext | None = None) -> None:
         self.hooks = hooks
+        self.batch = batch
         self.name, self.call_id, self.arguments = name, call_id, arguments
         self.result: Any = None
         self.error: BaseException | None = None
@@ -299,12 +303,13 @@ class ToolEvent:
         self.hooks.emit("on_tool_end", self)
 
 
-def tool_started(hooks: HookSet | None, name: str, call_id: str | None, arguments: str | None) -> ToolEvent | None:
+def tool_started(hooks: HookSet | None, name: str, call_id: str | None, arguments: str | None,
+                 batch: BatchContext | None = None) -> ToolEvent | None:
     """The tool runner is about to run a call: its ``ToolEvent`` (call ``finish`` on it afterwards), or None
-    when no hook listens to tools."""
+    when no hook listens to tools. ``batch``: the batch whose item runs it, if any."""
     if hooks is None or not (hooks.methods["on_tool_start"] or hooks.methods["on_tool_end"]):
         return None
-    event = ToolEvent(hooks, name, call_id, arguments)
+    event = ToolEvent(hooks, name, call_id, arguments, batch)
     hooks.emit("on_tool_start", event)
     return event
 

@@ -313,8 +313,9 @@ class OpenTelemetryHooks(Hooks):
             from holysheep._core.keys import redact
 
             attrs["gen_ai.tool.call.arguments"] = redact(event.arguments)
-        event.state[self] = self._tracer.start_span(f"execute_tool {event.name}", kind=SpanKind.INTERNAL,
-                                                    attributes=attrs)
+        parent = event.batch.state.get(self) if event.batch is not None else None
+        event.state[self] = self._tracer.start_span(f"execute_tool {event.name}", context=parent,
+                                                    kind=SpanKind.INTERNAL, attributes=attrs)
 
     def on_tool_end(self, event: ToolEvent) -> None:
         span = event.state.pop(self, None)
