@@ -90,6 +90,9 @@ def test_starcoder2_15b_bf16_at_8k_fits_an_a100_40gb() -> None:
         ("Kimi-K2-Instruct", 1_026_408_232_448, 0),
         ("DeepSeek-V3.2-Exp", 671_877_944_064, 13_477_385_728),  # 685.3 B: the card's 685B
         ("Qwen3-Next-80B-A3B", 79_674_391_296, 0),
+        ("GLM-4.6", 352_797_829_024, 5_539_962_272),  # GLM-4.5's layout, 200K context
+        ("Qwen3-Coder-480B-A35B", 480_154_875_392, 0),
+        ("SmolLM3-3B", 3_075_098_624, 0),
     ],
 )
 def test_2025_moe_counts(name: str, exact: int, mtp: int) -> None:
