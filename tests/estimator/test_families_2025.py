@@ -121,6 +121,7 @@ def test_qwen3_next_linear_layers_hold_a_fixed_state_not_a_kv_cache() -> None:
     assert long - short == 4 * 100_000 * 24_576  # growth comes from the 12 attention layers only
     assert short == 4 * 1_000 * 24_576 + 4 * state
     assert arch.kv_cache_bytes(1_000, 4, tensor_parallel=4) == 4 * 1_000 * 24_576 // 2 + state  # 2 KV heads
+    assert arch.linear_state_bytes(1, "fp8") == state  # an fp8 KV cache leaves the state in 16-bit
 
 
 def test_glm_minimax_kimi_features() -> None:

@@ -53,8 +53,9 @@ def dtype_bytes(dtype: str | float | int) -> float:
 class Architecture:
     """Shape of a decoder-only transformer, enough to count parameters and KV-cache bytes exactly.
 
-    Field names follow Hugging Face ``config.json``. MoE, MLA (DeepSeek) and sliding-window layers
-    are optional. Build one from a config with `from_hf_config`.
+    Field names follow Hugging Face ``config.json``. MoE, MLA (DeepSeek, with V3.2's indexer), sliding-window
+    and linear-attention layers (Qwen3-Next: a fixed per-sequence state, `linear_state_bytes`) are optional.
+    Build one from a config with `from_hf_config`.
     """
 
     name: str
@@ -268,12 +269,13 @@ class Architecture:
         """Per-GPU bytes of the linear-attention layers' fixed state for ``batch`` sequences (0 without them).
 
         Each sequence holds a conv window and a ``value_heads x key_dim x value_dim`` recurrent state per
-        layer, whatever its length (vLLM keeps them in the model dtype by default); heads shard over TP.
+        layer, whatever its length; heads shard over TP. vLLM keeps it in the model dtype (its
+        ``mamba_cache_dtype="auto"``), so an fp8 KV cache leaves the state at 16 bits.
         """
         if not self.linear_attention_layers:
             return 0
         heads_tp = max(1, min(tensor_parallel, self.linear_num_key_heads))
-        per_seq = len(self.linear_attention_layers) * linear_state_elements(self) * dtype_bytes(dtype)
+        per_seq = len(self.linear_attention_layers) * linear_state_elements(self) * max(2.0, dtype_bytes(dtype))
         return int(per_seq * batch / heads_tp)
 
     def windowed_layers(self) -> tuple[int, ...]:
