@@ -60,7 +60,7 @@ def test_bad_create_arguments_raise_before_io(
 
 
 def test_assistant_message_may_have_null_content(respx_mock: respx.MockRouter) -> None:
-    respx_mock.post().respond(200, json={"choices": []})
+    respx_mock.post().respond(200, json={"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]})
     with Client(api_key=KEY) as client:
         msgs = [{"role": "user", "content": "Hi"},
                 {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",

@@ -83,7 +83,7 @@ def test_bad_key_in_with_options_and_a_custom_http_client(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["trailing newline", "tab"])
 def test_bad_key_in_an_authorization_header_is_refused(name: str) -> None:
-    raw, what = BAD_KEYS[name]
+    raw, _what = BAD_KEYS[name]
     with pytest.raises(InvalidAPIKeyError) as info:
         Client(api_key=None, base_url="http://127.0.0.1:9/v1", default_headers={"Authorization": f"Bearer {raw}"})
     assert SECRET not in str(info.value)
@@ -102,8 +102,7 @@ def test_jsonl_with_a_bad_key_fails_at_once_without_writing_the_key(tmp_path: Pa
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"custom_id": "a", "messages": MESSAGES}) + "\n")
     with HostileServer(_ok) as srv:
-        with pytest.raises(InvalidAPIKeyError):
-            with Client(api_key=SECRET + "\n", base_url=srv.url) as client:
-                run_jsonl(client, src, tmp_path / "out.jsonl", model="m", check_quota=False)
+        with pytest.raises(InvalidAPIKeyError), Client(api_key=SECRET + "\n", base_url=srv.url) as client:
+            run_jsonl(client, src, tmp_path / "out.jsonl", model="m", check_quota=False)
         assert srv.requests == []
     assert not (tmp_path / "out.jsonl").exists() or SECRET not in (tmp_path / "out.jsonl").read_text()

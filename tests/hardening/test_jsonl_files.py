@@ -71,7 +71,8 @@ def test_runs_racing_for_a_stale_lock_never_both_take_it(tmp_path: Path) -> None
         winners: list[OutputLock] = []
         done = threading.Barrier(racers + 1)
 
-        def race() -> None:
+        def race(barrier: threading.Barrier = barrier, winners: list[OutputLock] = winners,
+                 done: threading.Barrier = done) -> None:
             lock = OutputLock(dst)
             barrier.wait()
             try:
@@ -105,7 +106,7 @@ def test_a_lone_surrogate_is_one_bad_line_named_by_its_number(tmp_path: Path) ->
         report = run_jsonl(client, src, dst, model="m", check_quota=False)
         assert len(srv.requests) == 2
     rows = {r["custom_id"]: r for r in _rows(dst)}
-    assert rows["a"]["error"] is None and rows["c"]["error"] is None
+    assert "error" not in rows["a"] and "error" not in rows["c"]
     assert "line 2" in rows["b"]["error"]["message"] and "surrogate" in rows["b"]["error"]["message"]
     assert [n for n, _ in report.bad_lines] == [2]
 

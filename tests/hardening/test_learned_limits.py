@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from holysheep import AsyncClient
+from holysheep._engine.server_limits import LIMITS_MEMORY
 from holysheep.batch import BatchUnfinishedError
-from holysheep.batch._server_limits import LIMITS_MEMORY
 
 from .conftest import KEY, MESSAGES
 from .hostile import HostileServer, Req, fixed

@@ -18,6 +18,7 @@ import httpx
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
+from holysheep._core.answer import NoAnswerError
 from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
 from holysheep._core.error_mapping import error_from_status, error_from_transport
 from holysheep._core.keys import redact
@@ -275,12 +276,15 @@ class Call:
         failure: str | None = None
         try:
             result = self.spec.parse(response.content)
+        except NoAnswerError as exc:
+            failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} carries no answer "
+                       f"({redact(str(exc), self.api_key)}); it is retried like a transient failure.")
         except (ValidationError, ValueError) as exc:
-            failure = type(exc).__name__
+            failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
+                       f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.")
         if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
-                f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                f"JSON ({failure}). Check that base_url points at an OpenAI-compatible API.",
+                failure,
                 status_code=response.status_code, request_id=response.headers.get("x-request-id"),
                 body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
             )

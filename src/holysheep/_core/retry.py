@@ -3,13 +3,17 @@
 Retried: HTTP 408, 409, 429, every status >= 500, connection errors and timeouts.
 Never retried: 400, 401, 403, 404, 422 (and any other 4xx), and a 402/429 whose type or code is
 ``insufficient_quota`` (exhausted quota: waiting cannot help). An ``x-should-retry: true|false``
-response header overrides the status rule. A 2xx whose body is not the expected JSON is retried.
+response header overrides the status rule, except for a 401: a rejected key is never sent again,
+whatever the server says. A 2xx whose body is not the expected JSON, or that carries no answer
+(``{}``, ``{"error": ...}``, no choices), is retried.
 
 ``is_retryable(error)`` is the one classification of an error the client, the batch and the fallback
 router all use.
 
 Delay: a server-directed ``retry-after-ms`` or ``Retry-After`` (seconds, integer or float, or an
-HTTP date) is honoured when it is finite and between 0 and ``max_retry_after`` (default 60 s).
+HTTP date, read against the reply's own ``Date`` header so a server whose clock is off is still
+understood, and capped at one day) is honoured when it is finite and between 0 and ``max_retry_after``
+(default 60 s).
 A larger value means the server wants a long pause: the call is not retried and the error
 carries ``retry_after`` so the caller can decide. Garbage, negative, infinite or NaN values fall
 back to backoff: ``min(initial * 2**retries, max_delay) * (1 - 0.25 * random())``.
@@ -27,9 +31,11 @@ from email.utils import parsedate_to_datetime
 from holysheep._exceptions import APIConnectionError, APIResponseValidationError, APIStatusError
 
 __all__ = [
+    "MAX_RETRY_AFTER_DATE_S",
     "NEVER_RETRY_STATUSES",
     "RetryPolicy",
     "backoff_delay",
+    "http_date",
     "is_quota_exhausted",
     "is_retryable",
     "parse_retry_after",
@@ -37,6 +43,8 @@ __all__ = [
 ]
 
 NEVER_RETRY_STATUSES = frozenset({400, 401, 403, 404, 422})
+MAX_RETRY_AFTER_DATE_S = 86400.0
+"""The most a ``Retry-After`` HTTP date is read as (one day): a date decades ahead is not a real request."""
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
 
@@ -54,7 +62,9 @@ def parse_retry_after(headers: Mapping[str, str], now: Callable[[], float] = tim
     """Seconds the server asks us to wait, or None when absent or unusable.
 
     ``retry-after-ms`` wins over ``retry-after``. Negative, infinite, NaN and unparsable values
-    give None. An HTTP date in the past gives 0.
+    give None. An HTTP date is measured from the reply's ``Date`` header when it has a usable one
+    (a server whose clock runs 10 minutes fast asking for 2 s means 2 s), else from ``now()``; a date
+    in the past gives 0, and a date more than `MAX_RETRY_AFTER_DATE_S` ahead gives that cap.
     """
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
@@ -71,20 +81,37 @@ def parse_retry_after(headers: Mapping[str, str], now: Callable[[], float] = tim
     try:
         seconds = float(raw)
     except ValueError:
-        try:
-            when = parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError, OverflowError):
+        when = http_date(raw)
+        if when is None:
             return None
-        if when is None:  # pragma: no cover - older Pythons returned None
-            return None
-        return max(0.0, when.timestamp() - now())
+        sent = http_date(headers.get("date"))
+        return min(MAX_RETRY_AFTER_DATE_S, max(0.0, when - (sent if sent is not None else now())))
     if not math.isfinite(seconds) or seconds < 0:
         return None
     return seconds
 
 
+def http_date(raw: str | None) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2015 07:28:00 GMT``) as a Unix timestamp; None when absent or unusable."""
+    if not raw:
+        return None
+    try:
+        when = parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None:  # pragma: no cover - older Pythons returned None
+        return None
+    try:
+        stamp = when.timestamp()
+    except (OverflowError, ValueError, OSError):
+        return None
+    return stamp if math.isfinite(stamp) else None
+
+
 def status_is_retryable(status: int, headers: Mapping[str, str]) -> bool:
-    """Whether a response with this status (and headers) may be retried."""
+    """Whether a response with this status (and headers) may be retried (a 401 never is)."""
+    if status == 401:
+        return False
     override = headers.get("x-should-retry")
     if override is not None:
         value = override.strip().lower()

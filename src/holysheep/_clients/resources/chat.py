@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, over
 
 from typing_extensions import Unpack
 
+from holysheep._core.answer import check_answer
 from holysheep._core.request import ChatParams, build_chat_spec
 from holysheep.types.chat import ChatCompletion, ChatCompletionMessageParam, Message, ModelName
 
@@ -30,10 +31,12 @@ _validate_json: Callable[[bytes], ChatCompletion] | None = None
 
 def parse_chat_completion(content: bytes) -> ChatCompletion:
     """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
-    serve 4.x) have their chunks folded into one completion."""
+    serve 4.x) have their chunks folded into one completion. A body without a choice (``{}``, an error
+    object, ``"choices": []``) raises `NoAnswerError` (the client's retryable `APIResponseValidationError`)."""
     global _validate_json
     if content[:1] == b"{" and _validate_json is not None:  # the usual case: straight to pydantic-core
-        return _validate_json(content)
+        completion = _validate_json(content)
+        return completion if completion.choices else check_answer(completion, content)
     if content[:64].lstrip().startswith((b"data:", b"event:")):
         import time
 
@@ -43,10 +46,10 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
         state.feed(content)
         state.finish_stream()
         if state.chunks:
-            return state.final_completion()
+            return check_answer(state.final_completion(), content)
     completion = ChatCompletion.model_validate_json(content)  # builds the validator on first use
     _validate_json = ChatCompletion.__pydantic_validator__.validate_json
-    return completion
+    return check_answer(completion, content)
 
 
 class Resource:
