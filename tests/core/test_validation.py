@@ -83,7 +83,7 @@ def test_assistant_message_may_have_null_content(respx_mock: respx.MockRouter) -
         ({"http_client": httpx.AsyncClient()}, InvalidRequestError, "httpx.Client"),
         ({"api_key": "sk-proj-abcdefghijklmnopqrstuvwx"}, InvalidAPIKeyError, "'hs_'"),
         ({"api_key": "hs_short"}, InvalidAPIKeyError, "at least 16"),
-        ({"api_key": "hs_has spaces in the key!!"}, InvalidAPIKeyError, "hs_"),
+        ({"api_key": "hs_has spaces in the key!!"}, InvalidAPIKeyError, "contains whitespace (a space)"),
         ({"api_key": ""}, InvalidAPIKeyError, "HOLYSHEEP_API_KEY"),
         ({"api_key": KEY, "base_url": "http://gpu.example.com/v1"}, InsecureTransportError, "allow_insecure_http"),
     ],

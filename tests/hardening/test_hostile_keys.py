@@ -51,7 +51,7 @@ def test_bad_key_is_refused_before_any_io(kind: str, name: str, caplog: pytest.L
     assert SECRET not in caplog.text
 
 
-@pytest.mark.parametrize("name", ["trailing newline", "nul", "non-ascii"])
+@pytest.mark.parametrize("name", ["trailing newline", "tab", "non-ascii"])  # (no NUL: the OS refuses it)
 def test_bad_key_from_the_environment_is_refused(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     raw, what = BAD_KEYS[name]
     monkeypatch.setenv("HOLYSHEEP_API_KEY", raw)
@@ -68,14 +68,10 @@ def test_hs_key_with_a_trailing_newline_says_so_and_is_not_stripped() -> None:
 
 
 @pytest.mark.parametrize("name", ["trailing newline", "non-ascii"])
-def test_bad_key_in_with_options_and_a_custom_http_client(name: str) -> None:
+def test_bad_key_with_a_custom_http_client(name: str) -> None:
     import httpx
 
     raw, what = BAD_KEYS[name]
-    with Client(api_key=SECRET, base_url="http://127.0.0.1:9/v1") as client, \
-            pytest.raises(InvalidAPIKeyError) as info:
-        client.with_options(api_key=raw)
-    _check(info.value, raw, what)
     with pytest.raises(InvalidAPIKeyError) as info, httpx.Client() as http:
         Client(api_key=raw, base_url="http://127.0.0.1:9/v1", http_client=http)
     _check(info.value, raw, what)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from holysheep._core.hooks import HookSet, check_hooks
-from holysheep._core.keys import ENV_API_KEY, SecretKey, mask_key, validate_holysheep_key
+from holysheep._core.keys import ENV_API_KEY, SecretKey, check_key_characters, mask_key, validate_holysheep_key
 from holysheep._core.option_checks import check_max_retries
 from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
@@ -161,6 +161,9 @@ def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
                 raise InvalidRequestError(
                     f"{where} must be a string (or None to remove the header), got {type(value).__name__}. "
                     "Convert it first, e.g. str(value).", field=where)
+            if name.lower() in _KEY_HEADERS:  # a credential: say what is wrong without quoting it
+                scheme, _, rest = value.partition(" ")
+                check_key_characters(rest if rest and scheme.isalpha() else value, where)
             if any(c in value for c in "\r\n\0"):
                 raise InvalidRequestError(
                     f"{where} contains a line break or NUL, which would split the HTTP header. Remove it.",
@@ -297,6 +300,8 @@ def make_config(
         validate_holysheep_key(key)
     elif key is not None and not isinstance(key, str):
         raise InvalidAPIKeyError(f"api_key must be a string or None, got {type(key).__name__}.")
+    elif key:
+        check_key_characters(key, "api_key" if api_key is not None else ENV_API_KEY)
     headers = check_headers("default_headers", default_headers) if default_headers is not None else {}
     if not isinstance(allow_insecure_http, bool):
         raise InvalidRequestError(f"allow_insecure_http must be True or False, got {allow_insecure_http!r}.",

@@ -7,8 +7,8 @@ from typing import Any
 
 from holysheep._exceptions import InvalidAPIKeyError
 
-__all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "mask_key", "redact", "redact_value",
-           "validate_holysheep_key"]
+__all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "check_key_characters", "key_character_problem",
+           "mask_key", "redact", "redact_value", "validate_holysheep_key"]
 
 ENV_API_KEY = "HOLYSHEEP_API_KEY"
 HOLYSHEEP_KEY_RE = re.compile(r"hs_[A-Za-z0-9_-]{16,}")
@@ -66,6 +66,44 @@ def redact_value(value: Any, *secrets: str | None) -> Any:
     return value
 
 
+_CONTROL_NAMES = {"\t": "a tab", "\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
+
+
+def key_character_problem(key: str) -> str | None:
+    """What is wrong with the characters of ``key`` (whitespace, control characters, non-ASCII), in words
+    that never quote it; None when every character is printable ASCII (``!`` to ``~``)."""
+    if all("!" <= c <= "~" for c in key):
+        return None
+    if key.endswith(("\n", "\r")) and all("!" <= c <= "~" for c in key.rstrip("\r\n")):
+        return ("ends with a newline (as a key read with open(path).read() does): strip it, e.g. "
+                "api_key=key.strip(). The SDK does not strip it for you")
+    if key[:1].isspace():
+        return "starts with whitespace: strip it, e.g. api_key=key.strip()"
+    if key[-1:].isspace():
+        return "ends with whitespace: strip it, e.g. api_key=key.strip()"
+    for i, c in enumerate(key, 1):
+        if c.isspace() and c.isascii():
+            name = _CONTROL_NAMES.get(c, "a space" if c == " " else "whitespace")
+            return (f"contains whitespace ({name}) at character {i} of {len(key)}: a key has none, and strip() "
+                    "removes only the ends; copy the key again")
+        if not c.isascii():
+            return (f"contains a non-ASCII character at character {i} of {len(key)} (a typographic quote, a "
+                    "non-breaking space or a look-alike letter?): keys are printable ASCII; copy the key again")
+        if not "!" <= c <= "~":
+            name = _CONTROL_NAMES.get(c, f"\\x{ord(c):02x}")
+            return (f"contains a control character ({name}) at character {i} of {len(key)}: keys are printable "
+                    "ASCII; strip it out or copy the key again")
+    return None  # pragma: no cover - every other character is printable ASCII
+
+
+def check_key_characters(key: str, where: str = "api_key") -> None:
+    """Raise `InvalidAPIKeyError` (never quoting the key) when ``key`` holds whitespace, control characters
+    or non-ASCII: no HTTP header can carry them, and the transports would fail with the key in the message."""
+    problem = key_character_problem(key)
+    if problem is not None:
+        raise InvalidAPIKeyError(f"The key in {where} {problem}. Nothing was sent.")
+
+
 def validate_holysheep_key(key: str) -> None:
     """Raise `InvalidAPIKeyError` unless ``key`` is ``hs_`` plus 16+ of ``[A-Za-z0-9_-]``."""
     if not isinstance(key, str):
@@ -74,6 +112,7 @@ def validate_holysheep_key(key: str) -> None:
         )
     if HOLYSHEEP_KEY_RE.fullmatch(key):
         return
+    check_key_characters(key)
     shown = repr(key[:3]) + "…" if key else "an empty string"
     raise InvalidAPIKeyError(
         f"The API key starting with {shown} is not a HolySheep key: expected 'hs_' followed by at least "
