@@ -49,14 +49,18 @@ async def test_learned_limits_start_at_what_remains_and_pace_at_the_share() -> N
     assert clock.now == pytest.approx((3 - 1.96) / 9.8)  # the rest of the third came at 9.8/s
 
 
-async def test_a_new_announced_limit_replaces_the_bucket_and_stats_show_it() -> None:
+async def test_a_new_announced_limit_retunes_the_bucket_and_stats_show_it() -> None:
     adm, _ = admission()
     adm.learn(LIMITS)
     first = adm.rpm
+    assert first is not None
     adm.learn({**LIMITS, "x-ratelimit-remaining-requests": "1"})  # same limit: the bucket stays
     assert adm.rpm is first
-    adm.learn({**LIMITS, "x-ratelimit-limit-requests": "1200"})
-    assert adm.rpm is not first and adm.learned_rpm == 1200
+    await adm.admit(1)
+    level = first.level
+    adm.learn({**LIMITS, "x-ratelimit-limit-requests": "1200"})  # a new rate, the same level: no refill
+    assert adm.rpm is first and first.rate == 1200 * LEARNED_SHARE / 60 and first.level == pytest.approx(level)
+    assert adm.learned_rpm == 1200
     stats = BatchStats()
     adm.fill(stats)
     assert (stats.learned_rpm, stats.learned_tpm) == (1200, 60000)

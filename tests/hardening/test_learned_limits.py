@@ -147,12 +147,13 @@ def _groq_like(limit: int, bucket: Bucket) -> Callable[[], dict[str, str]]:
 
 
 def test_a_limit_over_a_longer_window_is_paced_from_its_reset(backend: str) -> None:
-    # 1200 requests per 2 minutes (10 a second): read as per minute it would be 20 a second
-    bucket = Bucket(rate=10.0, capacity=1200, level=3)
-    with HostileServer(serving(_groq_like(1200, bucket), bucket)) as srv:
+    # 864,000 requests a day (10 a second): read as per minute it would be 14,400 a second
+    bucket = Bucket(rate=10.0, capacity=864000, level=3)
+    with HostileServer(serving(_groq_like(864000, bucket), bucket)) as srv:
         results = run_batch(srv.url, backend, 30, concurrency=8, max_retries=8)
     assert [r.ok for r in results] == [True] * 30
     assert bucket.rejected <= 2, bucket.rejected
+    assert results.stats.learned_rpm == 600  # 10 a second
 
 
 def _rfc3339(seconds_ahead: float) -> str:

@@ -9,6 +9,7 @@ server announced.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 
 from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
@@ -24,6 +25,8 @@ from holysheep._engine.server_limits import (
 )
 
 __all__ = ["Admission"]
+
+logger = logging.getLogger("holysheep.batch")
 
 
 class Admission:
@@ -49,6 +52,11 @@ class Admission:
         self._waiting = 0  # workers inside admit(): while any, nobody is admitted at once (FIFO)
         self._memory, self._memory_key = memory, memory_key
         self._heard = False
+        self._windows = [60.0, 60.0]  # the window of the request and token limits (longer once headers show it)
+        self.stall_after_s = options.outage_after_s
+        self.stalled: str | None = None
+        """Why the batch cannot go on (a learned limit leaves the next request more than ``outage_after_s``
+        away); the dispatcher stops the batch, resumably, when it is set."""
         self.remembered = False
         """True when the limits came from the memory of an earlier batch (this key got replies lately)."""
         if self._auto and memory_key is not None:
@@ -102,14 +110,28 @@ class Admission:
                 await self.gate.wait()
                 await self.limiter.acquire()
                 charge = 0
-                if self.rpm is not None:
+                if self.rpm is not None and not self._stalls(self.rpm, 1, self.learned_rpm, "request"):
                     await self.rpm.take(1)
-                if self.tpm is not None:
+                if self.tpm is not None and self.stalled is None:
                     charge = self._estimate(est_tokens)
+                    if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
+                        return 0
                     await self.tpm.take(charge)
                 return charge
         finally:
             self._waiting -= 1
+
+    def _stalls(self, bucket: TokenBucket, amount: float, learned: float | None, what: str) -> bool:
+        """True (and `stalled` set) when a learned bucket would make the batch wait longer than
+        ``outage_after_s`` with nothing in flight: no progress that long stops the batch, resumably."""
+        if learned is None or self.stall_after_s <= 0:
+            return False
+        delay = bucket.delay_for(amount)
+        if delay <= self.stall_after_s:
+            return False
+        self.stalled = (f"no progress: the {what} limit the server announced leaves the next request {delay:.0f} s "
+                        f"away, longer than outage_after_s={self.stall_after_s:g}")
+        return True
 
     @property
     def probing(self) -> bool:
@@ -137,29 +159,51 @@ class Admission:
         """Give back the concurrency slot of a request that ended."""
         self.limiter.release()
 
-    def learn(self, headers: Mapping[str, str] | None) -> None:
-        """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the
-        first reply says remains; a new bucket when the limit changes)."""
+    def learn(self, headers: Mapping[str, str] | None) -> float | None:
+        """rpm/tpm="auto": follow the limits the server announces (a bucket per limit, set to what the first
+        reply says remains, retuned in place when the limit changes: the level is kept).
+
+        Implausible values are ignored and logged once. Returns how long the whole batch should pause when
+        the server says nothing remains until its reset and gives no limit to pace at; else None."""
         if not self._auto or headers is None:
-            return
+            return None
         limits = read_limits(headers)
         first_reply, self._heard = not self._heard, True
         if self._memory_key is not None and (limits is not None or first_reply):
             self._memory.remember(self._memory_key, limits)  # None: the server announces no limits
-        if limits is not None:
-            self._apply(limits, first=self.learned_rpm is None and self.learned_tpm is None)
+        if limits is None:
+            return None
+        for what in limits.ignored:
+            if self._memory.first_warning(self._memory_key, what):
+                logger.warning("ignored an implausible rate limit the server announced (%s); the batch paces by "
+                               "its other limits and by 429s", what)
+        self._apply(limits, first=self.learned_rpm is None and self.learned_tpm is None)
+        pause = None
+        for auto, limit, remaining, reset in (
+                (self._options.rpm, limits.limit_requests, limits.remaining_requests, limits.reset_requests_s),
+                (self._options.tpm, limits.limit_tokens, limits.remaining_tokens, limits.reset_tokens_s)):
+            if auto == "auto" and remaining == 0 and not limit and reset:
+                pause = max(pause or 0.0, reset)
+        return pause
 
     def _apply(self, limits: ServerLimits, *, first: bool) -> None:
-        if self._options.rpm == "auto" and limits.limit_requests and limits.limit_requests != self.learned_rpm:
-            self.rpm = self._learned_bucket(limits.limit_requests, limits.remaining_requests, first)
-            self.learned_rpm = limits.limit_requests
-        if self._options.tpm == "auto" and limits.limit_tokens and limits.limit_tokens != self.learned_tpm:
-            self.tpm = self._learned_bucket(limits.limit_tokens, limits.remaining_tokens, first)
-            self.learned_tpm = limits.limit_tokens
+        if self._options.rpm == "auto" and limits.limit_requests:
+            window = self._windows[0] = limits.requests_window_s() or self._windows[0]
+            self.rpm = self._learned_bucket(self.rpm, limits.limit_requests / window, limits.remaining_requests, first)
+            self.learned_rpm = limits.limit_requests * 60.0 / window
+        if self._options.tpm == "auto" and limits.limit_tokens:
+            window = self._windows[1] = limits.tokens_window_s() or self._windows[1]
+            self.tpm = self._learned_bucket(self.tpm, limits.limit_tokens / window, limits.remaining_tokens, first)
+            self.learned_tpm = limits.limit_tokens * 60.0 / window
 
-    def _learned_bucket(self, limit: float, remaining: float | None, first: bool) -> TokenBucket:
-        bucket = TokenBucket.per_minute(limit * LEARNED_SHARE, LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
-        if first and remaining is not None:
+    def _learned_bucket(self, bucket: TokenBucket | None, rate: float, remaining: float | None,
+                        first: bool) -> TokenBucket:
+        rate *= LEARNED_SHARE
+        if bucket is None:
+            bucket = TokenBucket(rate, rate * LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
+        elif bucket.rate != rate:
+            bucket.retune(rate, rate * LEARNED_BURST_S)
+        if remaining is not None and (first or remaining == 0):
             bucket.level = min(bucket.level, remaining)
         return bucket
 

@@ -24,7 +24,7 @@ from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
 from holysheep._engine.limits import OutageDetector
 from holysheep._engine.options import BatchOptions
-from holysheep._engine.requests import BatchRequest
+from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
 from holysheep._engine.work_queue import WorkQueue
@@ -48,6 +48,7 @@ class AttemptRunner:
         self._sink = sink
         self._outage = outage
         self.stats = sink.stats
+        self._usage_capped = False
         self.abort: BaseException | None = None
         """Set once the batch stopped: the error every unfinished item ends with."""
         self.batch_ctx: BatchContext | None = None
@@ -133,7 +134,9 @@ class AttemptRunner:
             admission.probe_done()
         admission.release()
         try:
-            admission.learn(plan.call.response_headers)
+            exhausted = admission.learn(plan.call.response_headers)
+            if exhausted is not None:  # "none remain until the reset", with no limit to pace at
+                self._pause_or_stop(exhausted, "the server said no requests remain")
             delay = plan.after(outcome)
             if outcome.error is None:
                 self._on_success(item, plan.result(), charge)
@@ -148,6 +151,8 @@ class AttemptRunner:
         admission = self._admission
         admission.limiter.on_success()
         actual = self._sink.count_usage(response)
+        if actual > 4 * item.est_tokens + 64:  # more than a guess could miss by: no more than it could use
+            actual = self._cap_usage(item, actual)
         if actual and admission.tpm is not None:  # the estimate's correction matters only to a TPM bucket
             admission.estimator.observe(item.est_tokens, actual)
         admission.settle_tokens(charge, actual)
@@ -157,6 +162,26 @@ class AttemptRunner:
                 return
             response = parsed
         self._sink.finalize(item, response, None)
+
+    def _cap_usage(self, item: BatchRequest, actual: int) -> int:
+        """A reply's total tokens, at most what its request could use (`possible_tokens`), so one absurd
+        ``usage`` cannot put the TPM bucket hours into debt; logged once per batch."""
+        cap = possible_tokens(item.params)
+        if actual <= cap:
+            return actual
+        if not self._usage_capped:
+            self._usage_capped = True
+            logger.warning("a reply reported usage of %d tokens, more than its request could use (%d); the rate "
+                           "limiter counts %d", actual, cap, cap)
+        return cap
+
+    def _pause_or_stop(self, seconds: float, why: str) -> None:
+        """Pause the whole batch for ``seconds``, or stop it (resumably) when that is longer than max_pause_s."""
+        if seconds > self._options.max_pause_s:
+            self.stop_unfinished(f"{why} for {seconds:.0f} s, longer than max_pause_s={self._options.max_pause_s:g}",
+                                 None)
+        else:
+            self._admission.gate.pause_for(seconds)
 
     def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int) -> None:
         error = outcome.error

@@ -219,7 +219,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                     charge = admission.admit_now(item.token_estimate)
                     if charge is None:
                         charge = await admission.admit(item.token_estimate)
-                    outage = self._outage.check()
+                    outage = self._outage.check() or admission.stalled
                     if outage is not None:
                         runner.stop_unfinished(outage, None)
                     if runner.abort is None:

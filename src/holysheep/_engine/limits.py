@@ -73,6 +73,16 @@ class TokenBucket:
                 return
             await self._sleep(delay)
 
+    def retune(self, rate: float, capacity: float) -> None:
+        """Change the rate and capacity in place: the level is kept (at most the new capacity), so a limit
+        announced as 600 then 601 does not refill the bucket."""
+        if rate <= 0:
+            raise ValueError(f"rate must be > 0, got {rate}")
+        self._refill()
+        self.rate = rate
+        self.capacity = max(1.0, capacity)
+        self.level = min(self.level, self.capacity)
+
     def adjust(self, delta: float) -> None:
         """Give back (``delta > 0``) or charge extra (``delta < 0``) after the real cost is known."""
         self._refill()

@@ -12,9 +12,11 @@ from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "normalize_item"]
+__all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "normalize_item", "possible_tokens"]
 
 DEFAULT_COMPLETION_TOKENS = 256
+MAX_COMPLETION_TOKENS = 262144
+"""The completion a request without ``max_tokens`` is assumed able to ask for, when capping a reply's usage."""
 """Completion tokens assumed by the estimate when a request sets no ``max_tokens``."""
 
 _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/completions", "chat/completions"})
@@ -84,6 +86,23 @@ def estimate_tokens(params: Mapping[str, Any]) -> int:
     if isinstance(n, int) and not isinstance(n, bool) and n > 1:
         completion *= n
     return (chars + 3) // 4 + completion
+
+
+def possible_tokens(params: Mapping[str, Any]) -> int:
+    """The most tokens a request could use: a token per byte of its JSON (no tokenizer makes more), plus
+    ``max_tokens`` (or ``max_completion_tokens``, else `MAX_COMPLETION_TOKENS`) per choice."""
+    from pydantic_core import to_json
+
+    try:
+        prompt = len(to_json(params, fallback=str))
+    except Exception:  # an object pydantic cannot walk: a generous guess from the estimate
+        prompt = 4 * estimate_tokens(params)
+    completion = params.get("max_tokens") or params.get("max_completion_tokens")
+    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
+        completion = MAX_COMPLETION_TOKENS
+    n = params.get("n")
+    choices = n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+    return prompt + completion * choices
 
 
 def _custom_id(value: Any, where: str) -> str | None:

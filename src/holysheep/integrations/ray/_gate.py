@@ -143,8 +143,11 @@ class GatedSender:
         limits = read_limits(headers)
         if limits is None:
             return
-        rpm = None if not limits.limit_requests else limits.limit_requests * LEARNED_SHARE
-        tpm = None if not limits.limit_tokens else limits.limit_tokens * LEARNED_SHARE
+        # per minute, unless the headers show a limit over an hour or a day (Groq's requests per day)
+        rpm = None if not limits.limit_requests else \
+            limits.limit_requests * 60.0 / (limits.requests_window_s() or 60.0) * LEARNED_SHARE
+        tpm = None if not limits.limit_tokens else \
+            limits.limit_tokens * 60.0 / (limits.tokens_window_s() or 60.0) * LEARNED_SHARE
         if (rpm, tpm) != self._learned:  # tell the limiter once per change, not once per request
             self._learned = (rpm, tpm)
             self._link.learn(rpm, tpm)
