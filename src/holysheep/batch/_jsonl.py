@@ -71,6 +71,7 @@ class _Plan:
     to_send: int
     tokens: int
     lock: OutputLock
+    size: int  # the input's size when the run started: only those bytes are read
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
@@ -85,13 +86,14 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     try:
         report = JsonlReport(str(src), str(dst))
         prior = read_output(dst) if resume else {}
-        order, to_send, tokens = scan_input(src, dst, prior, defaults, report)
+        size = src.stat().st_size  # the run reads what the input holds now: lines appended later are not sent
+        order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size)
         if overwrite and not resume and dst.exists():
             dst.write_bytes(b"")
     except BaseException:
         lock.release()
         raise
-    return _Plan(src, dst, report, order, prior, to_send, tokens, lock)
+    return _Plan(src, dst, report, order, prior, to_send, tokens, lock, size)
 
 
 class _Writer:
@@ -137,7 +139,7 @@ class _Writer:
 def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The lines to send, as dicts for the engine; counts re-runs and writes bad lines as it goes."""
     report = plan.report
-    for line in read_lines(plan.src, defaults):
+    for line in read_lines(plan.src, defaults, plan.size):
         before = plan.prior.get(line.custom_id)
         if before is not None:
             if before.ok:

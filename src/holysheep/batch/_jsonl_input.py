@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,18 @@ def _line_id(obj: Any, lineno: int) -> str:
     return cid if isinstance(cid, str) else json.dumps(cid)
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    """True when a parsed line holds a surrogate that is not half of a pair (valid JSON, not Unicode)."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
     text = raw.rstrip(b"\r\n")
     try:
@@ -47,6 +60,11 @@ def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
                      f"not valid JSON ({exc.msg} at column {exc.colno})")
     except ValueError as exc:  # not UTF-8
         return InputLine(lineno, f"line-{lineno}", request_hash(text), None, f"not valid JSON ({exc})")
+    if _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(obj):
+        cid = _line_id(obj, lineno)
+        return InputLine(lineno, f"line-{lineno}" if _lone_surrogate(cid) else cid, request_hash(text), None,
+                         "contains a lone UTF-16 surrogate escape (such as \\ud800): half of a character, which "
+                         "cannot be sent as UTF-8; fix or remove the escape")
     cid, digest = _line_id(obj, lineno), request_hash(text, obj, parsed=True)
     if not isinstance(obj, dict):
         return InputLine(lineno, cid, digest, None, f"expected a JSON object, got {type(obj).__name__}")
@@ -58,9 +76,18 @@ def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
     return InputLine(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
 
 
-def read_lines(path: Path, defaults: Mapping[str, Any]) -> Iterator[InputLine]:
+def read_lines(path: Path, defaults: Mapping[str, Any], end: int | None = None) -> Iterator[InputLine]:
+    """The lines of ``path``, parsed; with ``end``, only its first ``end`` bytes (what the file held when the
+    run started: lines appended while it runs are not read)."""
+    pos = 0
     with path.open("rb") as f:
         for lineno, raw in enumerate(f, 1):
+            if end is not None:
+                if pos >= end:
+                    return
+                if pos + len(raw) > end:
+                    raw = raw[:end - pos]
+                pos += len(raw)
             if raw.strip():
                 yield _parse(lineno, raw, defaults)
 
@@ -80,7 +107,7 @@ def check_paths(src: Path, dst: Path) -> None:
 
 
 def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
-               report: JsonlReport) -> tuple[list[str], int, int]:
+               report: JsonlReport, end: int | None = None) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
     output's lines answer this input. Counts `report.lines` and `report.skipped`; returns the ids in
     input order, how many lines will be sent and their estimated tokens."""
@@ -88,7 +115,7 @@ def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Ma
     dupes: dict[str, list[int]] = {}
     mismatched: list[str] = []
     to_send = tokens = 0
-    for line in read_lines(src, defaults):
+    for line in read_lines(src, defaults, end):
         report.lines += 1
         first = seen.setdefault(line.custom_id, line.lineno)
         if first != line.lineno:

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "OutputLock",
@@ -184,14 +190,54 @@ def _pid_alive(pid: int) -> bool:
 
 
 class OutputLock:
-    """`OUTPUT.lock`, created with `O_EXCL` and holding the writer's pid. A lock left by a process
-    that no longer exists is taken over."""
+    """`OUTPUT.lock`: an OS lock (``fcntl.flock``) on the lock file, which dies with its process, so a lock
+    left by a killed run never blocks the next one (whatever pid the file names) and two runs can never
+    both hold it. The file's text (pid, host, start time) is only for the message a second run gets.
+    Where ``fcntl`` is missing (Windows) the file is created with ``O_EXCL`` and holds the writer's pid;
+    a lock whose process no longer exists is taken over."""
 
     def __init__(self, output: Path) -> None:
         self.path = output.with_name(output.name + ".lock")
         self._held = False
+        self._fd: int | None = None
 
     def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover - Windows
+            self._acquire_by_pid()
+            return
+        for _ in range(10):
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise OutputLockedError(
+                    f"another run ({self._describe_holder()}) is writing {self.path.name[:-5]}: wait for it to "
+                    f"finish, or use a different output file.", field="output_path") from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if not same:  # the holder released (and removed) it between our open and our lock: try again
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}, started {started}\n".encode())
+            self._fd = fd
+            self._held = True
+            return
+        raise OutputLockedError(f"could not take the lock {self.path}; another run keeps taking it.",
+                                field="output_path")
+
+    def _describe_holder(self) -> str:
+        try:
+            text = self.path.read_text(errors="replace").strip()
+        except OSError:
+            text = ""
+        return text[:200] if text.startswith("pid ") else "pid ?"
+
+    def _acquire_by_pid(self) -> None:  # pragma: no cover - Windows
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -214,7 +260,7 @@ class OutputLock:
         raise OutputLockedError(f"could not take the lock {self.path}; delete it if no run is using it.",
                                 field="output_path")
 
-    def _holder(self) -> int | None:
+    def _holder(self) -> int | None:  # pragma: no cover - Windows
         """The pid in the lock file; 0 when it cannot be read yet (a writer that just created it);
         None when the file is gone or holds no pid for a while (stale)."""
         try:
@@ -232,7 +278,10 @@ class OutputLock:
         if self._held:
             self._held = False
             with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+                self.path.unlink()  # removed while still locked: a run that opened it sees a stale inode
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)
 
     def __enter__(self) -> OutputLock:
         self.acquire()
