@@ -29,6 +29,7 @@ def test_options_name_every_keyword_the_clients_took() -> None:
         "initial_retry_delay", "max_retry_delay", "max_retry_after", "stream_idle_timeout", "allow_insecure_http",
         "on_retry", "fallbacks", "circuit_breaker", "max_response_bytes", "max_sse_event_bytes", "http_backend",
         "hooks",
+        "cache",
     ])
     assert ClientOptions.__required_keys__ == frozenset()
 

@@ -56,9 +56,9 @@ class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompl
         Cancelling the awaiting task cancels what is in flight and re-raises ``CancelledError``; use
         ``batch_iter`` or ``on_result=`` to keep results as they complete. See ``docs/batch.md``.
         """
-        from holysheep._engine.run import abatch  # lazy: `import holysheep` does not load the batch engine
+        from holysheep._engine.run import abatch, with_client_cache  # lazy: not loaded by `import holysheep`
 
-        return await abatch(self._client.sender(), requests, params)
+        return await abatch(self._client.sender(), requests, with_client_cache(params, self._client.cache))
 
     def batch_iter(self, requests: Iterable[Any] | AsyncIterable[Any],
                    **params: Unpack[BatchParams]) -> BatchIterator:
@@ -66,9 +66,9 @@ class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompl
         position). Reads ``requests`` (any iterable or async iterable) lazily with bounded read-ahead.
         Use ``async with`` or ``aclose()`` if you may stop early. Options are checked at once.
         """
-        from holysheep._engine.run import iterator_for  # lazy
+        from holysheep._engine.run import iterator_for, with_client_cache  # lazy
 
-        return iterator_for(self._client.sender(), requests, params)
+        return iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -118,10 +118,28 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         self.quota = AsyncQuotaResource(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
+        if self._cache is not None:  # (one attribute test when the cache is off)
+            return await self._execute_cached(spec)
         plan = self.plan(spec)
         while (delay := plan.after(await self._attempt(plan.call))) is not None:
             await _sleep(delay)
         return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+
+    async def _execute_cached(self, spec: RequestSpec) -> Any:
+        """``_execute`` with the response cache: a hit is returned without a request; a success is stored."""
+        assert self._cache is not None
+        key = self._cache_key(spec)
+        if key is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        plan = self.plan(spec)
+        while (delay := plan.after(await self._attempt(plan.call))) is not None:
+            await _sleep(delay)
+        result = plan.result()
+        if key is not None:
+            self._cache_store(key, result)
+        return result
 
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
@@ -153,7 +171,9 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
 
 
     async def aclose(self) -> None:
-        """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
+        """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
+        response cache it opened."""
+        self._close_cache()
         if self._owns_http:
             await self._backend.aclose()
 

@@ -20,6 +20,8 @@ from holysheep._transports.backends import LazyPool
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from holysheep.cache import ResponseCache
+
 __all__ = ["BaseClient", "LazyPool"]
 
 
@@ -112,7 +114,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
-                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None`` and ``http_backend``
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
+                response cache file or store: repeated requests are answered from it) and ``http_backend``
                 (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -122,6 +125,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         fallbacks = settings.pop("fallbacks", None)
         circuit_breaker = settings.pop("circuit_breaker", None)
         http_backend = settings.pop("http_backend", self._http_backends[0])
+        cache = settings.pop("cache", None)
         self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
                                    default_headers=default_headers, **settings)
         check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
@@ -140,6 +144,13 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         self._http_client = http_client
         self._fallbacks = tuple(fallbacks or ())
         self._router = Router(self._config, list(fallbacks), circuit_breaker) if fallbacks else None
+        self._cache: ResponseCache | None = None
+        self._owns_cache = False
+        if cache is not None:
+            from holysheep.cache import ResponseCache, open_cache  # lazy: `import holysheep` loads no sqlite3
+
+            self._cache = open_cache(cache)
+            self._owns_cache = not isinstance(cache, ResponseCache)
         self._backend = self._open_backend(http_client, http_backend)
         self._bind_resources()
 
@@ -148,7 +159,37 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
     def _init_kwargs(self) -> dict[str, Any]:
         return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
-                "circuit_breaker": self._router.breaker if self._router is not None else None}
+                "circuit_breaker": self._router.breaker if self._router is not None else None,
+                "cache": self._cache}  # a copy shares the cache and does not close it
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache (``cache=``), or None."""
+        return self._cache
+
+    def _cache_key(self, spec: RequestSpec) -> str | None:
+        """The cache key of a non-streamed chat request when a cache is on; None otherwise."""
+        if self._cache is None or spec.stream or spec.path != "chat/completions":
+            return None
+        return self._cache.key(spec.body or {}, path=spec.path, base_url=str(self._config.base_url))
+
+    def _cache_store(self, key: str, result: Any) -> None:
+        from holysheep.types.chat import ChatCompletion
+
+        if self._cache is not None and isinstance(result, ChatCompletion):
+            try:
+                self._cache.put(key, result)
+            except Exception as exc:  # a full disk or a locked file must not fail a call that has its answer
+                from holysheep._core.log import logger
+
+                logger.warning("response cache: could not store a response: %s", exc)
+
+    def _close_cache(self) -> None:
+        if self._cache is not None:
+            if self._owns_cache:
+                self._cache.close()
+            else:
+                self._cache.flush()
 
     @property
     def config(self) -> ClientConfig:

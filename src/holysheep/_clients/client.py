@@ -51,9 +51,9 @@ class Completions(SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompleti
         also works inside Jupyter; Ctrl-C raises ``BatchInterrupted`` carrying the partial results.
         See ``docs/batch.md``.
         """
-        from holysheep._engine.run import batch_sync  # lazy: `import holysheep` does not load the batch engine
+        from holysheep._engine.run import batch_sync, with_client_cache  # lazy: not loaded by `import holysheep`
 
-        return batch_sync(self._client.batch_sender, requests, params)
+        return batch_sync(self._client.batch_sender, requests, with_client_cache(params, self._client.cache))
 
 
 class Chat(BaseChat[Completions]):
@@ -94,10 +94,28 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         self.quota = QuotaResource(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
+        if self._cache is not None:  # (one attribute test when the cache is off)
+            return self._execute_cached(spec)
         plan = self.plan(spec)
         while (delay := plan.after(self._attempt(plan.call))) is not None:
             time.sleep(delay)
         return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+
+    def _execute_cached(self, spec: RequestSpec) -> Any:
+        """``_execute`` with the response cache: a hit is returned without a request; a success is stored."""
+        assert self._cache is not None
+        key = self._cache_key(spec)
+        if key is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        plan = self.plan(spec)
+        while (delay := plan.after(self._attempt(plan.call))) is not None:
+            time.sleep(delay)
+        result = plan.result()
+        if key is not None:
+            self._cache_store(key, result)
+        return result
 
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
@@ -132,6 +150,8 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         return AsyncSender(AsyncClient.from_config(self.config), owns=True)
 
     def close(self) -> None:
-        """Close the connection pool (unless it was passed in or shared by ``with_options``)."""
+        """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
+        response cache it opened."""
+        self._close_cache()
         if self._owns_http:
             self._backend.close()

@@ -6,7 +6,7 @@ which sits above the clients, imports it and not the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from holysheep._core.request import ChatParams
@@ -39,6 +39,14 @@ class BatchParams(ChatParams, total=False):
       every this many new objects (default 10,000; CPython's own is 700). A batch keeps every result,
       and the default made collections cost about a sixth of the wall time at 256 in flight. Only ever
       raised, shared by concurrent batches, and put back when the last one ends; None leaves it alone.
+    - ``max_cost_usd``: stop before the spend could pass this many USD (never overshoots: each request's
+      worst case is reserved before it is sent; see ``docs/spend.md``). Unsent items end with
+      ``BatchUnfinishedError`` (resumable). Needs a price for every model.
+    - ``prices``: ``{model: (input_per_m, output_per_m)}`` in USD per million tokens, for models the price
+      catalog lacks (or to override it) in the cap and the stats' cost.
+    - ``cache``: a response cache (a file path, a ``holysheep.cache.CacheStore`` or ``ResponseCache``):
+      a repeated request is answered from it without a request (``response.cached``); default: the
+      client's ``cache=``.
     - ``progress``: True, ``"plain"``, ``"rich"`` or a reporter object.
     - ``on_result`` / ``on_progress``: callbacks per finished item / per update.
     """
@@ -58,6 +66,9 @@ class BatchParams(ChatParams, total=False):
     check_quota: bool
     require_quota: bool
     gc_threshold: Union[int, None]
+    max_cost_usd: Union[float, None]
+    prices: Union[Mapping[str, Any], None]
+    cache: Any
     progress: Any
     on_result: Union[Callable[[Any], None], None]
     on_progress: Union[Callable[[Any], None], None]
@@ -68,5 +79,6 @@ HOOK_NAMES = frozenset({"progress", "on_result", "on_progress"})
 BATCH_OPTION_NAMES = frozenset({
     "concurrency", "rpm", "tpm", "retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio",
     "outage_window", "max_pause_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
+    "max_cost_usd", "prices", "cache",
 })
 """Batch options that configure the engine (everything else is a ``create()`` default)."""

@@ -44,6 +44,10 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     with a typed error."""
     max_sse_event_bytes: int
     """The largest single server-sent event of a stream, in bytes (default 16 MiB)."""
+    cache: Any
+    """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
+    `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from
+    it without a request (`response.cached`); only successes are stored; see `docs/spend.md`."""
     http_backend: _BackendT
     """What sends the requests: `Client` always uses `"httpx"`; `AsyncClient` uses `"aiohttp"` (default)
     or `"httpx"` (an `http_client=` passed in is always used as it is)."""

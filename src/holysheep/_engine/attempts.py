@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holysheep._core.call import Outcome
 from holysheep._core.call_plan import CallPlan
@@ -27,9 +27,13 @@ from holysheep._engine.options import BatchOptions
 from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
+from holysheep._engine.spend import SpendCap
 from holysheep._engine.work_queue import WorkQueue
-from holysheep._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError
+from holysheep._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError, InvalidRequestError
 from holysheep.types.chat import ChatCompletion
+
+if TYPE_CHECKING:
+    from holysheep.cache import ResponseCache
 
 __all__ = ["AttemptRunner"]
 
@@ -40,8 +44,11 @@ class AttemptRunner:
     """Sends admitted items through the client's sender and settles each attempt's outcome."""
 
     def __init__(self, sender: Sender, options: BatchOptions, *, queue: WorkQueue, admission: Admission,
-                 sink: ResultSink, outage: OutageDetector) -> None:
+                 sink: ResultSink, outage: OutageDetector, spend: SpendCap | None = None,
+                 cache: ResponseCache | None = None) -> None:
         self._sender = sender
+        self.spend = spend
+        self.cache = cache
         self._options = options
         self._queue = queue
         self._admission = admission
@@ -104,6 +111,7 @@ class AttemptRunner:
         epoch = admission.limiter.epoch
         plan = self._plan(item)
         if plan is None:  # the item's parameters are invalid: it is finished, nothing was sent
+            self.refund(item)
             admission.release()
             admission.probe_done()  # the rate-limit probe must not wait on an item that never goes out
             return
@@ -120,10 +128,12 @@ class AttemptRunner:
                 await gate.wait()
             outcome = await self._sender.attempt(plan.call)
         except asyncio.CancelledError:
+            self.refund(item)
             admission.release()
             raise
         except Exception as exc:  # a sender that raised instead of answering: the item ends with it, never hangs
             admission.release()
+            self._settle(item, None, sent=not isinstance(exc, ClientClosedError))
             error: BaseException = exc
             if isinstance(exc, ClientClosedError):  # nothing more can be sent: stop (resumable), not N failures
                 self.stop_unfinished("the client was closed", exc)
@@ -142,8 +152,11 @@ class AttemptRunner:
                 self._on_success(item, plan.result(), charge)
                 return
             admission.refund_tokens(charge)
+            # an error reply is not billed; a request whose reply never came may have been
+            self._settle(item, None, sent=not isinstance(outcome.error, APIStatusError))
             self._on_error(item, outcome, delay, epoch)
         except Exception as exc:  # e.g. a structured-output validator that raised: the item ends with it
+            self._settle(item, None, sent=True)  # (a no-op once settled) no reservation may outlive its request
             self._sink.finalize(item, None, exc)
 
     def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
@@ -156,6 +169,10 @@ class AttemptRunner:
         if actual and admission.tpm is not None:  # the estimate's correction matters only to a TPM bucket
             admission.estimator.observe(item.est_tokens, actual)
         admission.settle_tokens(charge, actual)
+        if self.spend is not None:
+            self._settle(item, response, sent=True)
+        if self.cache is not None and item.cache_key is not None:
+            self._store(item.cache_key, response)
         if item.steps is not None:
             parsed = self._next_step(item, response)
             if parsed is None:
@@ -231,6 +248,85 @@ class AttemptRunner:
             self._sink.finalize(item, None, self.unfinished_error(error))
         else:
             self._sink.finalize(item, None, error)
+
+    # ------------------------------------------------------------------ the response cache and the cost cap
+    def answer_from_cache(self, item: BatchRequest) -> bool:
+        """Look the item's next request up in the cache: True when that finished the item (a hit, or invalid
+        parameters) or queued its next re-ask; False when it must be sent."""
+        assert self.cache is not None
+        plan = self._plan(item)
+        if plan is None:
+            return True
+        call = plan.call
+        key = item.cache_key = self.cache.key(call.spec.body or {}, path=call.spec.path,
+                                              base_url=str(call.config.base_url))
+        response = self.cache.get(key) if key is not None else None
+        if response is None:
+            return False
+        if item.steps is not None:
+            parsed = self._next_step(item, response)
+            if parsed is None:  # a re-ask was queued, or the item failed
+                return True
+            response = parsed
+        self._sink.finalize_cached(item, response)
+        return True
+
+    def _store(self, key: str, response: ChatCompletion) -> None:
+        assert self.cache is not None
+        try:
+            self.cache.put(key, response)
+        except Exception as exc:  # a full disk or a locked file must not fail the item: it has its answer
+            logger.warning("response cache: could not store a response: %s", exc)
+
+    async def reserve(self, item: BatchRequest) -> bool:
+        """Reserve the item's worst-case cost under the cap: True when it may be sent; False when it was
+        finished instead (its model has no price, or the cap stopped the batch)."""
+        spend = self.spend
+        assert spend is not None
+        try:
+            params = self._request_of(item)
+        except Exception as exc:  # e.g. a response_format that is not a model
+            self._sink.finalize(item, None, exc)
+            return False
+        need = spend.worst_case(params)
+        if need is None:
+            model = params.get("model")
+            self._sink.finalize(item, None, InvalidRequestError(
+                f"no price for model {model!r}, and max_cost_usd needs one: pass prices={{{model!r}: "
+                f"(input_per_m, output_per_m)}} (USD per million tokens) or --price {model}=IN,OUT. Not sent.",
+                field="prices", reason="no price"))
+            return False
+        if not spend.try_reserve(need) and not await spend.reserve(need):
+            self.stop_unfinished(spend.stop_reason(need), None)
+            self._sink.finalize(item, None, self.unfinished_error(None))
+            return False
+        item.reserved = need
+        return True
+
+    def refund(self, item: BatchRequest) -> None:
+        """Release the item's reservation: its request was not sent (or not billed)."""
+        if item.reserved and self.spend is not None:
+            self.spend.refund(item.reserved)
+            item.reserved = 0.0
+
+    def _settle(self, item: BatchRequest, response: ChatCompletion | None, *, sent: bool) -> None:
+        """Count a request against the cap: a reply's usage at the batch's prices; a request that may have been
+        billed but gave no usage counts its whole reservation; one that surely was not is refunded."""
+        spend, amount = self.spend, item.reserved
+        if spend is None or not amount:
+            return
+        item.reserved = 0.0
+        if not sent:
+            spend.refund(amount)
+            return
+        cost = None
+        usage = response.usage if response is not None else None
+        if usage is not None:
+            details = usage.prompt_tokens_details
+            cached = (details.cached_tokens or 0) if details is not None else 0
+            model = str((item.request or item.params).get("model") or response.model)  # type: ignore[union-attr]
+            cost = spend.pricer.cost(model, usage.prompt_tokens, usage.completion_tokens, cached)
+        spend.settle(amount, cost)
 
     def unfinished_error(self, last: BaseException | None) -> BaseException:
         """The error an item ends with because the batch stopped (``last``: its own last error, if any)."""

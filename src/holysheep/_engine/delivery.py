@@ -11,6 +11,7 @@ from holysheep._core.hooks import BatchContext, BatchItemEvent
 from holysheep._engine.admission import Admission
 from holysheep._engine.requests import BatchRequest
 from holysheep._engine.results import BatchResult, BatchStats
+from holysheep._engine.spend import Pricer
 from holysheep._engine.waiters import wake_first
 from holysheep._engine.work_queue import WorkQueue
 from holysheep.types.chat import ChatCompletion
@@ -66,8 +67,10 @@ class ResultChannel:
 class ResultSink:
     """Turns every finished item into exactly one ``BatchResult`` on ``out`` and keeps ``stats`` current."""
 
-    def __init__(self, stats: BatchStats, queue: WorkQueue, admission: Admission) -> None:
+    def __init__(self, stats: BatchStats, queue: WorkQueue, admission: Admission, *,
+                 pricer: Pricer | None = None) -> None:
         self.stats = stats
+        self._pricer = pricer
         self.out = ResultChannel()
         self._queue = queue
         self._admission = admission
@@ -89,6 +92,29 @@ class ResultSink:
         self.out.put_nowait(result)
         if self.batch_ctx is not None:
             self.batch_ctx.hooks.emit("on_batch_item", BatchItemEvent(self.batch_ctx, result))
+
+    def finalize_cached(self, item: BatchRequest, response: ChatCompletion) -> None:
+        """End ``item`` with a response from the cache: a success with no request, no tokens and no cost
+        (what it cost when it was fetched is counted as the saving)."""
+        stats = self.stats
+        stats.cached += 1
+        usage = response.usage
+        if usage is not None:
+            details = usage.prompt_tokens_details
+            cached = (details.cached_tokens or 0) if details is not None else 0
+            price = self._price(response.model, usage.prompt_tokens, usage.completion_tokens, cached)
+            stats.cache_saved_usd += price or 0.0
+        self.finalize(item, response, None)
+
+    def _price(self, model: str, prompt: int, completion: int, cached: int) -> float | None:
+        if self._pricer is not None:
+            return self._pricer.cost(model, prompt, completion, cached)
+        from holysheep.pricing._cost import completion_cost  # lazy: the price catalog loads when a reply has usage
+
+        try:
+            return completion_cost(model, prompt, completion, cached)
+        except Exception:  # the price catalog is optional
+            return None
 
     def count_usage(self, response: ChatCompletion) -> int:
         """Add a reply's tokens to the stats; its total tokens (0 when it has no usage). The cost is worked
@@ -118,14 +144,9 @@ class ResultSink:
         self._admission.fill(self.stats)
         if not self._usage:
             return
-        from holysheep.pricing._cost import completion_cost  # lazy: the price catalog loads when a reply has usage
-
         cost, known = 0.0, False
         for model, (prompt, completion, cached) in self._usage.items():
-            try:
-                price = completion_cost(model, prompt, completion, cached)
-            except Exception:  # the price catalog is optional
-                price = None
+            price = self._price(model, prompt, completion, cached)
             if price is not None:
                 cost, known = cost + price, True
         self.stats.cost_usd, self.stats.cost_known = cost, known

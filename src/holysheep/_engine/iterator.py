@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.hooks import BatchContext, BatchEvent, active_hooks
@@ -28,7 +28,11 @@ from holysheep._engine.options import BatchOptions, OnResult
 from holysheep._engine.quota_check import check_quota
 from holysheep._engine.results import BatchResult, BatchStats
 from holysheep._engine.sender import Sender
+from holysheep._engine.spend import Pricer, SpendCap
 from holysheep._engine.work_queue import END, WAIT, WorkQueue
+
+if TYPE_CHECKING:
+    from holysheep.cache import ResponseCache
 
 __all__ = ["BatchIterator", "BatchOptions"]
 
@@ -59,14 +63,23 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._sender = sender
         self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
-        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency)
+        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency, max_cost_usd=opts.max_cost_usd)
+        pricer = Pricer(opts.prices) if opts.prices is not None or opts.max_cost_usd is not None else None
+        self.spend = SpendCap(opts.max_cost_usd, pricer or Pricer()) if opts.max_cost_usd is not None else None
+        self.cache: ResponseCache | None = None
+        self._owns_cache = False
+        if opts.cache is not None:
+            from holysheep.cache import ResponseCache, open_cache
+
+            self.cache = open_cache(opts.cache)
+            self._owns_cache = not isinstance(opts.cache, ResponseCache)
         self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
         self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
-        self._sink = ResultSink(self._stats, self.queue, self.admission)
+        self._sink = ResultSink(self._stats, self.queue, self.admission, pricer=pricer)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)
         self._runner = AttemptRunner(sender, opts, queue=self.queue, admission=self.admission, sink=self._sink,
-                                     outage=self._outage)
+                                     outage=self._outage, spend=self.spend, cache=self.cache)
         hooks = active_hooks(getattr(sender, "hooks", None))
         self._hooks: BatchContext | None = None
         if hooks is not None:
@@ -80,12 +93,15 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._workers = 0
         self._quota_check: asyncio.Task[None] | None = None
         self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
+        self._quota_deferred = False
         self._closed = False
 
     @property
     def stats(self) -> BatchStats:
         """The batch's figures so far (the load-control figures and the cost are brought up to date on read)."""
         self._sink.sync_stats()
+        if self.spend is not None:
+            self._stats.spent_usd = self.spend.spent_usd
         return self._stats
 
     @property
@@ -141,6 +157,12 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
     def _finish(self) -> None:
         self._closed = True
         self._gc.exit()
+        if self.cache is not None:
+            cache, self.cache = self.cache, None
+            if self._owns_cache:
+                cache.close()
+            else:
+                cache.flush()
         self._sink.sync_stats()
         if self.stats.finished_at is None:
             self.stats.finished_at = time.monotonic()
@@ -160,7 +182,10 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             self._progress.start(self.stats)
         loop = asyncio.get_running_loop()
         opts = self.options
-        if opts.check_quota and not opts.require_quota and (self.admission.probing or self.admission.remembered):
+        if opts.check_quota and self.cache is not None:
+            self._quota_deferred = True  # checked before the first request that misses the cache: a batch
+            # answered from the cache sends nothing at all
+        elif opts.check_quota and not opts.require_quota and (self.admission.probing or self.admission.remembered):
             # The quota check only warns here, so it need not come first. With a probe (the first request,
             # sent alone) it runs alongside it and the rest wait for both: a rejected key costs that one
             # request. When this key got replies lately (remembered limits) nobody waits for it.
@@ -176,6 +201,13 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._started = True
         self._gc.enter()
         self._start_workers(loop)
+
+    async def _deferred_quota_check(self) -> None:
+        """With a cache: the quota check, once, before the first request (every worker waits for it)."""
+        if self._quota_check is None:
+            self._quota_check = asyncio.get_running_loop().create_task(self._check_quota())
+        await self._quota_check
+        self._quota_deferred = False
 
     async def _check_quota(self) -> None:
         rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
@@ -209,6 +241,13 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                 if item.invalid is not None:
                     sink.finalize(item, None, item.invalid)
                     continue
+                if runner.cache is not None:  # a hit is answered even after a stop: it costs nothing
+                    if runner.answer_from_cache(item):
+                        continue
+                    if self._quota_deferred:  # the first request that will really go out
+                        await self._deferred_quota_check()
+                if runner.spend is not None and runner.abort is None and not await runner.reserve(item):
+                    continue  # finished unsent: no price, or the cap stopped the batch
                 if not admission.take_probe():
                     if admission.probing:  # rpm/tpm="auto": the rest wait for the probe's reply
                         await admission.wait_for_probe()
@@ -227,6 +266,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                         continue
                     admission.release()
                 admission.probe_done()  # a probe that will not go out must not hold the others back
+                runner.refund(item)
                 sink.finalize(item, None, runner.unfinished_error(None))
         except asyncio.CancelledError:
             raise

@@ -11,6 +11,7 @@ from holysheep._core.option_checks import check_int, check_max_retries, check_no
 from holysheep._core.retry import is_quota_exhausted
 from holysheep._engine.gc_scope import DEFAULT_GC_THRESHOLD
 from holysheep._engine.results import BatchResult
+from holysheep._engine.spend import Pricer, check_max_cost
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["BatchOptions", "Hooks", "OnResult", "check_requests", "is_quota_exhausted", "split_params"]
@@ -35,8 +36,14 @@ class BatchOptions:
     check_quota: bool = True
     require_quota: bool = False
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
+    max_cost_usd: float | None = None
+    prices: Mapping[str, Any] | None = None
+    cache: Any = None
 
     def __post_init__(self) -> None:
+        check_max_cost(self.max_cost_usd)
+        if self.prices is not None:
+            Pricer(self.prices)  # checks every entry
         check_int(self.concurrency, "concurrency", 1)
         check_positive_or_none(self.rpm, "rpm", allow=("auto",))
         check_positive_or_none(self.tpm, "tpm", allow=("auto",))

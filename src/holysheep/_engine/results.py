@@ -62,6 +62,11 @@ class BatchResult:
         return self.error is None
 
     @property
+    def cached(self) -> bool:
+        """True when the response came from the response cache (no request was sent for it)."""
+        return self.response is not None and self.response.served_by == "cache"
+
+    @property
     def parsed(self) -> Any:
         """The validated object (``choices[0].message.parsed``) when the batch ran with
         ``response_format=Model``; ``None`` otherwise or when the item failed."""
@@ -109,6 +114,14 @@ class BatchStats:
     """Cost in USD from the price catalog (see `cost_known`)."""
     cost_known: bool = False
     """True once any reply's model had a known price."""
+    cached: int = 0
+    """Items answered from the response cache (no request, no cost; not in `requests` or the tokens)."""
+    cache_saved_usd: float = 0.0
+    """What the cached answers cost when they were fetched: the saving of this run."""
+    max_cost_usd: float | None = None
+    """The batch's cost cap (`max_cost_usd=`), if any."""
+    spent_usd: float = 0.0
+    """With a cap: what the replies cost at the batch's prices (a reply without usage counts its reservation)."""
     started_at: float = field(default_factory=time.monotonic)
     """`time.monotonic()` when the batch started."""
     finished_at: float | None = None
@@ -176,6 +189,10 @@ class BatchSummary:
     completion_tokens: int
     total_tokens: int
     cost_usd: float | None
+    cached: int
+    cache_saved_usd: float
+    max_cost_usd: float | None
+    spent_usd: float | None
     wall_s: float
     requests_per_s: float
     concurrency_max: int
@@ -198,7 +215,9 @@ class BatchSummary:
             total=total, succeeded=stats.succeeded, failed=stats.failed, requests=stats.requests,
             retries=stats.retries, rate_limited=stats.rate_limited, prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens, total_tokens=stats.tokens,
-            cost_usd=round(stats.cost_usd, 6) if stats.cost_known else None, wall_s=round(wall, 3),
+            cost_usd=round(stats.cost_usd, 6) if stats.cost_known else None, cached=stats.cached,
+            cache_saved_usd=round(stats.cache_saved_usd, 6), max_cost_usd=stats.max_cost_usd,
+            spent_usd=round(stats.spent_usd, 6) if stats.max_cost_usd is not None else None, wall_s=round(wall, 3),
             requests_per_s=round(stats.requests / wall, 2) if wall > 0 and stats.requests else 0.0,
             concurrency_max=stats.concurrency_max, concurrency_final=round(stats.concurrency, 2),
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
@@ -219,12 +238,15 @@ class BatchSummary:
             f"requests {self.requests} (retries {self.retries}, rate limited {self.rate_limited}, "
             f"retries paced by the budget {self.retries_paced})",
             f"tokens {self.total_tokens} (prompt {self.prompt_tokens}, completion {self.completion_tokens}), "
-            f"cost {cost}",
+            f"cost {cost}" + (f", spent ${self.spent_usd:.4f} of the ${self.max_cost_usd:.4f} cap"
+                              if self.max_cost_usd is not None and self.spent_usd is not None else ""),
             f"wall {self.wall_s:.2f} s, {self.requests_per_s:.1f} req/s, peak in flight {self.peak_in_flight}",
             f"concurrency (AIMD) max {self.concurrency_max}, min {self.concurrency_min:g}, "
             f"final {self.concurrency_final:g}, decreases {self.concurrency_decreases}; "
             f"pauses {self.pauses} ({self.paused_s:.2f} s)",
         ]
+        if self.cached:
+            lines.append(f"{self.cached} answered from the cache (no request), saving ${self.cache_saved_usd:.4f}")
         if self.learned_rpm is not None or self.learned_tpm is not None:
             learned = [f"{v:,.0f} {unit}" for v, unit in ((self.learned_rpm, "RPM"), (self.learned_tpm, "TPM"))
                        if v is not None]

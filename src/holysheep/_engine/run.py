@@ -16,6 +16,7 @@ from holysheep._engine.private_loop import run_in_private_loop
 from holysheep._engine.progress import make_progress
 from holysheep._engine.requests import estimate_tokens, normalize_item
 from holysheep._engine.results import BatchCancelledError, BatchInterrupted, BatchResult, BatchResults, BatchStats
+from holysheep._engine.spend import check_priced
 
 if TYPE_CHECKING:
     from holysheep._engine.sender import Sender
@@ -48,6 +49,28 @@ def _estimate(items: Sequence[Any], defaults: Mapping[str, Any], *, exact: bool 
     return total if step == 1 else round(total * n / count)
 
 
+def _models(items: Sequence[Any], defaults: Mapping[str, Any]) -> set[str]:
+    """The models a sized input names (items that are not valid are left to fail on their own)."""
+    default = defaults.get("model")
+    models: set[str] = set()
+    for i, item in enumerate(items):
+        if isinstance(item, (str, list, tuple)):
+            model = default
+        else:
+            request = normalize_item(item, i, defaults)
+            model = request.params.get("model") if request.invalid is None else None
+        if model:
+            models.add(str(model))
+    return models
+
+
+def with_client_cache(params: Mapping[str, Any], cache: Any) -> Mapping[str, Any]:
+    """The batch's params with the client's response cache when the batch names none."""
+    if cache is None or params.get("cache") is not None:
+        return params
+    return {**params, "cache": cache}
+
+
 def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], params: Mapping[str, Any], *,
                  total: int | None = None, estimated_tokens: int | None = None) -> BatchIterator:
     """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
@@ -55,6 +78,8 @@ def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], p
     options, hooks, defaults = split_params(params)
     sized = _sized(requests)
     if sized is not None:
+        if options.max_cost_usd is not None:
+            check_priced(_models(sized, defaults), options.prices)
         total = len(sized) if total is None else total
         if estimated_tokens is None and options.check_quota:
             estimated_tokens = _estimate(sized, defaults, exact=options.require_quota)
@@ -102,7 +127,10 @@ def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[Any],
     partial results.
     """
     check_requests(requests)
-    options, _, _ = split_params(params)  # every option checked before a thread or a request
+    options, _, defaults = split_params(params)  # every option checked before a thread or a request
+    sized = _sized(requests)
+    if options.max_cost_usd is not None and sized is not None:
+        check_priced(_models(sized, defaults), options.prices)
     sink: dict[int, BatchResult] = {}
     holder: dict[str, BatchIterator] = {}
 

@@ -3,7 +3,8 @@ and resumable JSONL files.
 
 Usually reached through ``client.chat.completions.batch(...)`` (sync), ``await
 aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(...)``; for files,
-`run_jsonl` or ``holysheep batch IN.jsonl -o OUT.jsonl``. See ``docs/batch.md``.
+`run_jsonl` or ``holysheep batch IN.jsonl -o OUT.jsonl``. A dry run: `estimate` / `estimate_jsonl`
+(``--dry-run``). See ``docs/batch.md`` and ``docs/spend.md``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from holysheep._engine.results import (
     BatchSummary,
     BatchUnfinishedError,
 )
+from holysheep.batch._estimate import BatchEstimate, ModelEstimate, RefusedItem, estimate, estimate_jsonl
 from holysheep.batch._jsonl import JsonlReport, arun_jsonl, run_jsonl
 from holysheep.batch._jsonl_output import OutputLockedError, OutputMismatchError
 
 __all__ = [
     "BatchCancelledError",
+    "BatchEstimate",
     "BatchFailedError",
     "BatchInterrupted",
     "BatchIterator",
@@ -36,11 +39,15 @@ __all__ = [
     "BatchUnfinishedError",
     "JsonlReport",
     "MissingExtraError",
+    "ModelEstimate",
     "OutputLockedError",
     "OutputMismatchError",
     "PlainProgress",
     "ProgressReporter",
+    "RefusedItem",
     "RichProgress",
     "arun_jsonl",
+    "estimate",
+    "estimate_jsonl",
     "run_jsonl",
 ]

@@ -29,6 +29,8 @@ from pydantic_core import to_json
 from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
 from holysheep._engine.progress import make_progress, with_total
 from holysheep._engine.results import BatchResult, BatchSummary
+from holysheep._engine.run import with_client_cache
+from holysheep._engine.spend import check_max_cost, check_priced
 from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
 from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
@@ -160,6 +162,18 @@ def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return options, defaults
 
 
+def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """With ``max_cost_usd``: the cap is valid and every model of the file has a price, before anything is
+    written or sent (one extra read of the input)."""
+    if options.get("max_cost_usd") is None:
+        return
+    check_max_cost(options["max_cost_usd"])
+    src = Path(input_path)
+    if src.is_file():
+        check_priced({str(line.item["model"]) for line in read_lines(src, defaults)
+                      if line.item is not None and line.item.get("model")}, options.get("prices"))
+
+
 def _finish(plan: _Plan, ok: bool) -> None:
     """Compact the output to one line per custom_id and release the lock. After an error or Ctrl-C the
     compaction is still tried, but its own failure must not hide the first one (the next `--resume`
@@ -223,6 +237,8 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     """
     kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm)
     options, defaults = _split(kwargs)
+    _check_cap(input_path, options, defaults)
+    options = dict(with_client_cache(options, client.cache))
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
@@ -241,6 +257,7 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
                      overwrite: bool = False, **kwargs: Any) -> JsonlReport:
     """Async `run_jsonl` for an `AsyncClient` (same arguments)."""
     options, defaults = _split(kwargs)
+    _check_cap(input_path, options, defaults)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         progress = make_progress(kwargs.get("progress", False))

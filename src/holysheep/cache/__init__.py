@@ -12,9 +12,9 @@ is the embedded store: processes can share one file and a killed process loses n
 Any object with the ``CacheStore`` methods can replace it. See ``docs/spend.md``.
 """
 
-from ._response import CACHE_FORMAT, ResponseCache, open_cache, request_key
-from ._sqlite import SQLiteCache
-from ._store import CacheStats, CacheStore, MemoryCache
+from holysheep.cache._response import CACHE_FORMAT, ResponseCache, open_cache, request_key
+from holysheep.cache._sqlite import SQLiteCache
+from holysheep.cache._store import CacheStats, CacheStore, MemoryCache
 
 __all__ = [
     "CACHE_FORMAT",

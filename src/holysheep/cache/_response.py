@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .._exceptions import InvalidRequestError
-from ..types.chat import ChatCompletion
-from ._sqlite import SQLiteCache
-from ._store import CacheStats, CacheStore
+from holysheep._exceptions import InvalidRequestError
+from holysheep.cache._sqlite import SQLiteCache
+from holysheep.cache._store import CacheStats, CacheStore
+from holysheep.types.chat import ChatCompletion
 
 __all__ = ["CACHE_FORMAT", "CacheLike", "ResponseCache", "open_cache", "request_key"]
 

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .._exceptions import InvalidRequestError
-from ._store import CacheStats
+from holysheep._exceptions import InvalidRequestError
+from holysheep.cache._store import CacheStats
 
 __all__ = ["SQLiteCache"]
 

@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     from holysheep._version import __version__
     from holysheep.cli._account import add_account_parsers
     from holysheep.cli._bench import add_bench_parser
+    from holysheep.cli._cache import add_cache_parser
     from holysheep.cli._chat import add_chat_parser
     from holysheep.cli._local import add_local_parsers
 
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_batch(sub)
     add_local_parsers(sub)
     add_bench_parser(sub)
+    add_cache_parser(sub)
     for command in sub.choices.values():
         _add_shared_options(command)
     return parser

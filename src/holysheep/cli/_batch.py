@@ -17,7 +17,12 @@ parameters ({"custom_id", "messages", ...}); a line without custom_id is called 
 With --resume, lines whose last result succeeded are skipped and the others (failures
 included) run again; at the end the output holds one line per custom_id, in input order.
 
-Exit status: 0 every line succeeded; 1 some lines failed or were not run; 2 bad arguments or
+Spend: --dry-run reports what the run would send and cost (nothing is sent or written);
+--max-cost USD stops before the spend could pass USD (resumable: run again with --resume);
+--cache FILE answers repeated requests from a response cache. See docs/spend.md.
+
+Exit status: 0 every line succeeded; 1 some lines failed or were not run (a --max-cost stop
+included); 2 bad arguments or
 input (duplicate custom_ids, missing file, output exists without --resume, output written for
 another input, output in use by another run); 130 interrupted (run again with --resume)."""
 
@@ -31,7 +36,8 @@ def _default_model() -> str:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params)")
-    parser.add_argument("-o", "--output", required=True, help="JSONL file the results are appended to")
+    parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
+                                                "--dry-run)")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight at most (default 16)")
     parser.add_argument("--rpm", type=float, help="requests per minute limit")
@@ -53,6 +59,21 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                                          "the validated object under \"parsed\"")
     parser.add_argument("--max-repairs", type=int, help="with --schema: re-ask up to N times when the reply "
                                                         "does not validate (default 0)")
+    parser.add_argument("--max-cost", type=float, metavar="USD",
+                        help="stop before this run's spend could pass USD (each request's worst case is reserved "
+                             "first); unsent lines are left for --resume")
+    parser.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
+                        help="USD per million input and output tokens for a model the price catalog lacks "
+                             "(repeatable)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="send nothing, write nothing: report items, tokens, cost range, wall time and the "
+                             "lines that would be refused")
+    parser.add_argument("--cache", metavar="FILE", help="response cache file (SQLite): repeated requests are "
+                                                        "answered from it without a request")
+    parser.add_argument("--cache-ttl", type=float, metavar="SECONDS", help="with --cache: entries older than this "
+                                                                           "are misses")
+    parser.add_argument("--cache-max-mb", type=float, metavar="MB", help="with --cache: the oldest entries go "
+                                                                         "when the file's responses pass MB")
 
 
 def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -89,38 +110,119 @@ def _structured_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+def _prices(args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
+    """``--price MODEL=IN,OUT`` flags as ``prices=``."""
+    from holysheep._exceptions import InvalidRequestError
+
+    prices: dict[str, tuple[float, float]] = {}
+    for flag in getattr(args, "price", None) or []:
+        model, _, rest = flag.rpartition("=")
+        parts = rest.split(",")
+        try:
+            if not model or len(parts) != 2:
+                raise ValueError
+            prices[model] = (float(parts[0]), float(parts[1]))
+        except ValueError:
+            raise InvalidRequestError(f"--price must be MODEL=IN,OUT in USD per million tokens (e.g. "
+                                      f"--price my-model=0.5,1.5), got {flag!r}.", field="price") from None
+    return prices or None
+
+
+def _spend_params(args: argparse.Namespace, *, cache: bool = True) -> dict[str, Any]:
+    """``--max-cost``, ``--price`` and ``--cache*`` as batch parameters (``cache=False``: the cache flags are
+    checked but no file is opened)."""
+    from holysheep._exceptions import InvalidRequestError
+
+    params: dict[str, Any] = {}
+    if getattr(args, "max_cost", None) is not None:
+        params["max_cost_usd"] = args.max_cost
+    prices = _prices(args)
+    if prices:
+        params["prices"] = prices
+    path = getattr(args, "cache", None)
+    ttl, max_mb = getattr(args, "cache_ttl", None), getattr(args, "cache_max_mb", None)
+    if path is None and (ttl is not None or max_mb is not None):
+        raise InvalidRequestError("--cache-ttl and --cache-max-mb need --cache FILE.", field="cache")
+    if max_mb is not None and not max_mb > 0:
+        raise InvalidRequestError(f"--cache-max-mb must be a positive number, got {max_mb!r}.", field="cache")
+    if path is not None and cache:
+        from holysheep.cache import open_cache
+
+        params["cache"] = open_cache(path, ttl_s=ttl, max_bytes=int(max_mb * 2**20) if max_mb else None)
+    return params
+
+
+def _close_cache(params: dict[str, Any]) -> None:
+    cache = params.get("cache")
+    if cache is not None:
+        cache.close()
+
+
+def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    from holysheep.batch._estimate import estimate_jsonl
+
+    spend = {k: params.pop(k) for k in ("max_cost_usd", "prices") if k in params}
+    est = estimate_jsonl(args.input, output_path=args.output, resume=args.resume, model=args.model or _default_model(),
+                         rpm=args.rpm, tpm=args.tpm, **spend, **params)
+    if args.json:
+        print(json.dumps(est.to_dict(), default=str))
+    else:
+        print(str(est), file=sys.stderr)
+    return 0
+
+
 def run_batch_command(args: argparse.Namespace) -> int:
     """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
     from holysheep import Client
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
 
+    if not args.output and not getattr(args, "dry_run", False):
+        print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
+        return 2
     if getattr(args, "ray", False):
+        spend_flags = [flag for flag, on in (("--max-cost", args.max_cost is not None), ("--price", bool(args.price)),
+                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None)) if on]
+        if spend_flags:
+            print(f"holysheep batch: {', '.join(spend_flags)} cannot be used with --ray yet.", file=sys.stderr)
+            return 2
         from holysheep.integrations.ray._cli import run_ray_batch
 
         return run_ray_batch(args)
+    params: dict[str, Any] = {}
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    if getattr(args, "dry_run", False):  # no key needed: nothing is sent
+        try:
+            params.update(_structured_params(args))
+            params.update(_spend_params(args, cache=False))  # a dry run writes nothing, not even a cache file
+            return _dry_run(args, params)
+        except InvalidRequestError as exc:
+            print(f"holysheep batch: {exc}", file=sys.stderr)
+            return 2
     try:
         client = Client(base_url=args.base_url, max_retries=0)
     except HolySheepError as exc:
         print(f"holysheep batch: {exc}", file=sys.stderr)
         return 2
-    params: dict[str, Any] = {}
-    if args.max_tokens is not None:
-        params["max_tokens"] = args.max_tokens
     try:
         params.update(_structured_params(args))
+        params.update(_spend_params(args))
         with client:
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
                 require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
     except KeyboardInterrupt:
+        _close_cache(params)
         print(f"\nholysheep batch: interrupted; finished lines are in {args.output}. "
               "Run again with --resume to continue.", file=sys.stderr)
         return 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
+        _close_cache(params)
         print(f"holysheep batch: {exc}", file=sys.stderr)
         return 2
+    _close_cache(params)
     for lineno, message in report.bad_lines[:20]:
         print(f"holysheep batch: bad input line {lineno}: {message}", file=sys.stderr)
     if len(report.bad_lines) > 20:
@@ -136,6 +238,8 @@ def run_batch_command(args: argparse.Namespace) -> int:
         if report.summary is not None:
             print(str(report.summary), file=sys.stderr)
         if report.not_run:
-            print(f"holysheep batch: stopped ({report.summary.stop_reason if report.summary else '?'}); "
-                  "fix the cause and run again with --resume.", file=sys.stderr)
+            reason = report.summary.stop_reason if report.summary else None
+            hint = ("run again with --resume (with a new --max-cost, or none) to finish the rest"
+                    if reason and reason.startswith("max_cost_usd=") else "fix the cause and run again with --resume")
+            print(f"holysheep batch: stopped ({reason or '?'}); {hint}.", file=sys.stderr)
     return 0 if report.ok else 1

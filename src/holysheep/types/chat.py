@@ -220,8 +220,13 @@ class _ResponseMeta(HolySheepModel):
 
     @property
     def served_by(self) -> str:
-        """``"primary"``, or the name of the fallback endpoint that served the request."""
+        """``"primary"``, the name of the fallback endpoint that served the request, or ``"cache"``."""
         return self._transport[3]
+
+    @property
+    def cached(self) -> bool:
+        """True when this response came from a response cache (``cache=``): no request was sent for it."""
+        return self._transport[3] == "cache"
 
 
 class ChatCompletion(_ResponseMeta):
