@@ -71,9 +71,9 @@ def test_counts_are_powers_of_two_and_smallest_fit_wins_on_cost() -> None:
     res = pick_hardware(FakeInference(), gpus=["h100", "l4"], max_gpus=8)
     assert isinstance(res, PickResult)
     by_id = {o.gpu.id: o for o in res}
-    assert by_id["h100-sxm"].count == 2  # 52 GB fits 72 usable; 1x needs 102
+    assert by_id["h100-sxm"].count == 2  # 52 GB fits 77.31 usable (0.9 x 85.9); 1x needs 102
     assert by_id["h100-sxm"].per_gpu_gb == 52.0
-    assert by_id["h100-sxm"].headroom_gb == pytest.approx(72.0 - 52.0)
+    assert by_id["h100-sxm"].headroom_gb == pytest.approx(0.9 * 85.9 - 52.0)
     assert by_id["l4"].count == 8  # 14.5 GB <= 21.6 usable
     assert by_id["l4"].tensor_parallel == 8
     assert res.rejected == []
@@ -145,7 +145,7 @@ def test_objectives_order_options() -> None:
 def test_mi250x_counts_two_devices_per_package() -> None:
     (o,) = pick_hardware(FakeInference(weights_gb=100), gpus=["mi250x"])
     assert o.count == 1 and o.tensor_parallel == 2
-    assert o.usable_gb_per_gpu == pytest.approx(64 * 0.9)
+    assert o.usable_gb_per_gpu == pytest.approx(137.44 / 2 * 0.9)  # 64 GiB per GCD
 
 
 def test_training_estimates_use_data_parallel_counts() -> None:
@@ -166,7 +166,7 @@ def test_custom_efficiencies_and_memory_fraction() -> None:
     (fast,) = pick_hardware(FakeInference(weights_gb=20), gpus=["h100"])
     assert slow.decode_tokens_per_s == pytest.approx(fast.decode_tokens_per_s / 2)  # type: ignore[operator]
     (tight,) = pick_hardware(FakeInference(weights_gb=70), gpus=["h100"], memory_fraction=1.0)
-    assert tight.count == 1 and tight.usable_gb_per_gpu == 80
+    assert tight.count == 1 and tight.usable_gb_per_gpu == 85.9
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_aliases_resolve() -> None:
     assert gpu("h100-sxm").id == "h100-sxm"
     a100 = gpu("a100 80gb")
     assert a100.id == "a100-80-sxm"
-    assert (a100.memory_gb, a100.bandwidth_gb_s, a100.tdp_w) == (80, 2039, 400)
+    assert (a100.memory_gb, a100.memory_gib, a100.bandwidth_gb_s, a100.tdp_w) == (85.9, 80, 2039, 400)
     assert gpu("A100-80G") is a100
     assert gpu("NVIDIA GeForce RTX 4090").id == "rtx4090"
     assert gpu("A100 80GB PCIe").bandwidth_gb_s == 1935
@@ -132,13 +132,13 @@ def test_price_per_hour_is_lowest_list_then_any() -> None:
 def test_mi250x_is_two_devices() -> None:
     g = gpu("MI250X")
     assert g.devices_per_package == 2
-    assert g.memory_per_device_gb == 64
+    assert g.memory_per_device_gb == 68.72 and g.memory_gib == 128
 
 
 def test_sorting() -> None:
     assert gpus(sort="bw")[0].id == "gb200"
     assert gpus(sort="mem")[0].id == "m3-ultra"  # 384 GB usable of 512 GB unified memory
-    assert gpus(sort="mem")[1].memory_gb == 288 and gpus(sort="mem")[-1].id == "rtx3060-12"
+    assert gpus(sort="mem")[1].memory_gb == 309.24 and gpus(sort="mem")[-1].id == "rtx3060-12"
     assert gpus(sort="bf16")[0].id == "mi355x"
     by_price = gpus(sort="price")
     assert by_price[0].id == "t4"
@@ -154,7 +154,7 @@ def test_register_csv_price_override_merges(tmp_path: Path) -> None:
     h = gpu("h100-sxm")
     assert row.id == "h100-sxm" and h.price_per_hour == 2.10
     assert len(h.prices) == 1 and h.prices[0].kind == "reserved" and h.prices[0].provider == "user"
-    assert h.tflops("bf16") == 989.4 and h.memory_gb == 80
+    assert h.tflops("bf16") == 989.4 and h.memory_gb == 85.9
 
 
 def test_register_json_new_card(tmp_path: Path) -> None:
@@ -258,13 +258,13 @@ def test_unified_memory_rows_record_the_usable_gpu_share() -> None:
     assert {"m2-ultra", "m3-ultra", "m4-max", "ryzen-ai-max-395", "dgx-spark", "agx-orin-64"} <= set(unified)
     for gid in ("m2-ultra", "m3-ultra", "m4-max"):  # macOS default GPU wired limit: 75% of RAM
         g = unified[gid]
-        assert g.memory_gb == 0.75 * (g.unified_memory_gb or 0) and g.vendor == "apple"
-    assert (unified["ryzen-ai-max-395"].memory_gb, unified["ryzen-ai-max-395"].bandwidth_gb_s) == (96, 256)
+        assert g.memory_gb == pytest.approx(0.75 * (g.unified_memory_gb or 0), abs=0.01) and g.vendor == "apple"
+    assert (unified["ryzen-ai-max-395"].memory_gb, unified["ryzen-ai-max-395"].bandwidth_gb_s) == (103.08, 256)
     assert unified["dgx-spark"].memory_gb < unified["dgx-spark"].unified_memory_gb == 128  # type: ignore[operator]
     assert [gpu(n).bandwidth_gb_s for n in ("m2-ultra", "m3-ultra", "m4-max")] == [800, 819, 546]
     assert gpu("dgx-spark").bandwidth_gb_s == 273
     assert gpu("h100-sxm").unified_memory_gb is None
-    assert gpu("m3-ultra").to_dict()["unified_memory_gb"] == 512
+    assert gpu("m3-ultra").to_dict()["unified_memory_gb"] == 549.76  # 512 GiB
 
 
 NEW_SPARSE_HEADLINES = [

@@ -26,8 +26,12 @@ _RENAMES = {
     "sparse2x": "supports_sparsity",
     "src": "source",
     "int4_tc": "int4_native",
+    "mem_gib": "memory_gib",
 }
-_FLOAT_FIELDS = ("memory_gb", "bandwidth_gb_s", "tdp_w", "gpu_link_gb_s", "unified_memory_gb")
+_FLOAT_FIELDS = ("memory_gb", "bandwidth_gb_s", "tdp_w", "gpu_link_gb_s", "unified_memory_gb", "memory_gib",
+                 "reported_mib")
+GIB_GB = (1 << 30) / 1e9
+"""GB (1e9 bytes) in one GiB: a datasheet's "24 GB" card holds 24 GiB = 25.77 GB."""
 _INT_FIELDS = ("launch_year", "pcie_gen", "devices_per_package")
 _STR_FIELDS = ("name", "vendor", "form_factor", "arch", "compute_capability", "memory_type", "interconnect",
                "source", "as_of", "notes")
@@ -141,12 +145,16 @@ def row_from_mapping(raw: Mapping[str, Any], base: GPU | None, where: str) -> GP
         native["int8"] = tflops["int8"] is not None
     prices = _prices(data, where)
 
+    if fields.get("memory_gb") in (None, 0) and (fields.get("reported_mib") or fields.get("memory_gib")):
+        mib, gib = fields.get("reported_mib"), fields.get("memory_gib")
+        fields["memory_gb"] = round(mib * (1 << 20) / 1e9 if mib else (gib or 0) * GIB_GB, 2)
     if base is not None:
         merged = replace(base, **fields, dense_tflops=tflops, native=native)
         return replace(merged, prices=prices) if prices is not None else merged
     for need in ("memory_gb", "bandwidth_gb_s"):
         if fields.get(need) in (None, 0):
-            raise _bad(f"{where}.{need}", f"new GPU {ident!r} needs a positive {need}")
+            also = " (or memory_gib)" if need == "memory_gb" else ""
+            raise _bad(f"{where}.{need}", f"new GPU {ident!r} needs a positive {need}{also}")
     return GPU(
         id=ident,
         name=fields.pop("name", None) or ident,

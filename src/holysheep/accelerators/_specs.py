@@ -2,7 +2,8 @@
 
 The rows ship as package data (``holysheep/accelerators/data/gpus.json``). Every compute figure is a *dense* tensor peak
 (no 2:4 structured sparsity) at FP32 accumulate; ``GPU.sparse_tflops`` derives the sparse figure as
-2x dense on parts that support it. Units: GB = 1e9 bytes, GB/s = 1e9 B/s, TFLOPS/TOPS = 1e12/s.
+2x dense on parts that support it. Units: GB = 1e9 bytes, GB/s = 1e9 B/s, TFLOPS/TOPS = 1e12/s. ``memory_gb`` is the
+capacity the device reports, in bytes / 1e9 (a 24 GiB card is 25.77 GB), never a GiB figure read as GB.
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ class GPU:
     notes: str = ""
     unified_memory_gb: float | None = None
     """Installed RAM shared by CPU and GPU (unified-memory machines); ``memory_gb`` is the GPU's usable share."""
+    memory_gib: float | None = None
+    """The datasheet's capacity in binary gigabytes (a "24 GB" card holds 24 GiB); ``memory_gb`` is the
+    capacity in bytes / 1e9 (25.77 for 24 GiB), or what the driver reports where ``reported_mib`` is set."""
+    reported_mib: float | None = None
+    """MiB the driver reports (``nvidia-smi``), where known; ECC reserves part of some GDDR parts."""
 
     def tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (one of ``PRECISIONS``), or ``None`` if not published."""
@@ -120,6 +126,8 @@ class GPU:
             "compute_capability": self.compute_capability,
             "launch_year": self.launch_year,
             "memory_gb": self.memory_gb,
+            "memory_gib": self.memory_gib,
+            "reported_mib": self.reported_mib,
             "memory_type": self.memory_type,
             "unified_memory_gb": self.unified_memory_gb,
             "bandwidth_gb_s": self.bandwidth_gb_s,

@@ -25,7 +25,8 @@ def gpu_cells(g: GPU) -> list[str]:
     """One table row for a GPU (dense figures; ``-`` where not published)."""
     bf16 = g.tflops("bf16")
     return [
-        g.id, g.name, f"{g.memory_gb:g}", f"{g.bandwidth_gb_s:,g}",
+        g.id, g.name, f"{g.memory_gb:.1f}" + (f" ({g.memory_gib:g} GiB)" if g.memory_gib else ""),
+        f"{g.bandwidth_gb_s:,g}",
         _tf(bf16) if bf16 is not None else (_tf(g.tflops("fp16")) + " (fp16)" if g.tflops("fp16") else "-"),
         _tf(g.tflops("fp8")), _tf(g.tflops("int8")), _tf(g.tflops("fp4")),
         number(g.tdp_w), "2:4" if g.supports_sparsity else "no",

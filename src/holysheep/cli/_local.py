@@ -25,8 +25,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--quant", default=None,
                    help="weights format for inference, e.g. int4-awq, fp8 (default: the format the checkpoint "
                         "ships in, e.g. fp8 for DeepSeek-V3, mxfp4 for gpt-oss; bf16 otherwise)")
-    p.add_argument("--context", "--seq-len", dest="context", type=int, default=2048,
-                   help="context length (the training sequence length with --train; default 2048)")
+    p.add_argument("--context", "--seq-len", dest="context", type=_tokens, default=2048,
+                   help="context length in tokens: 8192, 32k (= 32,768) or 1m (the training sequence length "
+                        "with --train; default 2048)")
     p.add_argument("--batch", "--micro-batch", dest="batch", type=int, default=1,
                    help="concurrent sequences (the micro-batch with --train; default 1)")
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
@@ -55,7 +56,9 @@ def add_local_parsers(sub: Any) -> None:
                    help="rank by $/M tokens (cost, default), batch-1 tok/s (latency) or total tok/s (throughput)")
     p.add_argument("--budget-per-hour", type=float, help="drop options above this USD/hour")
     p.add_argument("--gpus", nargs="+", metavar="GPU",
-                   help="only these GPUs (names), or a number: exactly that many GPUs (data-parallel when training)")
+                   help="only these GPUs: names or model numbers (4090 is the RTX 4090), NxGPU for a count (4x4090)")
+    p.add_argument("--count", type=int, metavar="N",
+                   help="exactly N GPUs (data-parallel when training) instead of powers of two up to --max-gpus")
     p.add_argument("--api-model", help="compare self-hosting with this API model's price")
     p.add_argument("--tokens-per-day", type=float, help="daily volume for the comparison (default 1e7)")
     p.add_argument("--utilization", type=float, default=0.5, help="self-hosted utilization (default 0.5)")
@@ -89,9 +92,10 @@ def run_gpus(args: argparse.Namespace) -> int:
 
 def run_plan(args: argparse.Namespace) -> int:
     """``holysheep plan MODEL``."""
+    from holysheep.hardware._cli import parse_gpus
     from holysheep.hardware._cli import run_plan as plan
 
-    names, count = _gpus_arg(args.gpus)
+    names, count = parse_gpus(args.gpus, args.count)
     train = None if args.train is None else (args.method or args.train)  # --train --method lora still works
     options = (("optimizer", args.optimizer), ("precision", args.precision),
                ("gradient_checkpointing", args.gradient_checkpointing), ("offload_optimizer", args.offload_optimizer),
@@ -119,11 +123,15 @@ def run_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _gpus_arg(values: list[str] | None) -> tuple[list[str] | None, int | None]:
-    """``--gpus H100 L40S`` restricts the table; ``--gpus 8`` fixes the count."""
-    if values and len(values) == 1 and values[0].isdigit():
-        return None, int(values[0])
-    return values, None
+def _tokens(text: str) -> int:
+    """argparse type for ``--context``: ``8192``, ``32k`` or ``1m``."""
+    from holysheep._exceptions import InvalidRequestError
+    from holysheep.hardware._cli import parse_tokens
+
+    try:
+        return parse_tokens(text)
+    except InvalidRequestError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run_mock_server(args: argparse.Namespace) -> int:

@@ -80,14 +80,19 @@ class InferenceEstimate(MemoryTotals):
         return _build(**{**self._rebuild, "tensor_parallel": check_int(n, "tensor_parallel")})
 
     def with_options(self, **changes: Any) -> InferenceEstimate:
-        """The same request with ``context``, ``batch`` or ``tensor_parallel`` changed (used by the solvers)."""
-        allowed = {"context", "batch", "tensor_parallel"}
+        """The same request with ``context``, ``batch``, ``tensor_parallel`` or ``gpu_memory_utilization``
+        changed (used by the solvers and the picker's fit hints)."""
+        allowed = {"context", "batch", "tensor_parallel", "gpu_memory_utilization"}
         bad = set(changes) - allowed
         if bad:
             raise InvalidRequestError(f"with_options takes {', '.join(sorted(allowed))}, not {', '.join(sorted(bad))}",
                                       field=sorted(bad)[0])
         for k, v in changes.items():
-            check_int(v, k)
+            if k == "gpu_memory_utilization":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                    raise InvalidRequestError(f"gpu_memory_utilization must be in (0, 1], got {v!r}", field=k)
+            else:
+                check_int(v, k)
         return _build(**{**self._rebuild, **changes})
 
     def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:

@@ -20,7 +20,7 @@ from ..accelerators._text import format_table
 from ._picker import pick_hardware
 from ._result import pick_text
 
-__all__ = ["DEFAULT_TOKENS_PER_DAY", "render_gpus_table", "run_plan"]
+__all__ = ["DEFAULT_TOKENS_PER_DAY", "parse_gpus", "parse_tokens", "render_gpus_table", "run_plan"]
 
 DEFAULT_TOKENS_PER_DAY = 10_000_000
 """Daily volume used for the API comparison when ``api_model`` is given without ``tokens_per_day``."""
@@ -70,6 +70,59 @@ def _model_arg(model: str) -> str | float:
             "config.json path or a bare size in billions such as 70b",
             field="model", reason="unknown model") from None
     return model
+
+
+_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+_COUNTED = re.compile(r"^\s*(\d+)\s*[xX\u00d7]\s*(\S.*)$")
+
+
+def parse_tokens(text: str | int, field: str = "context") -> int:
+    """A token count: ``32768``, ``32k`` (x 1,024, as model cards count: 32k = 32,768) or ``1m`` (x 1,048,576)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    m = _TOKENS.match(str(text))
+    if not m:
+        raise InvalidRequestError(f"--{field} must be a token count such as 8192, 32k or 1m, got {text!r}",
+                                  field=field, reason="not a token count")
+    value = float(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+    if value != int(value) or value < 1:
+        raise InvalidRequestError(f"--{field} must be a whole number of tokens >= 1, got {text!r}", field=field)
+    return int(value)
+
+
+def _is_gpu(name: str) -> bool:
+    try:
+        lookup_gpu(name)
+    except InvalidRequestError:
+        return False
+    return True
+
+
+def parse_gpus(values: Sequence[str] | None, count: int | None = None) -> tuple[list[str] | None, int | None]:
+    """``--gpus`` and ``--count`` as (GPU names or None, GPU count or None).
+
+    A value that names a GPU is that GPU, also when it is a number (``4090`` is the RTX 4090, ``5090``
+    the RTX 5090); ``4x4090`` is four of them. A bare number that names no GPU (``--gpus 8``) still means
+    a count, as before; ``--count N`` says so explicitly. Two different counts are an error.
+    """
+    names: list[str] = []
+    counts = {count} if count is not None else set()
+    for raw in values or ():
+        m = _COUNTED.match(raw)
+        if m and not _is_gpu(raw):
+            counts.add(int(m.group(1)))
+            names.append(m.group(2).strip())
+        elif raw.strip().isdigit() and not _is_gpu(raw):
+            counts.add(int(raw))
+        else:
+            names.append(raw)
+    if len(counts) > 1:
+        raise InvalidRequestError(f"conflicting GPU counts {sorted(counts)}: give one count (--count N or NxGPU)",
+                                  field="gpus", reason="conflicting counts")
+    got = counts.pop() if counts else None
+    if got is not None and got < 1:
+        raise InvalidRequestError(f"the GPU count must be >= 1, got {got}", field="count")
+    return (names or None), got
 
 
 def _gpus_arg(names: Sequence[str] | None) -> list[str] | None:
@@ -232,9 +285,13 @@ def _limits(est: Any, option: Any) -> dict[str, Any]:
     ctx = max_context(est, device, n, batch=int(est.batch))
     seqs = max_batch(est, device, int(est.context), n)
     where = "this GPU" if option.count == 1 else f"these {option.count} GPUs"
-    text = (f"Limits ({option.label}): at most {ctx:,} tokens of context on {where} at batch {est.batch}; "
-            f"at most {seqs:,} sequences of {est.context:,} tokens")
-    return {"gpu": option.gpu.id, "count": option.count, "max_context": ctx, "max_batch": seqs, "text": text}
+    cap = int(getattr(getattr(est, "architecture", None), "max_position_embeddings", 0) or 0)
+    capped = bool(cap) and ctx >= cap
+    why = f" (the model's own limit, max_position_embeddings {cap:,}; memory would hold more)" if capped else ""
+    text = (f"Limits ({option.label}): at most {ctx:,} tokens of context on {where} at batch {est.batch}{why}; "
+            f"at most {seqs:,} sequence{'s' if seqs != 1 else ''} of {est.context:,} tokens")
+    return {"gpu": option.gpu.id, "count": option.count, "max_context": ctx, "max_context_capped_by_model": capped,
+            "max_batch": seqs, "text": text}
 
 
 def _api_section(result: Sequence[Any], api_model: str, tokens_per_day: float | None, utilization: float,

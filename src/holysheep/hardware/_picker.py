@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ..accelerators import GPU, gpu, gpus
+from ._hints import fit_hints
 from ._result import HardwareOption, PickResult
 from ._roofline import (
     DEFAULT_EFFICIENCIES,
@@ -136,8 +138,12 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     if not fits:
         reason = (f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
                   f"{usable:.1f} GB usable ({rule}, {g.memory_per_device_gb:g} GB GPU)")
-        hint = _training_hint(sized, g, devices) if training else None
-        return HardwareOption(**base, reason=reason + (f"; {hint}" if hint else ""), reason_code="does_not_fit")
+        if training:
+            hint = _training_hint(sized, g, devices)
+            return HardwareOption(**base, reason=reason + (f"; {hint}" if hint else ""), reason_code="does_not_fit")
+        hints = fit_hints(sized, g.memory_per_device_gb, g.name, devices)
+        tail = f"; fits with {' or '.join(hints)}" if hints else ""
+        return HardwareOption(**base, reason=reason + tail, reason_code="does_not_fit")
     perf: dict[str, float | None] = {}
     if training:
         k = 6.0 if str(getattr(est, "method", "full")) == "full" else 4.0
@@ -223,6 +229,19 @@ def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
                                      "reason": f"{last.reason}; larger counts: {heads[0].reason}"})
         return last
     return tried[-1]
+
+
+def _more_gpus_hint(rej: HardwareOption, g: GPU, est: Any, counts: list[int], *, training: bool, eff: Efficiencies,
+                    memory_fraction: float | None) -> HardwareOption:
+    """A memory rejection at a fixed count says so when 2, 4 or 8 times the GPUs would hold the model."""
+    if len(counts) != 1 or rej.reason_code != "does_not_fit" or not rej.reason:
+        return rej
+    for n in (counts[0] * 2, counts[0] * 4, counts[0] * 8):
+        o = _evaluate(g, n, est, training=training, memory_fraction=memory_fraction, budget=None, eff=eff, notes0=[])
+        if o.fits:
+            joiner = " or " if "; fits with " in rej.reason else "; fits with "
+            return replace(rej, reason=f"{rej.reason}{joiner}{n} GPUs")
+    return rej
 
 
 def pick_hardware(
@@ -316,7 +335,8 @@ def pick_hardware(
         elif ok:
             options.append(min(ok, key=lambda o: _score(o, objective)))
         else:
-            rejected.append(_pick_rejection(tried))
+            rejected.append(_more_gpus_hint(_pick_rejection(tried), g, est, counts, training=training, eff=eff,
+                                            memory_fraction=memory_fraction))
     options.sort(key=lambda o: (_score(o, objective), o.gpu.name))
     return PickResult(options, rejected, objective, est)
 
