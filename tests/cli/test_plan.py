@@ -55,7 +55,7 @@ def test_plan_shows_the_solvers(cli: Runner) -> None:
     done = cli("plan", "llama-3.1-8b", "--gpus", "L4", "--context", "8192")
     assert done.returncode == 0, done.stderr
     ctx, seqs = max_context("llama-3.1-8b", "L4"), max_batch("llama-3.1-8b", "L4", 8192)
-    assert (ctx, seqs) == (49664, 6)
+    assert (ctx, seqs) == (40448, 4)
     assert (f"Limits (1x L4 24GB): at most {ctx:,} tokens of context on this GPU at batch 1; "
             f"at most {seqs} sequences of 8,192 tokens") in done.stdout
     data = _plan(cli, "llama-3.1-8b", "--gpus", "L4", "--context", "8192")

@@ -61,6 +61,12 @@ CUDA_CONTEXT_BYTES = 512 * MIB
 CUBLAS_WORKSPACE_BYTES = 32 * MIB
 RUNTIME_OVERHEAD_BYTES = CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
 
+#: Runtimes without a utilization cap (default, transformers, llama.cpp, MLX) keep this much of a GPU
+#: free: PyTorch's caching allocator fragments, and NCCL / CUDA-graph buffers are not in the breakdown.
+#: The larger of 1 GB and 5 % (the same reserve as training plans). GPU capacities are device bytes.
+RESERVE_MIN_GB = 1.0
+RESERVE_FRACTION = 0.05
+
 
 def check_int(value: Any, field: str, minimum: int = 1, maximum: int | None = None) -> int:
     """Return ``value`` as an int if it is an integer within range, else raise InvalidRequestError."""

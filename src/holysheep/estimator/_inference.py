@@ -9,7 +9,16 @@ from typing import Any
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture, dtype_bytes
 from ._catalog import ModelLike, resolve_model, shipped_quant
-from ._common import GB, MemoryCheck, MemoryTotals, check_choice, check_int, gpu_memory_gb
+from ._common import (
+    GB,
+    RESERVE_FRACTION,
+    RESERVE_MIN_GB,
+    MemoryCheck,
+    MemoryTotals,
+    check_choice,
+    check_int,
+    gpu_memory_gb,
+)
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import RUNTIMES, prefill_activation_bytes, runtime_memory, uses_layer_split
@@ -101,7 +110,8 @@ class InferenceEstimate(MemoryTotals):
         vLLM: weights + profile peak + buffers + the KV blocks of ``batch x context`` within total x
         ``gpu_memory_utilization``. SGLang: weights + KV + CUDA context within total x ``mem_fraction_static``
         and the prefill chunk in the rest. transformers, llama.cpp, MLX and the default runtime: the
-        per-GPU sum within the GPU's memory (their overhead is already counted, so no extra fraction).
+        per-GPU sum within the GPU's memory less an allocator reserve of 1 GB or 5 %, whichever is larger
+        (caching-allocator fragmentation, NCCL and CUDA-graph buffers; capacities are device bytes).
         """
         n = self.tensor_parallel if count is None else check_int(count, "count")
         mem, label = gpu_memory_gb(gpu)
@@ -118,7 +128,9 @@ class InferenceEstimate(MemoryTotals):
             return MemoryCheck(static <= mem * frac and dyn_ok, static, mem * frac, mem,
                                f"SGLang: total x mem_fraction_static {frac:g}"
                                + ("" if dyn_ok else "; the prefill chunk does not fit in the rest"))
-        return MemoryCheck(need <= mem, need, mem, mem, f"{est.runtime}: all of the GPU's memory (overheads counted)")
+        usable = mem - max(RESERVE_MIN_GB, RESERVE_FRACTION * mem)
+        return MemoryCheck(need <= usable, need, usable, mem, f"{est.runtime}: the GPU's memory less a "
+                           f"{mem - usable:.2f} GB allocator reserve (max of 1 GB and 5 %; overheads counted)")
 
     def fits(self, gpu: Any, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default: this estimate's) of this kind hold the request under its runtime.
