@@ -22,7 +22,7 @@ def test_70b_qlora_fits_one_48gb_gpu_at_1k(cli: Runner) -> None:
     assert opt["count"] == 1 and opt["gpu"] == "l40s" and data["mode"] == "training"
     done = cli("plan", "llama-3.1-70b", "--train", "qlora", "--gpus", "L40S", "--max-gpus", "1")  # checkpointing on
     assert "paged-adamw, checkpointing full, LoRA rank 16" in done.stdout
-    assert "45.6 GB usable" in done.stdout and "fits at seq_len=1024" in done.stdout  # 2k: no allocator reserve
+    assert "45.9 GB usable" in done.stdout and "fits at seq_len=1024" in done.stdout  # 48.31 GB less 5 %
 
 
 def test_8b_full_finetune_with_zero3_on_8_gpus(cli: Runner) -> None:
