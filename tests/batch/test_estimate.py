@@ -71,6 +71,8 @@ def test_estimate_checks_its_arguments() -> None:
         estimate(PROMPTS, model=MODEL, rpm=-1)
     with pytest.raises(InvalidRequestError, match="requests must be an iterable"):
         estimate("one prompt", model=MODEL)
+    with pytest.raises(InvalidRequestError, match=r"unknown parameter 'max_token'\. Did you mean 'max_tokens'"):
+        estimate(PROMPTS, model=MODEL, max_token=5)
 
 
 def _jsonl(tmp_path: Path) -> Path:

@@ -178,6 +178,14 @@ def _limits(rpm: float | None, tpm: float | None, client: Any) -> tuple[float | 
     return None, None, None
 
 
+def _defaults(model: str | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The create() defaults, checked as batch() checks them (a misspelt one is an error, not ignored)."""
+    from holysheep._engine.options import split_params
+
+    _, _, base = split_params({**defaults, "model": model})
+    return base
+
+
 def estimate(requests: Iterable[Any], *, model: str | None = None, prices: Mapping[str, Any] | None = None,
              max_cost_usd: float | None = None, rpm: float | None = None, tpm: float | None = None,
              tokenizer: str = "auto", client: Any = None, **defaults: Any) -> BatchEstimate:
@@ -194,7 +202,7 @@ def estimate(requests: Iterable[Any], *, model: str | None = None, prices: Mappi
     from holysheep._engine.options import check_requests
 
     check_requests(requests)
-    base = {k: v for k, v in {**defaults, "model": model}.items() if v is not None}
+    base = _defaults(model, defaults)
     tally = _Tally(prices, max_cost_usd, tokenizer)
     for index, item in enumerate(requests):
         request = normalize_item(item, index, base, where="")
@@ -231,7 +239,7 @@ def estimate_jsonl(input_path: str | os.PathLike[str], *, output_path: str | os.
     src = Path(input_path)
     if not src.is_file():
         raise InvalidRequestError(f"input file {src} does not exist.", field="input_path")
-    base = {k: v for k, v in {**defaults, "model": model}.items() if v is not None}
+    base = _defaults(model, defaults)
     prior = _done(Path(output_path)) if resume and output_path is not None else {}
     tally = _Tally(prices, max_cost_usd, tokenizer)
     seen: dict[str, int] = {}
