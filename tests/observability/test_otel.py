@@ -268,3 +268,20 @@ def test_tool_calls_are_execute_tool_spans(monkeypatch: pytest.MonkeyPatch) -> N
     assert dict(good.attributes or {}) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
                                            "gen_ai.tool.call.id": "call_1"}
     assert bad.status.status_code is StatusCode.ERROR and bad.attributes["error.type"] == "KeyError"
+
+
+def test_an_async_stream_closed_early_ends_its_span(server: FakeServer) -> None:
+    async def main() -> None:
+        async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+            stream = await client.chat.completions.create(model=MODEL, stream=True,
+                                                          messages=[{"role": "user", "content": "a b c d"}])
+            await stream.__anext__()
+            await stream.close()
+
+    with instrumented() as t:
+        asyncio.run(main())
+    (span,) = t.spans()
+    assert span.attributes["holysheep.stream.closed_early"] is True
+    assert span.status.status_code is StatusCode.UNSET
+    (duration,) = t.points("gen_ai.client.operation.duration")
+    assert duration.count == 1
