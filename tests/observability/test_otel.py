@@ -285,3 +285,25 @@ def test_an_async_stream_closed_early_ends_its_span(server: FakeServer) -> None:
     assert span.status.status_code is StatusCode.UNSET
     (duration,) = t.points("gen_ai.client.operation.duration")
     assert duration.count == 1
+
+
+def test_opentelemetry_instrument_finds_the_instrumentor(tmp_path: Any) -> None:
+    """`opentelemetry-instrument python app.py` (opentelemetry-distro's console exporter) traces a call with no code."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("opentelemetry.distro")
+    tool = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    if tool is None:
+        pytest.skip("opentelemetry-instrument is not installed")
+    app = tmp_path / "app.py"
+    app.write_text("from holysheep import Client\nfrom holysheep.testing import FakeServer\n"
+                   "with FakeServer() as s, Client(api_key=s.api_key, base_url=s.url) as c:\n"
+                   "    c.chat.completions.create(model='gpt-4.1', messages=[{'role': 'user', 'content': 'hi'}])\n")
+    env = {"PATH": str(Path(sys.executable).parent), "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
+           "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "test"}
+    out = subprocess.run([tool, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"name": "chat gpt-4.1"' in out.stdout and '"gen_ai.provider.name": "holysheep"' in out.stdout
