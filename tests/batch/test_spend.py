@@ -108,14 +108,18 @@ def test_bad_cap_is_a_typed_error_before_any_request(server: FakeServer, bad: An
     assert chat_requests(server) == []
 
 
-def test_without_max_tokens_the_default_bound_is_reserved(server: FakeServer) -> None:
+def test_without_max_tokens_the_default_bound_is_reserved(server: FakeServer,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
     from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND
 
     # $8/M output: each item reserves >= 4096 * 8 / 1e6 = $0.0328; a $0.05 cap lets one go at a time
-    with sync_client(server) as client:
+    with caplog.at_level("WARNING", logger="holysheep.batch"), sync_client(server) as client:
         results = client.chat.completions.batch(PROMPTS[:3], model=MODEL, max_cost_usd=0.05)
     assert DEFAULT_OUTPUT_BOUND == 4096
     assert len(results.succeeded) == 3 and results.stats.peak_in_flight == 1
+    said = [r.getMessage() for r in caplog.records if "sets no max_tokens" in r.getMessage()]
+    assert said == ["max_cost_usd: item 0 sets no max_tokens: reserving 4096 output tokens for each such item, an "
+                    "assumption (set max_tokens= to make the cap a hard bound)"]  # once per batch
 
 
 # ------------------------------------------------------------------ JSONL: cap, then --resume

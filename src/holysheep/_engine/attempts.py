@@ -27,7 +27,7 @@ from holysheep._engine.options import BatchOptions
 from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
-from holysheep._engine.spend import SpendCap
+from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND, SpendCap, output_token_bound
 from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError, InvalidRequestError
 from holysheep.types.chat import ChatCompletion
@@ -296,6 +296,11 @@ class AttemptRunner:
                 f"(input_per_m, output_per_m)}} (USD per million tokens) or --price {model}=IN,OUT. Not sent.",
                 field="prices", reason="no price"))
             return False
+        if not spend.unbounded_output and not output_token_bound(params)[1]:
+            spend.unbounded_output += 1  # said once per batch
+            logger.warning("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
+                           "an assumption (set max_tokens= to make the cap a hard bound)", item.index,
+                           DEFAULT_OUTPUT_BOUND)
         if not spend.try_reserve(need) and not await spend.reserve(need):
             self.stop_unfinished(spend.stop_reason(need), None)
             self._sink.finalize(item, None, self.unfinished_error(None))
@@ -326,6 +331,10 @@ class AttemptRunner:
             cached = (details.cached_tokens or 0) if details is not None else 0
             model = str((item.request or item.params).get("model") or response.model)  # type: ignore[union-attr]
             cost = spend.pricer.cost(model, usage.prompt_tokens, usage.completion_tokens, cached)
+            if cost is not None and cost > amount * (1 + 1e-9):  # a bound did not hold: say so, loudly
+                logger.warning("max_cost_usd: item %d cost $%.6f, more than the $%.6f reserved for it (its "
+                               "output passed the assumed bound, or an image/audio part cost more); the cap may "
+                               "be exceeded by the difference", item.index, cost, amount)
         spend.settle(amount, cost)
 
     def unfinished_error(self, last: BaseException | None) -> BaseException:
