@@ -44,9 +44,9 @@ def test_cap_stops_a_200_item_batch_within_budget(server: FakeServer) -> None:
     reason = results.stats.stop_reason or ""
     assert reason.startswith("max_cost_usd=$0.0100 reached: $") and f"${spent:.4f} spent" in reason
     assert isinstance(unfinished[0].error, BatchUnfinishedError) and unfinished[0].error.stop_reason == reason
-    # it stopped because the next item could not be afforded, not earlier
-    nxt = min(r.index for r in unfinished)
-    assert cap - spent < _worst(PROMPTS[nxt], 8)
+    # it stopped because an item could not be afforded with nothing in flight, not earlier (the one that stopped it
+    # is among the first unsent; their worst cases differ by a few bytes of prompt)
+    assert cap - spent < max(_worst(PROMPTS[r.index], 8) for r in unfinished[:8])
     summary = results.summary()
     assert summary.max_cost_usd == cap and summary.spent_usd == pytest.approx(spent)
 
