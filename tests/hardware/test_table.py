@@ -29,13 +29,13 @@ def _f(s: str) -> float | None:
 
 def test_table_has_at_least_25_accelerators_across_vendors_and_classes() -> None:
     rows = gpus()
-    assert len(rows) == 61
+    assert len(rows) == 79
     ids = {g.id for g in rows}
     # datacenter, workstation, consumer, Jetson, AMD Instinct, Intel Gaudi
     assert {"h100-sxm", "rtx6000ada", "rtx4090", "agx-orin-64", "mi300x", "gaudi3"} <= ids
     assert {g.vendor for g in rows} == {"nvidia", "amd", "intel", "apple", "google", "aws"}
-    assert len(gpus(vendor="amd")) == 9
-    assert len(gpus(vendor="intel")) == 2
+    assert len(gpus(vendor="amd")) == 11
+    assert len(gpus(vendor="intel")) == 4
 
 
 def test_aliases_resolve() -> None:
@@ -138,7 +138,7 @@ def test_mi250x_is_two_devices() -> None:
 def test_sorting() -> None:
     assert gpus(sort="bw")[0].id == "gb200"
     assert gpus(sort="mem")[0].id == "m3-ultra"  # 384 GB usable of 512 GB unified memory
-    assert gpus(sort="mem")[1].memory_gb == 309.24 and gpus(sort="mem")[-1].id == "rtx3060-12"
+    assert gpus(sort="mem")[1].memory_gb == 309.24 and gpus(sort="mem")[-1].id == "rtx3080"
     assert gpus(sort="bf16")[0].id == "mi355x"
     by_price = gpus(sort="price")
     assert by_price[0].id == "t4"
@@ -168,7 +168,7 @@ def test_register_json_new_card(tmp_path: Path) -> None:
     g = gpu("mc")
     assert (g.id, g.vendor, g.memory_gb, g.tflops("fp8"), g.price_per_hour) == ("my-card", "nvidia", 32, 200, 0.5)
     assert g.supports("fp8") and g.tflops("int8") is None
-    assert len(gpus()) == 62
+    assert len(gpus()) == 80
 
 
 def test_register_reference_style_csv_row(tmp_path: Path) -> None:
@@ -212,7 +212,7 @@ def test_text_html_and_json_rendering() -> None:
     assert "989.4" in text and "3,958" not in text
     assert gpus()._repr_html_().startswith("<table>")
     data = json.loads(render_gpus_table(sort="price", as_json=True))
-    assert len(data) == 61 and data[0]["id"] == "t4"
+    assert len(data) == 79 and data[0]["id"] == "t4"
     assert data[0]["dense_tflops"]["fp16"] == 65
     assert render_gpus_table(sort="mem").splitlines()[2].startswith("m3-ultra")
     with pytest.raises(InvalidRequestError):
@@ -283,3 +283,28 @@ def test_prices_keep_their_true_kind() -> None:
     for gid in ("mi300x", "mi325x", "mi250x"):  # third-party listings are marketplace prices, not list prices
         assert {p.kind for p in gpu(gid).prices} == {"marketplace"}, gid
     assert gpu("tpu-v6e").prices[0].kind == "list" and gpu("inferentia2").price_per_hour == 0.7582
+
+
+NEW_PARTS = {  # issue 30 point 7: id -> (memory_gib, bandwidth GB/s, dense bf16 (fp32 where no bf16), int8 or fp8)
+    "rtx4060ti-16": (16, 288, 44.1, 176.6), "rtx5060ti-16": (16, 448, 47.4, 189.7), "rtx5070ti": (16, 896, 87.9, 351.5),
+    "rtx3080": (10, 760, 59.5, 238), "rtx3080ti": (12, 912, 68.2, 272.8), "tesla-p40": (24, 346, 11.8, 47),
+    "rtxa4000": (16, 448, 76.7, 153.4), "rtxa4500": (20, 640, 94.6, 189.2), "rtx5000ada": (32, 576, 261.1, 522.2),
+    "mi300a": (128, 5300, 980.6, 1961.2), "radeon-ai-pro-r9700": (32, 640, 191.4, 382.7),
+    "arc-b580": (12, 456, 116.5, 233), "arc-a770": (16, 560, 137.6, 275.2), "trainium1": (32, 820, 190, 190),
+    "trainium2": (96, 2900, 667, 1299), "tpu-v5p": (95, 2765, 459, 918), "m1-ultra": (96, 800, 21.2, None),
+    "m3-max": (96, 400, 16.4, None),
+}
+
+
+def test_issue_30_parts_are_in_the_table_with_sources() -> None:
+    for gid, (gib, bw, bf16, low) in NEW_PARTS.items():
+        g = gpu(gid)
+        assert g.memory_gib == gib and g.memory_gb == round(gib * 2**30 / 1e9, 2), gid
+        assert g.bandwidth_gb_s == bw and (g.tflops("bf16") or g.tflops("fp32")) == bf16, gid
+        assert (g.tflops("int8") or g.tflops("fp8")) == low, gid
+        assert g.source.startswith("https://") and g.as_of == "2026-12-01" and g.notes, gid
+    assert gpu("4060 Ti 16GB").id == "rtx4060ti-16" and gpu("P40").id == "tesla-p40"
+    assert gpu("Trn2").id == "trainium2" and gpu("R9700").id == "radeon-ai-pro-r9700"
+    assert gpu("m1-ultra").unified_memory_gb == 137.44  # 128 GiB installed, 96 GiB for the GPU
+    assert gpu("mi300a").unified_memory_gb == gpu("mi300a").memory_gb == 137.44
+    assert gpu("tesla-p40").tflops("fp16") is None and not gpu("tesla-p40").supports("bf16")
