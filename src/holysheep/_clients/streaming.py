@@ -11,7 +11,7 @@ import httpx
 from holysheep._core.closing import AsyncClosing, SyncClosing
 from holysheep._core.hooks import StreamEndEvent, StreamEvent
 from holysheep._core.keys import redact
-from holysheep._core.scrub import scrub_cause
+from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.stream_state import StreamMetrics, StreamState
 from holysheep._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
 from holysheep._transports.body import aiter_decoded, iter_decoded
@@ -207,8 +207,7 @@ class _StreamBase(Generic[_T]):
     @property
     def request_id(self) -> str | None:
         """The server's ``x-request-id``."""
-        value: str | None = self.response.headers.get("x-request-id")
-        return value
+        return request_id_of(self.response.headers, self._call.api_key)
 
     @property
     def retries_taken(self) -> int:

@@ -27,7 +27,7 @@ from holysheep._core.option_checks import check_idle_timeout, check_max_retries
 from holysheep._core.request import NO_OPTIONS, RequestOptions, RequestSpec
 from holysheep._core.response_limits import attempt_seconds
 from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
-from holysheep._core.scrub import scrub_cause
+from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.validation import body_error
 from holysheep._exceptions import APIError, APIResponseValidationError
 from holysheep.types.chat import _ResponseMeta
@@ -145,6 +145,8 @@ class Call:
         cached = config.urls.get(spec.path)
         if cached is None:
             url = config.base_url.join(spec.path)
+            if config.base_url.query and not url.query:  # joining drops the base URL's query: keep it
+                url = url.copy_with(query=config.base_url.query)
             cached = config.urls[spec.path] = (url, str(url))
         self._url, self._url_str = cached
         try:
@@ -285,10 +287,10 @@ class Call:
         if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 failure,
-                status_code=response.status_code, request_id=response.headers.get("x-request-id"),
+                status_code=response.status_code, request_id=request_id_of(response.headers, self.api_key),
                 body=redact(response.content[:2000].decode("utf-8", "replace"), self.api_key),
             )
         if isinstance(result, _ResponseMeta):
-            result._set_transport((response.headers.get("x-request-id"), self.retries_taken, self.elapsed,
+            result._set_transport((request_id_of(response.headers, self.api_key), self.retries_taken, self.elapsed,
                                    self.served_by))
         return result

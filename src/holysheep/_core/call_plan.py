@@ -23,6 +23,7 @@ from holysheep._core.config import ClientConfig
 from holysheep._core.fallback import Endpoint, Router
 from holysheep._core.hooks import GLOBAL, CallContext, ResponseEvent, active_hooks
 from holysheep._core.request import RequestSpec
+from holysheep._core.scrub import request_id_of
 from holysheep._exceptions import APIError
 
 __all__ = ["CallPlan"]
@@ -99,7 +100,7 @@ class CallPlan:
             request_id = getattr(error, "request_id", None)
         else:
             headers = call.response_headers
-            request_id = headers.get("x-request-id") if headers is not None else None
+            request_id = request_id_of(headers, call.api_key) if headers is not None else None
         ctx.hooks.emit("on_response", ResponseEvent(
             ctx, kind, status_code=call.status_code, request_id=request_id, retries_taken=call.retries_taken,
             served_by=call.served_by, error=error, response=outcome.value,

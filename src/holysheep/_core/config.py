@@ -121,8 +121,9 @@ def _normalize_base_url(base_url: str) -> httpx.URL:
         url = httpx.URL(base_url.strip())
     except Exception as exc:  # httpx.InvalidURL and friends
         raise InvalidRequestError(f"base_url {base_url!r} is not a valid URL: {exc}", field="base_url") from None
-    if not url.raw_path.endswith(b"/"):
-        url = url.copy_with(raw_path=url.raw_path + b"/")
+    path, sep, query = url.raw_path.partition(b"?")  # a query (Azure's ?api-version=) stays after the path
+    if not path.endswith(b"/"):
+        url = url.copy_with(raw_path=path + b"/" + sep + query)
     return url
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from holysheep._core.keys import mask_key, redact, redact_value
+from holysheep._core.scrub import request_id_of
 from holysheep._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -137,7 +138,7 @@ def error_from_status(
     server_msg = server_message(body)
     err_type = detail.get("type")
     err_code = detail.get("code")
-    request_id = response.headers.get("x-request-id")
+    request_id = request_id_of(response.headers, api_key)
     if status == 401:
         hint = (f"The API key ({mask_key(api_key)}) was rejected: check that HOLYSHEEP_API_KEY (or api_key=) "
                 "holds a current key.")

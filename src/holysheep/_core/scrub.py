@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import httpx
 
-from holysheep._core.keys import mask_key, redact
+from holysheep._core.keys import MIN_SECRET_LEN, mask_key, redact
 
-__all__ = ["masked_request", "scrub_cause"]
+__all__ = ["masked_request", "request_id_of", "scrub_cause"]
+
+
+def request_id_of(headers: Mapping[str, str], api_key: str | None) -> str | None:
+    """The reply's ``x-request-id`` the same way on every transport: the first value when the server sent
+    the header twice (httpx joins them as ``"A, B"``, aiohttp keeps the first), with the key masked even
+    where a server glued it into the id (``req_<key>``), which the whole-token rule of `redact` would miss."""
+    rid = headers.get("x-request-id")
+    if rid is None:
+        return None
+    if ", " in rid:
+        rid = rid.split(", ", 1)[0]
+    if api_key and len(api_key) >= MIN_SECRET_LEN and api_key in rid:
+        rid = rid.replace(api_key, mask_key(api_key))
+    return redact(rid) if "hs_" in rid else rid
 
 
 def masked_request(request: httpx.Request, api_key: str | None) -> httpx.Request:

@@ -38,6 +38,20 @@ class StreamMetrics:
     tokens_per_s: float | None
 
 
+def _key_without_index(calls: dict[int, dict[str, Any]], call_id: str | None) -> int:
+    """Where a tool-call fragment without ``index`` belongs (some servers send them so): the call with its
+    ``id``, a new call for a new ``id``, else the latest call (a continuation carries no id)."""
+    if not calls:
+        return 0
+    last = max(calls)
+    if call_id is None:
+        return last
+    for key, slot in calls.items():
+        if slot["id"] == call_id:
+            return key
+    return last if calls[last]["id"] is None else last + 1
+
+
 class StreamState:
     """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion."""
 
@@ -157,8 +171,9 @@ class StreamState:
                 got_content = True
                 calls = self._tools.setdefault(idx, {})
                 for tc in delta.tool_calls:
-                    slot = calls.setdefault(tc.index, {"id": None, "type": "function",
-                                                       "function": {"name": None, "arguments": ""}})
+                    key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
+                    slot = calls.setdefault(key, {"id": None, "type": "function",
+                                                  "function": {"name": None, "arguments": ""}})
                     if tc.id:
                         slot["id"] = tc.id
                     if tc.type:

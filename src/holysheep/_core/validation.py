@@ -158,6 +158,11 @@ def _extra_body(field: str, v: object) -> None:
     if not isinstance(v, Mapping):
         raise _fail(field, f"must be a dict, got {type(v).__name__}",
                     'Pass server-specific fields as extra_body={"top_k": 20}.')
+    clash = [k for k in ("model", "messages", "stream", "stream_options") if k in v]
+    if clash:
+        raise _fail(f"extra_body.{clash[0]}", "would override an argument the SDK sets and relies on (the "
+                    "model, the messages, and whether and how the reply is streamed)",
+                    f"Pass {clash[0]}= to create() instead.")
     found = _find_bad(v, "extra_body")
     if found:
         raise _fail(found[0], found[1], "Pass only JSON types (str, int, float, bool, None, lists, dicts).")
