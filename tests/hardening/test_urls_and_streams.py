@@ -93,3 +93,28 @@ def test_extra_body_may_not_override_what_the_sdk_sets(name: str) -> None:
             client.chat.completions.create(model="m", messages=MESSAGES, extra_body={name: True})
         assert srv.requests == []
     assert info.value.field == f"extra_body.{name}" and f"Pass {name}= to create()" in str(info.value)
+
+
+@pytest.mark.parametrize("how", ["mounts", "check_hostname"])
+@pytest.mark.parametrize("sync", [True, False])
+def test_tls_warning_sees_mounts_and_check_hostname(how: str, sync: bool) -> None:
+    import ssl
+
+    import httpx
+
+    from holysheep import AsyncClient
+
+    if how == "mounts":
+        transport = (httpx.HTTPTransport if sync else httpx.AsyncHTTPTransport)(verify=False)
+        kw: dict[str, object] = {"mounts": {"https://": transport}}
+    else:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        kw = {"verify": ctx}
+    http = (httpx.Client if sync else httpx.AsyncClient)(**kw)  # type: ignore[arg-type]
+    with pytest.warns(UserWarning, match="anyone on the network path"):
+        if sync:
+            Client(api_key=SECRET, base_url="https://example.invalid/v1", http_client=http).close()
+        else:
+            asyncio.run(AsyncClient(api_key=SECRET, base_url="https://example.invalid/v1",
+                                    http_client=http).aclose())
