@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from holysheep import InvalidRequestError
@@ -85,7 +87,21 @@ def test_capacities_are_device_bytes_not_gib_read_as_gb() -> None:
 
 
 def test_docs_count_the_rows() -> None:
-    from pathlib import Path
-
     doc = (Path(__file__).resolve().parents[2] / "docs" / "hardware.md").read_text(encoding="utf-8")
     assert f"{len(gpus())} rows" in doc
+
+
+def test_user_rows_may_give_gib_or_reported_mib(tmp_path: Path) -> None:
+    from holysheep.hardware import register_gpus, reset_gpus
+
+    csv_file = tmp_path / "mine.csv"
+    csv_file.write_text("id,mem_gib,bw_gbs\ncard-a,24,1000\ncard-b,16,500\n")
+    json_file = tmp_path / "mine.json"
+    json_file.write_text('[{"id": "card-c", "reported_mib": 46068, "bandwidth_gb_s": 864}]')
+    try:
+        a, b = register_gpus(csv_file)
+        assert (a.memory_gb, a.memory_gib, b.memory_gb) == (25.77, 24, 17.18)
+        (c,) = register_gpus(json_file)
+        assert (c.memory_gb, c.reported_mib) == (48.31, 46068)
+    finally:
+        reset_gpus()
