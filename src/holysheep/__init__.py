@@ -4,6 +4,8 @@
 table (``holysheep.hardware``) and CLI load only when imported.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from holysheep._clients.async_client import AsyncClient
 from holysheep._clients.client import Client
 from holysheep._clients.parsed_stream import AsyncParsedStream, ParsedStream
@@ -19,10 +21,15 @@ from holysheep._core.structured_errors import (
     RefusalError,
     StructuredOutputError,
 )
+from holysheep._core.tool_errors import MaxTurnsError, ToolArgumentsError
 from holysheep._exceptions import *  # noqa: F403
 from holysheep._exceptions import __all__ as _exc_all
 from holysheep._version import __version__
 from holysheep.types import ChatCompletion, ChatCompletionChunk, Message, Model, ParsedChatCompletion, Quota
+
+if TYPE_CHECKING:  # loaded on first use: the schema builder costs import time
+    from holysheep._core.tool_loop import ToolCallRecord, ToolRunResult
+    from holysheep._core.tools import FunctionTool, function_tool, pydantic_function_tool
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -37,8 +44,10 @@ __all__ = [
     "ClientOptions",
     "ContentFilterFinishReasonError",
     "Fallback",
+    "FunctionTool",
     "Hooks",
     "LengthFinishReasonError",
+    "MaxTurnsError",
     "Message",
     "Model",
     "ParsedChatCompletion",
@@ -48,6 +57,25 @@ __all__ = [
     "Stream",
     "StreamMetrics",
     "StructuredOutputError",
+    "ToolArgumentsError",
+    "ToolCallRecord",
+    "ToolRunResult",
     "__version__",
+    "function_tool",
+    "pydantic_function_tool",
     *_exc_all,
 ]
+
+_LAZY = {"FunctionTool": "_core.tools", "function_tool": "_core.tools", "pydantic_function_tool": "_core.tools",
+         "ToolCallRecord": "_core.tool_loop", "ToolRunResult": "_core.tool_loop"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -11,6 +11,7 @@ from holysheep._clients.base_client import BaseClient, config_kwargs
 from holysheep._clients.resources.account import BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions
 from holysheep._clients.resources.structured import AsyncParse
+from holysheep._clients.resources.tools import AsyncRunTools
 from holysheep._clients.streaming import AsyncStream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import AsyncClosing
@@ -42,7 +43,7 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class AsyncCompletions(AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
+class AsyncCompletions(AsyncRunTools, AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
                                                    Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
     """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
 

@@ -11,6 +11,7 @@ from holysheep._clients.base_client import BaseClient
 from holysheep._clients.resources.account import BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions
 from holysheep._clients.resources.structured import SyncParse
+from holysheep._clients.resources.tools import SyncRunTools
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import SyncClosing
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Client"]
 
 
-class Completions(SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
+class Completions(SyncRunTools, SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
     """``client.chat.completions`` for the sync client."""
 
     _client: Client

@@ -16,6 +16,7 @@ from holysheep.types.parsed import ParsedChatCompletion
 if TYPE_CHECKING:
     from holysheep._clients.streaming import AsyncStream, Stream
     from holysheep._core.schema import ResponseFormat
+    from holysheep._core.tools import ToolSet
 
 __all__ = ["AsyncParsedStream", "ParsedStream"]
 
@@ -42,8 +43,9 @@ class _Refusals:
 class _ParsedStreamBase(Generic[T]):
     _stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk]
 
-    def __init__(self, fmt: ResponseFormat[T]) -> None:
+    def __init__(self, fmt: ResponseFormat[T] | None, tools: ToolSet | None = None) -> None:
         self._format = fmt
+        self._tools = tools
         self._refusals = _Refusals()
         self._parsed: ParsedChatCompletion[T] | None = None
 
@@ -67,7 +69,7 @@ class _ParsedStreamBase(Generic[T]):
             from holysheep._core.structured import parse_completion  # lazy: `import holysheep` stays light
 
             self._refusals.apply(completion)
-            self._parsed = parse_completion(self._format, completion)
+            self._parsed = parse_completion(self._format, completion, None, self._tools)
         return self._parsed
 
 
@@ -75,8 +77,9 @@ class ParsedStream(SyncClosing, _ParsedStreamBase[T]):
     """``parse(..., stream=True)`` on the sync client: iterate for `ChatCompletionChunk`s (use ``with``);
     ``get_final_completion()`` reads to the end and returns the `ParsedChatCompletion`."""
 
-    def __init__(self, stream: Stream[ChatCompletionChunk], fmt: ResponseFormat[T]) -> None:
-        super().__init__(fmt)
+    def __init__(self, stream: Stream[ChatCompletionChunk], fmt: ResponseFormat[T] | None,
+                 tools: ToolSet | None = None) -> None:
+        super().__init__(fmt, tools)
         self._stream = self._sync = stream
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
@@ -102,8 +105,9 @@ class AsyncParsedStream(AsyncClosing, _ParsedStreamBase[T]):
     """``parse(..., stream=True)`` on the async client: ``async for`` the chunks inside ``async with``;
     ``await get_final_completion()`` returns the `ParsedChatCompletion`."""
 
-    def __init__(self, stream: AsyncStream[ChatCompletionChunk], fmt: ResponseFormat[T]) -> None:
-        super().__init__(fmt)
+    def __init__(self, stream: AsyncStream[ChatCompletionChunk], fmt: ResponseFormat[T] | None,
+                 tools: ToolSet | None = None) -> None:
+        super().__init__(fmt, tools)
         self._stream = self._async = stream
 
     def __aiter__(self) -> AsyncParsedStream[T]:

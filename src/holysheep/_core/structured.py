@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -22,8 +22,11 @@ from holysheep._core.structured_errors import (
     StructuredOutputError,
 )
 from holysheep._exceptions import InvalidRequestError
-from holysheep.types.chat import ChatCompletion, CompletionUsage
+from holysheep.types.chat import ChatCompletion, CompletionUsage, ToolCall
 from holysheep.types.parsed import ParsedChatCompletion
+
+if TYPE_CHECKING:
+    from holysheep._core.tools import ToolSet
 
 __all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "wants_parse"]
 
@@ -69,17 +72,45 @@ def _summed_usage(attempts: list[ChatCompletion]) -> CompletionUsage | None:
     return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
-def parse_completion(fmt: ResponseFormat[T], completion: ChatCompletion,
-                     attempts: list[ChatCompletion] | None = None) -> ParsedChatCompletion[T]:
-    """``completion`` with each choice's content validated into ``message.parsed``.
+def _tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attempts: int) -> Any:
+    """A tool call's arguments as its tool's model (None for a raw tool dict or an unknown name)."""
+    tool = tools.typed(call.function.name)
+    if tool is None:
+        return None
+    try:
+        return tool.validate_arguments(call.function.arguments)
+    except (ValidationError, ValueError) as exc:
+        from holysheep._core.tool_errors import ToolArgumentsError
+        from holysheep._core.tools import error_lines
+
+        errors = error_lines(exc, MAX_ERRORS_SHOWN)
+        raw = call.function.arguments
+        shown = raw if len(raw) <= 200 else raw[:200] + "..."
+        detail = "\n".join(f"- {loc}: {msg}" for loc, msg in errors)
+        raise ToolArgumentsError(
+            f"The arguments of the call of tool {tool.name!r} (id {call.id!r}) do not validate after {attempts} "
+            f"attempt(s):\n{detail}\nArguments: {shown!r}. The raw arguments are in .raw_arguments; pass "
+            "max_repairs=1 (or more) to re-ask the model with these errors.",
+            tool_name=tool.name, tool_call_id=call.id, raw_arguments=raw, field=errors[0][0] if errors else "(root)",
+            validation_error=exc if isinstance(exc, ValidationError) else None, completion=summed,
+            attempts=attempts) from exc
+
+
+def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
+                     attempts: list[ChatCompletion] | None = None, tools: ToolSet | None = None
+                     ) -> ParsedChatCompletion[T]:
+    """``completion`` with each choice's content validated into ``message.parsed`` (left ``None`` without
+    ``fmt``) and, with ``tools``, each tool call's arguments into ``function.parsed_arguments``.
 
     ``attempts`` (every response for this call, ``completion`` last) sets the summed ``usage``. Raises
-    `RefusalError`, `LengthFinishReasonError`, `ContentFilterFinishReasonError` or `StructuredOutputError`.
+    `RefusalError`, `LengthFinishReasonError`, `ContentFilterFinishReasonError`, `StructuredOutputError` or
+    `ToolArgumentsError`.
     """
     attempts = attempts if attempts is not None else [completion]
     usage = _summed_usage(attempts)
     summed = completion if usage is completion.usage else completion.model_copy(update={"usage": usage})
     parsed_values: list[Any] = []
+    parsed_args: list[list[Any]] = []
     for choice in completion.choices:
         message = choice.message
         where = f"choice {choice.index}" if len(completion.choices) > 1 else "the reply"
@@ -97,7 +128,9 @@ def parse_completion(fmt: ResponseFormat[T], completion: ChatCompletion,
             raise ContentFilterFinishReasonError(
                 f"The provider's content filter stopped the reply (finish_reason='content_filter', {where}). "
                 "The response is in .completion; rephrase the request.", completion=summed)
-        if message.content is None:
+        calls = message.tool_calls or []
+        parsed_args.append([_tool_arguments(tools, call, summed, len(attempts)) for call in calls] if tools else [])
+        if message.content is None or fmt is None:
             parsed_values.append(None)  # e.g. a tool call
             continue
         try:
@@ -112,8 +145,11 @@ def parse_completion(fmt: ResponseFormat[T], completion: ChatCompletion,
                 raw_text=message.content, validation_error=exc if isinstance(exc, ValidationError) else None,
                 completion=summed, attempts=len(attempts)) from exc
     data = summed.model_dump(by_alias=True, exclude_unset=True)
-    for choice_data, value in zip(data.get("choices", []), parsed_values, strict=True):
-        choice_data.setdefault("message", {})["parsed"] = value
+    for choice_data, value, arguments in zip(data.get("choices", []), parsed_values, parsed_args, strict=True):
+        message_data = choice_data.setdefault("message", {})
+        message_data["parsed"] = value
+        for call_data, parsed in zip(message_data.get("tool_calls") or [], arguments, strict=False):
+            call_data.setdefault("function", {})["parsed_arguments"] = parsed
     result: ParsedChatCompletion[T] = ParsedChatCompletion.model_validate(data)
     result._set_transport(summed._transport)
     result._attempts = list(attempts)
@@ -133,9 +169,10 @@ class ParsePlan(Generic[T]):
     """A checked ``parse()`` call: the response format, ``max_repairs`` and the ``create()`` arguments
     (``response_format`` already the ``json_schema`` envelope)."""
 
-    format: ResponseFormat[T]
+    format: ResponseFormat[T] | None
     max_repairs: int
     params: dict[str, Any]
+    tools: ToolSet | None = None
 
     def steps(self) -> Steps[T]:
         """The request/response loop: yields ``create()`` kwargs, receives each `ChatCompletion`."""
@@ -145,7 +182,7 @@ class ParsePlan(Generic[T]):
             completion = yield request
             attempts.append(completion)
             try:
-                return parse_completion(self.format, completion, attempts)
+                return parse_completion(self.format, completion, attempts, self.tools)
             except StructuredOutputError as err:
                 if len(attempts) > self.max_repairs:
                     raise
@@ -153,9 +190,15 @@ class ParsePlan(Generic[T]):
 
     def _repair(self, request: dict[str, Any], err: StructuredOutputError, repair: int) -> dict[str, Any]:
         cause = err.validation_error if err.validation_error is not None else err.__cause__
-        prompt = repair_prompt(cause if isinstance(cause, (ValidationError, ValueError)) else ValueError(str(err)))
-        messages = [*request["messages"], {"role": "assistant", "content": err.raw_text},
-                    {"role": "user", "content": prompt}]
+        error = cause if isinstance(cause, (ValidationError, ValueError)) else ValueError(str(err))
+        tool_name = getattr(err, "tool_name", None)
+        if tool_name is not None:  # a tool call's arguments: quote the call, ask for it again
+            prompt = (f"Your call of the tool {tool_name!r} had invalid arguments {err.raw_text}:\n"
+                      + "\n".join(_error_lines(error)) + "\nCall the tool again with corrected arguments.")
+            messages = [*request["messages"], {"role": "user", "content": prompt}]
+        else:
+            messages = [*request["messages"], {"role": "assistant", "content": err.raw_text},
+                        {"role": "user", "content": repair_prompt(error)}]
         out = {**request, "messages": messages}
         headers = self.params.get("extra_headers")
         if headers and headers.get("idempotency-key"):  # a re-ask is a new request: never deduplicated
@@ -168,11 +211,22 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
     create() parameters) before any I/O. Raises `InvalidRequestError`."""
     rest = dict(params)
     max_repairs = _check_repairs(rest.pop("max_repairs", 0))
-    if "response_format" not in rest or rest["response_format"] is None:
-        raise InvalidRequestError("parse() needs response_format: a pydantic model, a type such as "
-                                  "list[Model] or Literal['a', 'b'], or a JSON-schema dict.", field="response_format")
-    fmt = response_format_for(rest["response_format"])
-    rest["response_format"] = fmt.param
+    tools: ToolSet | None = None
+    if rest.get("tools") is not None:
+        from holysheep._core.tools import tool_set  # lazy: only parse(tools=...) builds tool schemas
+
+        tools = tool_set(rest["tools"])
+        rest["tools"] = tools.params
+    fmt: ResponseFormat[Any] | None = None
+    if rest.get("response_format") is not None:
+        fmt = response_format_for(rest["response_format"])
+        rest["response_format"] = fmt.param
+    elif tools is None:
+        raise InvalidRequestError("parse() needs response_format (a pydantic model, a type such as list[Model] or "
+                                  "Literal['a', 'b'], or a JSON-schema dict) or tools=[pydantic_function_tool(Model)"
+                                  ", ...].", field="response_format")
+    else:
+        rest.pop("response_format", None)
     n = rest.get("n")
     if max_repairs and isinstance(n, int) and n > 1:
         raise InvalidRequestError(f"max_repairs works with one choice; got n={n}. Use n=1, or max_repairs=0.",
@@ -180,15 +234,19 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
     if max_repairs and stream:
         raise InvalidRequestError("max_repairs does not work with stream=True (a re-ask needs the whole reply "
                                   "first). Use stream=False, or max_repairs=0.", field="max_repairs")
-    return ParsePlan(fmt, max_repairs, rest)
+    return ParsePlan(fmt, max_repairs, rest, tools)
 
 
 def wants_parse(params: Mapping[str, Any]) -> bool:
     """True when a batch item asks for parsed output: ``response_format`` is a type or a bare JSON schema, or
-    an already built ``json_schema``/``json_object`` envelope together with ``max_repairs``."""
+    an already built ``json_schema``/``json_object`` envelope together with ``max_repairs``, or its tools
+    include typed tools (``pydantic_function_tool``: ``parsed_arguments``)."""
     value = params.get("response_format")
     if value is None:
-        return False
+        from holysheep._core.tools import FunctionTool
+
+        tools = params.get("tools")
+        return isinstance(tools, (list, tuple)) and any(isinstance(t, FunctionTool) for t in tools)
     if isinstance(value, Mapping) and value.get("type") in _ENVELOPE_TYPES:
         return "max_repairs" in params and value.get("type") != "text"
     return True

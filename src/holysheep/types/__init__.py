@@ -18,7 +18,13 @@ from holysheep.types.chat import (
     PromptTokensDetails,
     ToolCall,
 )
-from holysheep.types.parsed import ParsedChatCompletion, ParsedChatCompletionMessage, ParsedChoice
+from holysheep.types.parsed import (
+    ParsedChatCompletion,
+    ParsedChatCompletionMessage,
+    ParsedChoice,
+    ParsedFunction,
+    ParsedFunctionToolCall,
+)
 
 __all__ = [
     "ChatCompletion",
@@ -39,6 +45,8 @@ __all__ = [
     "ParsedChatCompletion",
     "ParsedChatCompletionMessage",
     "ParsedChoice",
+    "ParsedFunction",
+    "ParsedFunctionToolCall",
     "PromptTokensDetails",
     "Quota",
     "ToolCall",

@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import PrivateAttr
 
-from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice
+from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, FunctionCall, ToolCall
 
-__all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"]
+__all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice", "ParsedFunction",
+           "ParsedFunctionToolCall"]
 
 ContentT = TypeVar("ContentT")
 
 
+class ParsedFunction(FunctionCall):
+    """A tool call's function with ``parsed_arguments``: the arguments as the tool's pydantic model (``None``
+    for a raw tool dict, whose arguments stay a JSON string in ``arguments``)."""
+
+    parsed_arguments: Any = None
+
+
+class ParsedFunctionToolCall(ToolCall):
+    """A tool call whose ``function`` carries ``parsed_arguments``."""
+
+    function: ParsedFunction
+
+
 class ParsedChatCompletionMessage(ChatCompletionMessage, Generic[ContentT]):
     """The assistant's message with ``parsed``: the reply validated as ``ContentT`` (``None`` when the
-    choice has no content, e.g. a tool call)."""
+    choice has no content, e.g. a tool call, or when ``parse`` got tools and no ``response_format``), and
+    ``tool_calls[i].function.parsed_arguments``."""
 
     parsed: ContentT | None = None
+    tool_calls: list[ParsedFunctionToolCall] | None = None  # type: ignore[assignment]  # narrower: parsed
 
 
 class ParsedChoice(Choice, Generic[ContentT]):

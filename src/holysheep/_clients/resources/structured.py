@@ -56,7 +56,15 @@ class SyncParse:
               stream: Literal[True], max_repairs: int = 0,
               **params: Unpack[ChatParamsNoFormat]) -> ParsedStream[Any]: ...
 
-    def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[False] = False,
+              max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any]: ...
+
+    @overload
+    def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[True],
+              max_repairs: int = 0, **params: Any) -> ParsedStream[Any]: ...
+
+    def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None, stream: bool = False,
               max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
         """Create a chat completion and validate its content as ``response_format``.
 
@@ -65,8 +73,11 @@ class SyncParse:
         sent as a strict ``json_schema``. Returns a `ParsedChatCompletion` whose ``choices[i].message.parsed``
         is the value. Failures are typed: `StructuredOutputError` (not JSON or does not validate; keeps
         ``raw_text`` and ``validation_error``), `RefusalError`, `LengthFinishReasonError`,
-        `ContentFilterFinishReasonError`. ``max_repairs=N`` re-asks up to N times with the model's reply and
-        the validation errors; ``usage`` and ``cost`` count every request. ``stream=True`` returns a
+        `ContentFilterFinishReasonError`. ``tools=[pydantic_function_tool(Model), ...]`` (with or without
+        ``response_format``) fills ``tool_calls[i].function.parsed_arguments`` with a ``Model``; arguments
+        that do not validate raise `ToolArgumentsError` (the field, the raw arguments). ``max_repairs=N``
+        re-asks up to N times with the model's reply and the validation errors; ``usage`` and ``cost`` count
+        every request. ``stream=True`` returns a
         `ParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
         See ``docs/structured-outputs.md``.
         """
@@ -77,7 +88,8 @@ class SyncParse:
         if stream:
             from holysheep._clients.parsed_stream import ParsedStream
 
-            return ParsedStream(self._client._execute(_spec(plan.params, stream=True)), plan.format)
+            return ParsedStream(self._client._execute(_spec(plan.params, stream=True)), plan.format,
+                                plan.tools)
         steps = plan.steps()
         request = next(steps)
         while True:
@@ -115,8 +127,18 @@ class AsyncParse:
                     stream: Literal[True], max_repairs: int = 0,
                     **params: Unpack[ChatParamsNoFormat]) -> AsyncParsedStream[Any]: ...
 
-    async def parse(self, *, model: ModelName, messages: Messages, response_format: Any, stream: bool = False,
-                    max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, tools: list[Any],
+                    stream: Literal[False] = False, max_repairs: int = 0,
+                    **params: Any) -> ParsedChatCompletion[Any]: ...
+
+    @overload
+    async def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[True],
+                    max_repairs: int = 0, **params: Any) -> AsyncParsedStream[Any]: ...
+
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None,
+                    stream: bool = False, max_repairs: int = 0,
+                    **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
         """Create a chat completion (``await`` it) and validate its content as ``response_format``.
 
         Same arguments, result and typed failures as the sync ``Client.chat.completions.parse``;
@@ -130,7 +152,8 @@ class AsyncParse:
         if stream:
             from holysheep._clients.parsed_stream import AsyncParsedStream
 
-            return AsyncParsedStream(await self._client._execute(_spec(plan.params, stream=True)), plan.format)
+            return AsyncParsedStream(await self._client._execute(_spec(plan.params, stream=True)), plan.format,
+                                plan.tools)
         steps = plan.steps()
         request = next(steps)
         while True:

@@ -1,0 +1,102 @@
+"""``client.chat.completions.run_tools``: the tool loop for the sync and async clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from holysheep._clients.resources.chat import Executor, parse_chat_completion
+from holysheep._core.request import RequestSpec, build_chat_spec
+from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
+
+if TYPE_CHECKING:
+    from holysheep._core.tool_loop import ToolLoop, ToolRunResult
+
+__all__ = ["AsyncRunTools", "SyncRunTools", "arun_tools", "plan_tools", "run_tools"]
+
+Messages = Iterable[ChatCompletionMessageParam | Message]
+
+
+class SyncRunTools:
+    """Adds ``run_tools`` to the sync client's ``chat.completions``."""
+
+    _client: Executor
+
+    def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[Any], max_turns: int = 10,
+                  **params: Any) -> ToolRunResult:
+        """Ask the model, run the tools it calls, send their results back, until it answers without a tool call.
+
+        ``tools``: plain functions and async functions (described by `function_tool` from their type hints
+        and docstring), ``pydantic_function_tool(Model, handler=fn)``, or raw tool dicts (which the loop
+        cannot run). The calls of one turn run concurrently in a small thread pool. A tool that raises, an
+        unknown tool and arguments that do not validate are sent back to the model as the tool's result.
+        After ``max_turns`` requests that still call tools, raises `MaxTurnsError` (its ``messages`` hold the
+        transcript). Returns a `ToolRunResult`: ``completion``, ``messages``, ``tool_calls`` (each with its
+        result and duration), ``usage`` and ``cost`` over every request. Other arguments are ``create()``'s;
+        each request gets the client's retries, fallbacks and timeouts. See ``docs/tools.md``.
+        """
+        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns)
+        return run_tools(self._client, loop)
+
+
+class AsyncRunTools:
+    """Adds ``run_tools`` to the async client's ``chat.completions`` (``await`` it)."""
+
+    _client: Executor
+
+    async def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[Any], max_turns: int = 10,
+                        **params: Any) -> ToolRunResult:
+        """The async ``run_tools``: the calls of one turn run with ``asyncio.gather`` (plain functions in
+        worker threads). Same arguments, result and errors as the sync ``Client.chat.completions.run_tools``."""
+        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns)
+        return await arun_tools(self._client, loop)
+
+
+def request_spec(request: Mapping[str, Any]) -> RequestSpec:
+    """The spec of one non-streamed request of the loop."""
+    params = {k: v for k, v in request.items() if k not in ("model", "messages", "stream")}
+    return build_chat_spec(model=request["model"], messages=request["messages"], stream=False,
+                           params=params, parse=parse_chat_completion)
+
+
+def plan_tools(params: Mapping[str, Any], tools: Any, max_turns: int) -> ToolLoop:
+    """Check ``run_tools`` arguments before any I/O."""
+    from holysheep._core.tool_loop import ToolLoop  # lazy: `import holysheep` stays light
+    from holysheep._core.tools import tool_set
+
+    return ToolLoop(params, tool_set(tools), max_turns)
+
+
+def run_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
+    """The sync loop: requests through ``client._execute``, tools through `run_turn`."""
+    from holysheep._core.tool_loop import RunTools
+    from holysheep._engine.tool_calls import run_turn
+
+    steps = loop.steps()
+    step = next(steps)
+    while True:
+        answer = run_turn(step) if isinstance(step, RunTools) else client._execute(request_spec(step))
+        try:
+            step = steps.send(answer)
+        except StopIteration as stop:
+            result: ToolRunResult = stop.value
+            return result
+
+
+async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
+    """The async loop: requests through ``await client._execute``, tools through `run_turn_async`."""
+    from holysheep._core.tool_loop import RunTools
+    from holysheep._engine.tool_calls import run_turn_async
+
+    steps = loop.steps()
+    step = next(steps)
+    while True:
+        if isinstance(step, RunTools):
+            answer: Any = await run_turn_async(step)
+        else:
+            answer = await client._execute(request_spec(step))
+        try:
+            step = steps.send(answer)
+        except StopIteration as stop:
+            result: ToolRunResult = stop.value
+            return result
