@@ -20,6 +20,10 @@ class BatchParams(ChatParams, total=False):
     - ``model``: default model for items that do not name one.
     - ``max_repairs``: with ``response_format=Model``, re-ask up to this many times when a reply does not
       validate (default 0); each result then has ``parsed``.
+    - ``max_turns``: with ``tools=[functions]`` (or tools with a handler), each item runs a tool loop of up
+      to this many requests (default 10), every request admitted like any other; each result then has
+      ``tool_run`` (transcript, tool calls, usage). ``tools=[pydantic_function_tool(Model)]`` without
+      handlers gives each result ``tool_calls[i].function.parsed_arguments`` instead.
     - ``concurrency``: most requests in flight (default 16).
     - ``rpm`` / ``tpm``: requests / estimated tokens per minute; ``"auto"`` (the default) follows the
       limits the server announces in ``x-ratelimit-*`` headers (no pacing while it sends none); None
@@ -53,6 +57,7 @@ class BatchParams(ChatParams, total=False):
 
     model: str
     max_repairs: int
+    max_turns: int
     concurrency: int
     rpm: Union[float, Literal["auto"], None]
     tpm: Union[float, Literal["auto"], None]

@@ -20,6 +20,7 @@ from holysheep._core.call_plan import CallPlan
 from holysheep._core.hooks import BatchContext
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
 from holysheep._core.structured import plan_parse, wants_parse
+from holysheep._core.tool_loop import RunTools, ToolRunResult, plan_tool_loop, wants_tool_loop
 from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
 from holysheep._engine.limits import OutageDetector
@@ -28,8 +29,16 @@ from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
 from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND, SpendCap, output_token_bound
+from holysheep._engine.tool_calls import run_turn_async
 from holysheep._engine.work_queue import WorkQueue
-from holysheep._exceptions import APIError, APIStatusError, AuthenticationError, ClientClosedError, InvalidRequestError
+from holysheep._exceptions import (
+    APIError,
+    APIStatusError,
+    AuthenticationError,
+    ClientClosedError,
+    HolySheepError,
+    InvalidRequestError,
+)
 from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
@@ -60,6 +69,8 @@ class AttemptRunner:
         """Set once the batch stopped: the error every unfinished item ends with."""
         self.batch_ctx: BatchContext | None = None
         """The batch as hooks see it (None without hooks): every item's call belongs to it."""
+        self.tool_tasks: set[asyncio.Task[None]] = set()
+        """Agent items running their tools (cancelled when the batch is closed)."""
 
     def _plan(self, item: BatchRequest) -> CallPlan | None:
         plan: CallPlan | None = item.plan
@@ -79,6 +90,11 @@ class AttemptRunner:
         `max_repairs`) runs parse()'s re-ask loop: its requests come from that loop."""
         if item.request is not None:
             return item.request
+        if item.steps is None and wants_tool_loop(item.params):  # an agent: its requests come from its loop
+            item.steps = plan_tool_loop(item.params).steps()
+            item.agent = True
+            item.request = next(item.steps)
+            return item.request
         if item.steps is None and wants_parse(item.params):
             item.steps = plan_parse(item.params).steps()
             item.request = next(item.steps)
@@ -87,23 +103,46 @@ class AttemptRunner:
             return {k: v for k, v in item.params.items() if k != "max_repairs"}
         return item.params
 
-    def _next_step(self, item: BatchRequest, response: ChatCompletion) -> ChatCompletion | None:
-        """Feed a structured item's reply to its re-ask loop: the parsed completion when it is done, None
-        when a re-ask was queued (a new request, with its own idempotency key) or the item failed."""
+    def _next_step(self, item: BatchRequest, response: Any) -> ChatCompletion | None:
+        """Feed a reply (or an agent's tool outcomes) to the item's loop: the final completion when it is done,
+        None when a next request was queued (re-ask or next turn, with its own idempotency key), the item's
+        tools are running, or the item failed."""
         try:
-            item.request = item.steps.send(response)
+            step = item.steps.send(response)
         except StopIteration as stop:
+            if isinstance(stop.value, ToolRunResult):
+                item.tool_run = stop.value
+                return stop.value.completion
             parsed: ChatCompletion = stop.value
             return parsed
-        except APIError as exc:  # StructuredOutputError, RefusalError, ...: the item's own typed error
+        except HolySheepError as exc:  # StructuredOutputError, RefusalError, MaxTurnsError: the item's own error
             self._sink.finalize(item, None, exc)
             return None
+        if isinstance(step, RunTools):  # an agent's tool calls: run them, then queue its next turn
+            task = asyncio.get_running_loop().create_task(self._run_tools(item, step))
+            self.tool_tasks.add(task)
+            task.add_done_callback(self.tool_tasks.discard)
+            return None
+        item.request = step
         item.repairs += 1
-        base = (item.key or "").split("-repair")[0]
-        item.key = f"{base}-repair{item.repairs}" if base else None
+        suffix = "-turn" if item.agent else "-repair"
+        base = (item.key or "").split(suffix)[0]
+        item.key = f"{base}{suffix}{item.repairs + item.agent}" if base else None
         item.plan = None
         self._queue.retry_now(item)
         return None
+
+    async def _run_tools(self, item: BatchRequest, step: RunTools) -> None:
+        """Run an agent item's tool calls (concurrently; slot-free), then feed the outcomes to its loop."""
+        try:
+            outcomes = await run_turn_async(step)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # pragma: no cover - each call's failure is already its outcome
+            self._sink.finalize(item, None, exc)
+            return
+        if self._next_step(item, outcomes) is not None:  # pragma: no cover - a loop never ends after tools
+            raise RuntimeError("a tool loop ended right after running tools")
 
     async def run(self, item: BatchRequest, charge: int) -> None:
         """Send one attempt of an admitted ``item`` (holding a concurrency slot and ``charge`` TPM tokens)."""

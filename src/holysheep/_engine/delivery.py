@@ -80,7 +80,7 @@ class ResultSink:
     def finalize(self, item: BatchRequest, response: ChatCompletion | None, error: BaseException | None) -> None:
         """End ``item`` with its response or its error."""
         latency = time.perf_counter() - item.first_sent if item.first_sent is not None else 0.0
-        result = BatchResult(item.index, item.custom_id, response, error, item.attempts, latency)
+        result = BatchResult(item.index, item.custom_id, response, error, item.attempts, latency, item.tool_run)
         stats = self.stats
         stats.done += 1
         if error is None:

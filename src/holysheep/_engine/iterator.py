@@ -146,7 +146,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if self._closed:
             return
         self._closed = True
-        tasks = [t for t in (self._quota_check, *self._tasks) if t is not None and not t.done()]
+        pending = (self._quota_check, *self._tasks, *self._runner.tool_tasks)
+        tasks = [t for t in pending if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         self.queue.cancel_backoffs()

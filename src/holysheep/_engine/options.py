@@ -94,6 +94,14 @@ def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[s
         check_max_retries(defaults["max_retries"])
     if "stream" in defaults:
         raise InvalidRequestError("stream=True is not supported in a batch.", field="stream")
+    if "tools" in defaults:  # functions and models become strict tools once, checked before any request
+        from holysheep._core.tools import tool_set
+
+        defaults["tools"] = tool_set(defaults["tools"]).params
+    if "max_turns" in defaults:
+        from holysheep._core.tool_loop import check_max_turns
+
+        check_max_turns(defaults["max_turns"])
     return BatchOptions(**options), Hooks(**hooks), defaults
 
 
@@ -101,7 +109,7 @@ def _check_known(defaults: Mapping[str, Any]) -> None:
     """A misspelt option fails the whole batch up front (it would otherwise fail every item)."""
     from holysheep._core.request import CHAT_PARAM_NAMES
 
-    known = CHAT_PARAM_NAMES | {"model", "max_repairs"}
+    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns"}
     for key in defaults:
         if key not in known:
             import difflib

@@ -25,8 +25,8 @@ _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/co
 class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
-    __slots__ = ("_est_tokens", "attempts", "cache_key", "custom_id", "first_sent", "index", "invalid", "key", "params",
-                 "plan", "repairs", "request", "reserved", "steps")
+    __slots__ = ("_est_tokens", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index", "invalid", "key",
+                 "params", "plan", "repairs", "request", "reserved", "steps", "tool_run")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
                  invalid: BaseException | None = None) -> None:
@@ -40,9 +40,11 @@ class BatchRequest:
         self.plan: Any = None  # the client's CallPlan, made on the first attempt
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
         self.request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
-        self.repairs = 0
+        self.repairs = 0  # re-asks (structured output) or turns after the first (a tool loop)
         self.cache_key: str | None = None  # the response cache's key of its current request
         self.reserved = 0.0  # USD the cost cap holds for its request in flight
+        self.agent = False  # the item runs a tool loop (steps yields requests and RunTools)
+        self.tool_run: Any = None  # ... and its ToolRunResult once it is done
         self._est_tokens: int | None = None if invalid is None else 0
 
     def token_estimate(self) -> int:

@@ -6,10 +6,13 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from holysheep._exceptions import HolySheepError
 from holysheep.types.chat import ChatCompletion
+
+if TYPE_CHECKING:
+    from holysheep._core.tool_loop import ToolCallRecord, ToolRunResult
 
 __all__ = [
     "BatchCancelledError",
@@ -55,6 +58,8 @@ class BatchResult:
     error: BaseException | None = None
     attempts: int = 0
     latency_s: float = 0.0
+    tool_run: ToolRunResult | None = None
+    """An agent item's run (``tools=[functions]``): transcript, every tool call, usage and cost."""
 
     @property
     def ok(self) -> bool:
@@ -65,6 +70,16 @@ class BatchResult:
     def cached(self) -> bool:
         """True when the response came from the response cache (no request was sent for it)."""
         return self.response is not None and self.response.served_by == "cache"
+
+    @property
+    def messages(self) -> list[dict[str, Any]] | None:
+        """An agent item's transcript (its messages, every assistant turn and tool result); None otherwise."""
+        return self.tool_run.messages if self.tool_run is not None else None
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """An agent item's tool calls, each with its result and duration (empty otherwise)."""
+        return self.tool_run.tool_calls if self.tool_run is not None else []
 
     @property
     def parsed(self) -> Any:

@@ -125,6 +125,10 @@ class _Writer:
         if result.response is not None:
             parsed = result.parsed
             tail = "" if parsed is None else ',"parsed":' + to_json(parsed).decode()
+            run = result.tool_run
+            if run is not None:  # an agent item: its transcript and tool calls ride on the line
+                tail += (',"transcript":' + to_json(run.messages).decode() + ',"tool_calls":'
+                         + to_json([record.to_dict() for record in run.tool_calls]).decode())
             self._write(cid, digest, ',"response":' + result.response.model_dump_json() + tail)
             self.report.succeeded += 1
         elif is_unfinished(result):
