@@ -27,11 +27,13 @@ from typing import Any
 
 import pytest
 
-from holysheep.testing import FakeServer, Fault, ScriptedReply, schema_reply
+from holysheep.testing import FakeServer, Fault, Script, ScriptedReply, auto_reply, schema_reply
 
 from ._util import ROOT, offline_env
 
 DOCS = ROOT / "docs"
+MOCK_SCRIPT = DOCS / "snippets" / "mock-script.json"
+"""The reply script tools.md runs against (``holysheep mock-server --structured --script ...``)."""
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```python(?P<attrs>[^\n]*)\n(?P<body>.*?)^(?P=indent)```",
                     re.MULTILINE | re.DOTALL)
 _TITLE = re.compile(r'title="(test_\w+\.py)"')
@@ -128,6 +130,7 @@ def _invoice_reply(body: dict[str, Any]) -> ScriptedReply:
 API_SERVER: dict[str, Callable[[], dict[str, Any]]] = {
     "fallback.md": lambda: {"faults": [Fault.status(503)] * 4},    # the primary is down for a while
     "structured-outputs.md": lambda: {"reply": _invoice_reply},    # a model that answers in JSON
+    "tools.md": lambda: {"reply": Script.load(MOCK_SCRIPT, fallback=auto_reply())},  # the page's mock-server
 }
 # A line each page prints when its story happened as the page tells it.
 PRINTS = {
@@ -136,6 +139,7 @@ PRINTS = {
     "errors.md": "StreamInterruptedError; partial_text = 'one two '",
     "fallback.md": "after cool-down: primary | circuit: closed",
     "structured-outputs.md": "not an Invoice:",
+    "tools.md": "4 agents finished in 8 requests",
     "testing.md": "400 content_policy",
     "hardware.md": "2.1 32.0",
     "scale-out.md": "0 rows failed",

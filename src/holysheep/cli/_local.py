@@ -69,7 +69,8 @@ def add_local_parsers(sub: Any) -> None:
 
     m = sub.add_parser("mock-server", help="run a local OpenAI-compatible test server (no key, no network)",
                        description="Serve holysheep.testing.FakeServer in the foreground until Ctrl-C. It prints "
-                                   "its base URL and the test key to use. Replies echo the last user message.")
+                                   "its base URL and the test key to use. Replies echo the last user message; "
+                                   "--script and --structured script tool calls and schema-valid JSON.")
     m.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     m.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     m.add_argument("--latency-ms", type=float, default=0.0, help="delay before the first byte/token")
@@ -79,6 +80,12 @@ def add_local_parsers(sub: Any) -> None:
     m.add_argument("--api-key", dest="server_api_key", metavar="KEY", help="the key to accept (default: random)")
     m.add_argument("--strict-models", action="store_true",
                    help="answer unknown model names with a 404 listing the served models (default: accept any)")
+    m.add_argument("--script", metavar="FILE",
+                   help="replies from a JSON/JSONL script: entries matched by the last user message (turn by turn) "
+                        "or taken in order (see docs/testing.md)")
+    m.add_argument("--structured", action="store_true",
+                   help="call the request's tools with schema-valid arguments and answer response_format with "
+                        "JSON valid for its schema (also for requests the script does not answer)")
     m.set_defaults(func=run_mock_server)
 
 
@@ -141,10 +148,18 @@ def run_mock_server(args: argparse.Namespace) -> int:
     if not 0 <= args.fault_rate <= 1:
         error(f"--fault-rate must be within 0..1, got {args.fault_rate}")
         return EXIT_USAGE
+    if args.script is not None:  # a bad script is a usage error, before the server starts
+        from ..testing import Script
+
+        try:
+            Script.load(args.script)
+        except (OSError, ValueError) as exc:
+            error(f"--script: {exc}")
+            return EXIT_USAGE
     try:
         serve(args.host, args.port, latency_ms=args.latency_ms, fault_rate=args.fault_rate,
               api_key=args.server_api_key, stream_chunk_delay_ms=args.chunk_delay_ms, seed=args.seed,
-              strict_models=args.strict_models)
+              strict_models=args.strict_models, script=args.script, structured=args.structured)
     except RuntimeError as exc:
         error(f"cannot serve on {args.host}:{args.port} ({exc.__cause__ or exc}); try another --port")
         return EXIT_API
