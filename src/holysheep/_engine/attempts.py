@@ -135,7 +135,8 @@ class AttemptRunner:
     async def _run_tools(self, item: BatchRequest, step: RunTools) -> None:
         """Run an agent item's tool calls (concurrently; slot-free), then feed the outcomes to its loop."""
         try:
-            outcomes = await run_turn_async(step)
+            batch = self.batch_ctx
+            outcomes = await run_turn_async(step, batch.hooks if batch is not None else None, batch)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # pragma: no cover - each call's failure is already its outcome

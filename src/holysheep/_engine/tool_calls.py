@@ -7,12 +7,14 @@ Shared by ``run_tools`` on both clients and by agent items in a batch.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from holysheep._core.hooks import BatchContext, HookSet, ToolEvent, tool_started
 from holysheep._core.tool_loop import PendingCall, RunTools, ToolOutcome, failed, not_run, result_text
 
 __all__ = ["MAX_TOOL_THREADS", "clock", "run_turn", "run_turn_async"]
@@ -28,35 +30,53 @@ def _finish(pending: PendingCall, start: float, output: Any) -> ToolOutcome:
     return ToolOutcome(result_text(output), output, None, _now() - start)
 
 
-def _run_one(pending: PendingCall) -> ToolOutcome:
+def _started(pending: PendingCall, hooks: HookSet | None, batch: BatchContext | None) -> ToolEvent | None:
+    """Tell the hooks a call starts (None when no hook listens to tools)."""
+    if hooks is None:
+        return None
+    return tool_started(hooks, pending.name, pending.id, pending.call.function.arguments, batch)
+
+
+def _run_one(pending: PendingCall, hooks: HookSet | None = None, batch: BatchContext | None = None) -> ToolOutcome:
     if pending.error is not None or pending.tool is None or pending.arguments is None:
         return not_run(pending)
+    event = _started(pending, hooks, batch)
     start = _now()
     try:
         output = pending.tool.invoke(pending.arguments)
         if inspect.isawaitable(output):
             output = asyncio.run(_awaited(output))
-        return _finish(pending, start, output)
+        outcome = _finish(pending, start, output)
     except Exception as exc:  # reported to the model as the tool's result
+        if event is not None:
+            event.finish(error=exc)
         return failed(pending, exc, _now() - start)
+    if event is not None:
+        event.finish(output)
+    return outcome
 
 
 async def _awaited(value: Any) -> Any:
     return await value
 
 
-def run_turn(step: RunTools) -> list[ToolOutcome]:
-    """Run one turn's calls: alone inline, several in a pool of up to `MAX_TOOL_THREADS` threads."""
+def run_turn(step: RunTools, hooks: HookSet | None = None) -> list[ToolOutcome]:
+    """Run one turn's calls: alone inline, several in a pool of up to `MAX_TOOL_THREADS` threads (each in a copy
+    of the caller's context, so a tracing span current here is current in the tool too). ``hooks`` hear each
+    call's start and end."""
     if len(step.calls) == 1:
-        return [_run_one(step.calls[0])]
+        return [_run_one(step.calls[0], hooks)]
+    contexts = [contextvars.copy_context() for _ in step.calls]
     with ThreadPoolExecutor(min(MAX_TOOL_THREADS, len(step.calls)), thread_name_prefix="holysheep-tool") as pool:
-        return list(pool.map(_run_one, step.calls))
+        return list(pool.map(lambda ctx, pending: ctx.run(_run_one, pending, hooks), contexts, step.calls))
 
 
-async def _arun_one(pending: PendingCall) -> ToolOutcome:
+async def _arun_one(pending: PendingCall, hooks: HookSet | None = None,
+                    batch: BatchContext | None = None) -> ToolOutcome:
     if pending.error is not None or pending.tool is None or pending.arguments is None:
         return not_run(pending)
     tool, arguments = pending.tool, pending.arguments
+    event = _started(pending, hooks, batch)
     start = _now()
     try:
         if inspect.iscoroutinefunction(tool.handler):
@@ -65,14 +85,21 @@ async def _arun_one(pending: PendingCall) -> ToolOutcome:
             output = await asyncio.to_thread(tool.invoke, arguments)
             if inspect.isawaitable(output):
                 output = await output
-        return _finish(pending, start, output)
+        outcome = _finish(pending, start, output)
     except Exception as exc:  # reported to the model as the tool's result
+        if event is not None:
+            event.finish(error=exc)
         return failed(pending, exc, _now() - start)
+    if event is not None:
+        event.finish(output)
+    return outcome
 
 
-async def run_turn_async(step: RunTools) -> list[ToolOutcome]:
-    """Run one turn's calls concurrently with ``asyncio.gather`` (results in call order)."""
-    return list(await asyncio.gather(*(_arun_one(p) for p in step.calls)))
+async def run_turn_async(step: RunTools, hooks: HookSet | None = None,
+                         batch: BatchContext | None = None) -> list[ToolOutcome]:
+    """Run one turn's calls concurrently with ``asyncio.gather`` (results in call order); ``hooks`` hear each
+    call's start and end (``batch``: the batch whose agent item runs them)."""
+    return list(await asyncio.gather(*(_arun_one(p, hooks, batch) for p in step.calls)))
 
 
 def _now() -> float:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
+from holysheep._core.hooks import HookSet, active_hooks
 from holysheep._core.request import RequestSpec, build_chat_spec
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
@@ -67,15 +68,22 @@ def plan_tools(params: Mapping[str, Any], tools: Any, max_turns: int) -> ToolLoo
     return ToolLoop(params, tool_set(tools), max_turns)
 
 
+def _hooks_of(client: Executor) -> HookSet | None:
+    """The client's hooks and the process-wide ones (the tool runner reports each tool call to them)."""
+    config = getattr(client, "config", None)
+    return active_hooks(getattr(config, "hooks", None))
+
+
 def run_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
     """The sync loop: requests through ``client._execute``, tools through `run_turn`."""
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn
 
+    hooks = _hooks_of(client)
     steps = loop.steps()
     step = next(steps)
     while True:
-        answer = run_turn(step) if isinstance(step, RunTools) else client._execute(request_spec(step))
+        answer = run_turn(step, hooks) if isinstance(step, RunTools) else client._execute(request_spec(step))
         try:
             step = steps.send(answer)
         except StopIteration as stop:
@@ -88,11 +96,12 @@ async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn_async
 
+    hooks = _hooks_of(client)
     steps = loop.steps()
     step = next(steps)
     while True:
         if isinstance(step, RunTools):
-            answer: Any = await run_turn_async(step)
+            answer: Any = await run_turn_async(step, hooks)
         else:
             answer = await client._execute(request_spec(step))
         try:
