@@ -47,16 +47,18 @@ def main() -> None:
         print("quota remaining:", client.quota.retrieve().remaining)
         # --8<-- [end:main]
 
+        client.close()
+
         # --8<-- [start:batch]
-        results = client.chat.completions.batch(
-            ["Name a colour.", "Name a fruit.", "Name a planet."],
-            model="deepseek-v3.2", max_tokens=20, concurrency=8,
-        )
+        with Client() as client:  # a closed client sends nothing, not even a batch (ClientClosedError)
+            results = client.chat.completions.batch(
+                ["Name a colour.", "Name a fruit.", "Name a planet."],
+                model="deepseek-v3.2", max_tokens=20, concurrency=8,
+            )
         for r in results:  # one result per prompt, in input order
             print(r.index, r.ok, r.response.choices[0].message.content if r.response else r.error)
         print(results.summary())
         # --8<-- [end:batch]
-        client.close()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from holysheep._core.client_options import ClientOptions
 from holysheep._core.config import DEFAULT_BASE_URL, DEFAULT_TIMEOUT
 from holysheep._core.fallback import CircuitBreaker, Fallback
 from holysheep._core.hooks import Hooks
+from holysheep._core.request import ChatParams
 from holysheep._core.stream_state import StreamMetrics
 from holysheep._core.structured_errors import (
     ContentFilterFinishReasonError,
@@ -39,6 +40,7 @@ __all__ = [
     "AsyncStream",
     "ChatCompletion",
     "ChatCompletionChunk",
+    "ChatParams",
     "CircuitBreaker",
     "Client",
     "ClientOptions",

@@ -20,6 +20,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
         ├── ResponseTooLargeError   a body, SSE line or event went past its size limit (never retried)
         ├── RedirectRefusedError    a redirect the SDK will not follow (cross-origin POST, https -> http)
         └── APIConnectionError      no usable response (DNS, refused, reset, TLS)
+            ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
             └── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "APIConnectionError",
+    "APITLSError",
     "APIError",
     "APIStatusError",
     "APIResponseValidationError",
@@ -266,6 +268,12 @@ class APIConnectionError(APIError):
 
     def __init__(self, message: str = "Connection error.", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
+
+
+class APITLSError(APIConnectionError):
+    """The TLS handshake failed, the same on every transport: the server's certificate is not trusted by the CA
+    store in use (the message names it and how to point the SDK at another), or the server refused the
+    handshake with a TLS alert (often: it requires a client certificate, ``cert=``). Never retried."""
 
 
 class APITimeoutError(APIConnectionError):

@@ -32,7 +32,8 @@ def test_normalize_prompt_messages_dict_and_batch_api_line() -> None:
     (123, "requests"),
     ({"custom_id": "z"}, "messages"),
     ({"custom_id": "z", "method": "GET", "url": "/v1/chat/completions", "body": {}}, "method"),
-    ({"custom_id": "z", "url": "/v1/embeddings", "body": {}}, "url"),
+    ({"custom_id": "z", "url": "/v1/completions", "body": {}}, "url"),
+    ({"custom_id": "z", "url": "/v1/embeddings", "body": {}}, "body"),
     ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "stream"),
 ])
 @pytest.mark.parametrize("where", ["item 7: ", None])  # None: numbered only when there is an error

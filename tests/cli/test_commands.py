@@ -161,6 +161,8 @@ def test_mock_server_serves_until_ctrl_c() -> None:
         line = proc.stdout.readline()
         words = line.split()
         url, key = words[words.index("at") + 1], words[words.index("key") + 1]
+        exports = [proc.stdout.readline().strip() for _ in range(3)][1:]  # the two lines the README quickstart uses
+        assert exports == [f"export HOLYSHEEP_BASE_URL={url}", f"export HOLYSHEEP_API_KEY={key}"]
         with Client(base_url=url, api_key=key) as client:
             assert "deepseek-v3.2" in [m.id for m in client.models.list()]
     finally:

@@ -136,3 +136,18 @@ def test_top_level_help_links_the_docs_site(cli: Runner) -> None:
     assert done.returncode == 0
     assert done.stdout.rstrip().endswith(f"Docs: {url}")
     assert "docs/cli.md" not in done.stdout
+
+
+@pytest.mark.parametrize("command", [["plan"], ["gpus"], ["mock-server"]])
+def test_offline_commands_do_not_list_connection_options(cli: Runner, command: list[str]) -> None:
+    done = cli(*command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--base-url" not in done.stdout and "--proxy" not in done.stdout
+    if command != ["mock-server"]:  # mock-server's own --api-key is the key it accepts
+        assert "--api-key" not in done.stdout
+
+
+def test_networked_commands_list_proxy(cli: Runner) -> None:
+    for command in ("chat", "models", "quota", "batch", "bench"):
+        done = cli(command, "--help")
+        assert "--proxy" in done.stdout, command

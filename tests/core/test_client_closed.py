@@ -33,6 +33,18 @@ def test_sync_client_after_close_raises_a_typed_error_and_sends_nothing(server: 
     assert len(server.requests) == 1
 
 
+def test_batch_on_a_closed_sync_client_raises_like_create(server: FakeServer) -> None:
+    client = Client(api_key=server.api_key, base_url=server.url)
+    client.close()
+    with pytest.raises(ClientClosedError):
+        client.chat.completions.batch(["a", "b"], model=MODEL)
+    with Client(api_key=server.api_key, base_url=server.url) as other:
+        copy = other.with_options(max_retries=0)
+    with pytest.raises(ClientClosedError):
+        copy.chat.completions.batch(["a"], model=MODEL)
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("backend", ["aiohttp", "httpx"])
 async def test_async_client_after_aclose_raises_and_does_not_reopen_a_pool(server: FakeServer, backend: str) -> None:
     client = AsyncClient(api_key=server.api_key, base_url=server.url, http_backend=backend)  # type: ignore[arg-type]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+import dataclasses
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import httpx
+from typing_extensions import Unpack
 
-from holysheep._clients.base_client import BaseClient, config_kwargs
+from holysheep._clients.base_client import BaseClient, config_kwargs, quiet_build
 from holysheep._clients.resources.account import BaseModels, BaseQuota
-from holysheep._clients.resources.chat import BaseChat, BaseCompletions
+from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
+from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
+from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
 from holysheep._clients.resources.tools import AsyncRunTools
 from holysheep._clients.streaming import AsyncStream
@@ -17,17 +21,19 @@ from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.config import DEFAULT_LIMITS, ClientConfig
 from holysheep._core.fallback import CircuitBreaker, Fallback
-from holysheep._core.request import RequestSpec
+from holysheep._core.raw_response import RAW, APIResponse
+from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
 from holysheep._transports.deadlines import within_deadline
 from holysheep.types.account import Model, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+from holysheep.types.embeddings import CreateEmbeddingResponse
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterable, Iterable
-
-    from typing_extensions import Unpack
 
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
@@ -43,8 +49,9 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class AsyncCompletions(AsyncRunTools, AsyncParse, BaseCompletions[Coroutine[Any, Any, ChatCompletion],
-                                                   Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
+class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
+                       BaseCompletions[Coroutine[Any, Any, ChatCompletion],
+                                       Coroutine[Any, Any, AsyncStream[ChatCompletionChunk]]]):
     """``client.chat.completions`` for the async client (``create`` returns an awaitable)."""
 
     _client: AsyncClient
@@ -59,6 +66,7 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, BaseCompletions[Coroutine[Any,
         """
         from holysheep._engine.run import abatch, with_client_cache  # lazy: not loaded by `import holysheep`
 
+        self._client._check_open()
         return await abatch(self._client.sender(), requests, with_client_cache(params, self._client.cache))
 
     def batch_iter(self, requests: Iterable[Any] | AsyncIterable[Any],
@@ -80,6 +88,10 @@ class AsyncModels(BaseModels[Coroutine[Any, Any, list[Model]]]):
     """``client.models`` for the async client."""
 
 
+class AsyncEmbeddings(BaseEmbeddings[Coroutine[Any, Any, CreateEmbeddingResponse]]):
+    """``client.embeddings`` for the async client."""
+
+
 class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
     """``client.quota`` for the async client."""
 
@@ -96,15 +108,18 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
     """
 
     chat: AsyncChat
+    beta: Beta[AsyncChat]
     models: AsyncModels
     quota: AsyncQuotaResource
+    embeddings: AsyncEmbeddings
 
     _backend: AsyncBackend
 
     def _open_backend(self, http_client: httpx.AsyncClient | None, http_backend: str) -> AsyncBackend:
         if http_backend == "aiohttp" and http_client is None:
-            return AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000)
-        return AsyncHttpxBackend(http_client, self._config.timeout)  # an httpx http_client is used as it is
+            return AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000, network=self._config.network)
+        return AsyncHttpxBackend(http_client, self._config.timeout,  # an httpx http_client is used as it is
+                                 network=self._config.network)
 
     @property
     def _http(self) -> httpx.AsyncClient:
@@ -115,10 +130,14 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
 
     def _bind_resources(self) -> None:
         self.chat = AsyncChat(AsyncCompletions(self))
+        self.beta = Beta(self.chat)
         self.models = AsyncModels(self)
         self.quota = AsyncQuotaResource(self)
+        self.embeddings = AsyncEmbeddings(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
+        if RAW.get():
+            return await self._execute_raw(spec)
         if self._cache is not None:  # (one attribute test when the cache is off)
             return await self._execute_cached(spec)
         plan = self.plan(spec)
@@ -142,6 +161,18 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
             self._cache_store(key, result)
         return result
 
+    async def _execute_raw(self, spec: RequestSpec) -> APIResponse[Any]:
+        """``with_raw_response``: the reply as an `APIResponse` (a stream's, around the primed stream)."""
+        plan = self.plan(dataclasses.replace(spec, raw=True))  # never from the response cache
+        while (delay := plan.after(await self._attempt(plan.call))) is not None:
+            await _sleep(delay)
+        result = plan.result()
+        if spec.stream:
+            response = result.response
+            return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)
+        raw: APIResponse[Any] = result
+        return raw
+
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
         try:
@@ -156,6 +187,31 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
             outcome.value = stream
         return outcome
 
+    @overload
+    async def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: type[_T],
+             **options: Unpack[RequestParams]) -> _T: ...
+
+    @overload
+    async def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: None = None,
+             **options: Unpack[RequestParams]) -> Any: ...
+
+    async def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: Any = None,
+             **options: Unpack[RequestParams]) -> Any:
+        """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
+        (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.
+        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON)."""
+        return await self._execute(generic_spec("POST", path, body=body, cast_to=cast_to, params=options))
+
+    @overload
+    async def get(self, path: str, *, cast_to: type[_T], **options: Unpack[RequestParams]) -> _T: ...
+
+    @overload
+    async def get(self, path: str, *, cast_to: None = None, **options: Unpack[RequestParams]) -> Any: ...
+
+    async def get(self, path: str, *, cast_to: Any = None, **options: Unpack[RequestParams]) -> Any:
+        """GET ``path`` under the base URL (query parameters: ``extra_query={...}``); like ``post``."""
+        return await self._execute(generic_spec("GET", path, cast_to=cast_to, params=options))
+
     def sender(self) -> AsyncSender:
         """What the batch engine sends through: this client's plans and attempts, and its quota."""
         from holysheep._clients.senders import AsyncSender
@@ -168,7 +224,9 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
                     circuit_breaker: CircuitBreaker | None = None) -> AsyncClient:
         """A new ``AsyncClient`` (with its own connection pool) built from another client's ``config``."""
         kwargs = config_kwargs(config)
-        return cls(**kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker, http_backend=http_backend)
+        client: AsyncClient = quiet_build(cls, **kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
+                                          http_backend=http_backend)
+        return client
 
 
     async def aclose(self) -> None:

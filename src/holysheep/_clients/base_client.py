@@ -38,6 +38,27 @@ def _tls_contexts(http_client: object) -> list[Any]:
     return [getattr(p, "_ssl_context", None) for p in pools if p is not None]
 
 
+def quiet_build(cls: Any, **kwargs: Any) -> Any:
+    """``cls(**kwargs)`` without repeating the construction warnings its original already gave (a copy, or a
+    batch's clone of a client)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(**kwargs)
+
+
+def _warn_unverified(what: str) -> None:
+    import warnings
+
+    from holysheep._core.log import logger
+
+    message = (f"holysheep does not verify TLS certificates ({what}): anyone on the network path can read your "
+               "API key. Remove it unless this is a test, or pass verify='/path/to/ca.pem' for a private CA.")
+    logger.warning(message)
+    warnings.warn(message, stacklevel=4)  # the line that built the client
+
+
 def _warn_if_tls_unverified(http_client: object) -> None:
     """TLS verification is on by default; a custom http_client that turns it off (``verify=False``, on the
     client or on a transport in ``mounts=``, or a context with ``check_hostname=False``) is never silent."""
@@ -82,7 +103,8 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "max_retry_delay": c.max_retry_delay, "max_retry_after": c.max_retry_after,
         "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
-        "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks,
+        "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks, "proxy": c.network.proxy,
+        "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
     }
 
 
@@ -123,13 +145,15 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             timeout: Per attempt: seconds or an ``httpx.Timeout``.
             max_retries: Retries after the first attempt (``0`` turns retries off).
             default_headers: Sent with every request; a ``None`` value removes a header.
-            http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``):
-                proxies, certificates, event hooks. Used as it is and not closed by the client.
+            http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``),
+                e.g. for event hooks. Used as it is and not closed by the client; ``proxy``, ``verify`` and ``cert``
+                do not apply to it (and an ``AsyncClient`` given one sends with httpx, not aiohttp).
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
                 ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
-                response cache file or store: repeated requests are answered from it) and ``http_backend``
+                response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
+                environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None`` and ``http_backend``
                 (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -153,6 +177,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             )
         if http_client is not None:
             _warn_if_tls_unverified(http_client)
+        elif self._config.network.verify is False:
+            _warn_unverified("verify=False")
         _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._http_client = http_client
@@ -204,6 +230,13 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 self._cache.close()
             else:
                 self._cache.flush()
+
+    def _check_open(self) -> None:
+        """Raise `ClientClosedError` when this client's connection pool was closed."""
+        if getattr(self._backend, "closed", False):
+            from holysheep._exceptions import ClientClosedError
+
+            raise ClientClosedError
 
     @property
     def config(self) -> ClientConfig:
@@ -266,7 +299,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             kwargs["default_headers"] = {**self._config.default_headers,
                                          **check_headers("default_headers", default_headers)}
         cls: Any = type(self)
-        new: _Self = cls(**kwargs, http_client=self._http_client)  # through __init__: every setting checked
+        new: _Self = quiet_build(cls, **kwargs, http_client=self._http_client)  # through __init__: all checked
         new._backend = self._backend  # share the connection pool; the copy does not own it
         new._owns_http = False
         return new

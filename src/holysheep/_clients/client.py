@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import httpx
+from typing_extensions import Unpack
 
 from holysheep._clients.base_client import BaseClient
 from holysheep._clients.resources.account import BaseModels, BaseQuota
-from holysheep._clients.resources.chat import BaseChat, BaseCompletions
+from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
+from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
+from holysheep._clients.resources.stream_helper import SyncStreamHelper
 from holysheep._clients.resources.structured import SyncParse
 from holysheep._clients.resources.tools import SyncRunTools
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import SyncClosing
-from holysheep._core.request import RequestSpec
+from holysheep._core.raw_response import RAW, APIResponse
+from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
 from holysheep.types.account import Model, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+from holysheep.types.embeddings import CreateEmbeddingResponse
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from typing_extensions import Unpack
 
     from holysheep._clients.senders import ThreadSender
     from holysheep._core.batch_params import BatchParams
@@ -33,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["Client"]
 
 
-class Completions(SyncRunTools, SyncParse, BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
+class Completions(SyncRunTools, SyncParse, SyncStreamHelper,
+                  BaseCompletions[ChatCompletion, Stream[ChatCompletionChunk]]):
     """``client.chat.completions`` for the sync client."""
 
     _client: Client
@@ -54,6 +62,7 @@ class Completions(SyncRunTools, SyncParse, BaseCompletions[ChatCompletion, Strea
         """
         from holysheep._engine.run import batch_sync, with_client_cache  # lazy: not loaded by `import holysheep`
 
+        self._client._check_open()  # as create() does: a closed client sends nothing, its batch included
         return batch_sync(self._client.batch_sender, requests, with_client_cache(params, self._client.cache))
 
 
@@ -63,6 +72,10 @@ class Chat(BaseChat[Completions]):
 
 class Models(BaseModels[list[Model]]):
     """``client.models`` for the sync client."""
+
+
+class Embeddings(BaseEmbeddings[CreateEmbeddingResponse]):
+    """``client.embeddings`` for the sync client."""
 
 
 class QuotaResource(BaseQuota[Quota]):
@@ -77,13 +90,15 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
     """
 
     chat: Chat
+    beta: Beta[Chat]
     models: Models
     quota: QuotaResource
+    embeddings: Embeddings
 
     _backend: SyncHttpxBackend
 
     def _open_backend(self, http_client: httpx.Client | None, http_backend: str) -> SyncHttpxBackend:
-        return SyncHttpxBackend(http_client, self._config.timeout)
+        return SyncHttpxBackend(http_client, self._config.timeout, self._config.network)
 
     @property
     def _http(self) -> httpx.Client:
@@ -91,10 +106,14 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
 
     def _bind_resources(self) -> None:
         self.chat = Chat(Completions(self))
+        self.beta = Beta(self.chat)
         self.models = Models(self)
         self.quota = QuotaResource(self)
+        self.embeddings = Embeddings(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
+        if RAW.get():
+            return self._execute_raw(spec)
         if self._cache is not None:  # (one attribute test when the cache is off)
             return self._execute_cached(spec)
         plan = self.plan(spec)
@@ -118,6 +137,18 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
             self._cache_store(key, result)
         return result
 
+    def _execute_raw(self, spec: RequestSpec) -> APIResponse[Any]:
+        """``with_raw_response``: the reply as an `APIResponse` (a stream's, around the primed stream)."""
+        plan = self.plan(dataclasses.replace(spec, raw=True))  # never from the response cache
+        while (delay := plan.after(self._attempt(plan.call))) is not None:
+            time.sleep(delay)
+        result = plan.result()
+        if spec.stream:
+            response = result.response
+            return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)
+        raw: APIResponse[Any] = result
+        return raw
+
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
         try:
@@ -131,6 +162,31 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
                 return call.on_empty_stream(empty)
             outcome.value = stream
         return outcome
+
+    @overload
+    def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: type[_T],
+             **options: Unpack[RequestParams]) -> _T: ...
+
+    @overload
+    def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: None = None,
+             **options: Unpack[RequestParams]) -> Any: ...
+
+    def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: Any = None,
+             **options: Unpack[RequestParams]) -> Any:
+        """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
+        (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.
+        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON)."""
+        return self._execute(generic_spec("POST", path, body=body, cast_to=cast_to, params=options))
+
+    @overload
+    def get(self, path: str, *, cast_to: type[_T], **options: Unpack[RequestParams]) -> _T: ...
+
+    @overload
+    def get(self, path: str, *, cast_to: None = None, **options: Unpack[RequestParams]) -> Any: ...
+
+    def get(self, path: str, *, cast_to: Any = None, **options: Unpack[RequestParams]) -> Any:
+        """GET ``path`` under the base URL (query parameters: ``extra_query={...}``); like ``post``."""
+        return self._execute(generic_spec("GET", path, cast_to=cast_to, params=options))
 
     def sender(self, max_workers: int) -> ThreadSender:
         """What the batch engine sends through: this client's plans and attempts, each attempt run in a

@@ -61,7 +61,11 @@ def limits_key(client: PlanningClient) -> str:
 
 
 def chat_plan(client: PlanningClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
-    """A non-streamed chat completion plan on ``client`` (checks the parameters before any I/O)."""
+    """A non-streamed chat completion (or embeddings) plan on ``client`` (checks the parameters before any I/O)."""
+    if "input" in params and "messages" not in params:  # an embeddings item
+        from holysheep._core.embeddings import embedding_spec
+
+        return client.plan(embedding_spec(params), idempotency_key=idempotency_key)
     rest = dict(params)
     model = rest.pop("model", None)
     messages = rest.pop("messages", None)

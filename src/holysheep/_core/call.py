@@ -149,6 +149,9 @@ class Call:
                 url = url.copy_with(query=config.base_url.query)
             cached = config.urls[spec.path] = (url, str(url))
         self._url, self._url_str = cached
+        if opts.extra_query:
+            self._url = self._url.copy_merge_params(dict(opts.extra_query))
+            self._url_str = str(self._url)
         try:
             self._content = to_json(spec.body) if spec.body is not None else None
         except (PydanticSerializationError, ValueError, TypeError) as exc:
@@ -264,7 +267,8 @@ class Call:
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
         """Decide on a transport failure (timeout, refused, reset): always retryable."""
-        err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken)
+        err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken,
+                                   ca_source=self.config.network.ca_source)
         outcome = self.decide(err)
         outcome.cause = scrub_cause(exc, self.api_key)  # a masked copy: never the raw request or key
         return outcome
@@ -275,6 +279,15 @@ class Call:
         return self.decide(error)
 
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
+        if self.spec.raw:
+            from holysheep._core.raw_response import APIResponse
+
+            return APIResponse(response.status_code, response.headers, response.content, call=self)
+        return self.parse_body(response)
+
+    def parse_body(self, response: Any) -> Any:
+        """The parsed reply (with its transport facts), or `APIResponseValidationError`. ``response``: anything
+        with ``status_code``, ``headers`` and ``content`` (a response, or an `APIResponse`)."""
         failure: str | None = None
         try:
             result = self.spec.parse(response.content)

@@ -9,6 +9,7 @@ from typing_extensions import TypedDict
 
 from holysheep._core.config import OnRetry
 from holysheep._core.fallback import CircuitBreaker, Fallback
+from holysheep._core.network import CertTypes, VerifyTypes
 
 __all__ = ["ClientOptions", "check_option_names"]
 
@@ -48,6 +49,18 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
     `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from
     it without a request (`response.cached`); only successes are stored; see `docs/spend.md`."""
+    proxy: str | None
+    """Send every request through this proxy (``http://user:pass@proxy:3128``; credentials are never shown).
+    Default: the environment's ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``/``NO_PROXY`` (with ``trust_env``).
+    Loopback hosts are always reached directly."""
+    trust_env: bool
+    """Read proxies and ``SSL_CERT_FILE``/``SSL_CERT_DIR`` from the environment (default `True`)."""
+    verify: VerifyTypes
+    """TLS verification: `True` (certifi's CA bundle, or `SSL_CERT_FILE`/`SSL_CERT_DIR`), a CA bundle path, an
+    `ssl.SSLContext`, or `False` (warns: anyone on the path can read your key)."""
+    cert: CertTypes | None
+    """A client certificate for servers that ask for one (mTLS): a PEM path with the certificate and key, or
+    `(cert_file, key_file)` or `(cert_file, key_file, password)`."""
     http_backend: _BackendT
     """What sends the requests: `Client` always uses `"httpx"`; `AsyncClient` uses `"aiohttp"` (default)
     or `"httpx"` (an `http_client=` passed in is always used as it is)."""

@@ -15,6 +15,7 @@ import httpx
 
 from holysheep._core.hooks import HookSet, check_hooks
 from holysheep._core.keys import ENV_API_KEY, SecretKey, check_key_characters, mask_key, validate_holysheep_key
+from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, make_network
 from holysheep._core.option_checks import check_max_retries
 from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
@@ -215,6 +216,8 @@ class ClientConfig:
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
     hooks: HookSet | None = field(default=None, compare=False)
     """The client's hooks (``Client(hooks=[...])``), or None."""
+    network: NetworkSettings = DEFAULT_NETWORK
+    """Proxy and TLS settings (``proxy=``, ``trust_env=``, ``verify=``, ``cert=`` and the environment)."""
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
@@ -286,6 +289,10 @@ def make_config(
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     hooks: Any = None,
+    proxy: str | None = None,
+    trust_env: bool = True,
+    verify: Any = True,
+    cert: Any = None,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
     the clients' defaults)."""
@@ -323,6 +330,7 @@ def make_config(
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
     hook_set = check_hooks(hooks)
+    network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert)
     secret = SecretKey(key)
     return ClientConfig(
         api_key=secret,
@@ -340,4 +348,5 @@ def make_config(
         max_response_bytes=max_response_bytes,
         max_sse_event_bytes=max_sse_event_bytes,
         hooks=hook_set,
+        network=network,
     )

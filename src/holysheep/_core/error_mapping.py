@@ -14,6 +14,7 @@ from holysheep._exceptions import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
+    APITLSError,
     AuthenticationError,
     BadRequestError,
     ConflictError,
@@ -226,13 +227,52 @@ def _not_found_hint(request: httpx.Request, server_msg: str | None) -> str:
     return _HINTS[404]
 
 
+def tls_failure(exc: BaseException) -> BaseException | None:
+    """The ``ssl`` error behind a transport failure (httpx and aiohttp chain it differently), or None."""
+    import ssl
+
+    stack: list[object] = [exc]
+    seen: set[int] = set()
+    while stack:
+        error = stack.pop()
+        if not isinstance(error, BaseException) or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, (ssl.SSLError, ssl.CertificateError)):
+            return error
+        stack += [error.__cause__, error.__context__, getattr(error, "os_error", None),
+                  getattr(error, "certificate_error", None), *error.args]
+    return None
+
+
+def _tls_error(failure: BaseException, where: str, ca_source: str | None, api_key: str | None,
+               req: httpx.Request | None) -> APITLSError:
+    reason = getattr(failure, "verify_message", None) or getattr(failure, "reason", None) or str(failure)
+    reason = redact(str(reason), api_key)
+    store = f"the CA store in use: {ca_source}" if ca_source else "the CA store in use: the http_client's own"
+    if "ALERT" in str(getattr(failure, "reason", "")).upper() or "alert" in str(failure).lower():
+        return APITLSError(
+            f"TLS error{where}: the server refused the handshake with a TLS alert ({reason}). It may require a "
+            f"client certificate: pass cert='client.pem' (or (cert_file, key_file)). Not retried; {store}.",
+            request=req)
+    return APITLSError(
+        f"TLS error{where}: certificate verify failed ({reason}); {store}. If the server uses a private or "
+        "corporate CA, point the SDK at it: set SSL_CERT_FILE=/path/to/ca.pem (or SSL_CERT_DIR), or pass "
+        "verify='/path/to/ca.pem'. Not retried.", request=req)
+
+
 def error_from_transport(
-    exc: Exception, request: httpx.Request | None, *, api_key: str | None, retries_taken: int
+    exc: Exception, request: httpx.Request | None, *, api_key: str | None, retries_taken: int,
+    ca_source: str | None = None,
 ) -> APIConnectionError:
-    """The typed exception for a failure with no usable response (timeout, refused, reset)."""
+    """The typed exception for a failure with no usable response (timeout, refused, reset, TLS); ``ca_source``
+    names the trust store, for a TLS failure's message."""
     req = sanitized_request(request, api_key) if request is not None else None
     where = f" ({req.method} {req.url})" if req is not None else ""
     tried = f" after {retries_taken} retr{'y' if retries_taken == 1 else 'ies'}" if retries_taken else ""
+    failure = tls_failure(exc)
+    if failure is not None:
+        return _tls_error(failure, where, ca_source, api_key, req)
     detail = redact(str(exc), api_key) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
         return APITimeoutError(

@@ -12,7 +12,8 @@ from typing_extensions import TypedDict
 from holysheep._core.config import TimeoutTypes, check_headers
 from holysheep._core.validation import normalize_messages, validate_sampling
 
-__all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec"]
+__all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec",
+           "request_options"]
 
 _NOT_GIVEN: Any = object()
 
@@ -35,14 +36,28 @@ class ChatParamsNoFormat(TypedDict, total=False):
     tools: list[dict[str, Any]]
     tool_choice: str | dict[str, Any]
     parallel_tool_calls: bool
+    functions: list[dict[str, Any]]
+    """Deprecated by OpenAI in favour of ``tools``; sent as given."""
+    function_call: str | dict[str, Any]
+    """Deprecated by OpenAI in favour of ``tool_choice``; sent as given."""
     stream_options: dict[str, Any]
     user: str
+    safety_identifier: str
     metadata: dict[str, str]
     reasoning_effort: str
+    verbosity: str
     service_tier: str
     store: bool
     modalities: list[str]
+    audio: dict[str, Any]
     prediction: dict[str, Any]
+    moderation: dict[str, Any]
+    prompt_cache_key: str
+    prompt_cache_options: dict[str, Any]
+    prompt_cache_retention: str
+    web_search_options: dict[str, Any]
+    extra_query: Mapping[str, Any]
+    """Query parameters added to the URL (openai's ``extra_query``)."""
     # Per-call transport options (not sent in the body)
     extra_body: Mapping[str, Any]
     extra_headers: Mapping[str, str | None]
@@ -57,7 +72,7 @@ class ChatParams(ChatParamsNoFormat, total=False):
     response_format: dict[str, Any] | type[BaseModel]
 
 
-_TRANSPORT_KEYS = ("extra_body", "extra_headers", "timeout", "max_retries", "stream_idle_timeout")
+_TRANSPORT_KEYS = ("extra_body", "extra_headers", "extra_query", "timeout", "max_retries", "stream_idle_timeout")
 _KNOWN_KEYS = frozenset(ChatParams.__annotations__)
 CHAT_PARAM_NAMES = _KNOWN_KEYS
 """The optional keyword arguments ``create()`` accepts (the batch checks its defaults against them)."""
@@ -85,6 +100,7 @@ class RequestOptions:
     one is built for every request)."""
 
     extra_headers: Mapping[str, str | None] | None = None
+    extra_query: Mapping[str, Any] | None = None
     timeout: Any = _NOT_GIVEN
     max_retries: int | None = None
     stream_idle_timeout: Any = _NOT_GIVEN
@@ -114,6 +130,8 @@ class RequestSpec:
     parse: Callable[[bytes], Any]
     stream: bool = False
     options: RequestOptions = NO_OPTIONS
+    raw: bool = False
+    """``with_raw_response``: the reply comes back as an `APIResponse` (parsed on ``.parse()``)."""
 
     @property
     def model(self) -> str | None:
@@ -161,12 +179,51 @@ def build_chat_spec(
     extra_body = params.get("extra_body")
     if extra_body:
         body.update(extra_body)
-    options = NO_OPTIONS
-    if overrides:
-        options = RequestOptions(
-            extra_headers=params.get("extra_headers"),
-            timeout=params.get("timeout", _NOT_GIVEN),
-            max_retries=params.get("max_retries"),
-            stream_idle_timeout=params.get("stream_idle_timeout", _NOT_GIVEN),
-        )
+    options = request_options(params) if overrides else NO_OPTIONS
     return RequestSpec("POST", "chat/completions", body, parse, stream, options)
+
+
+def request_options(params: Mapping[str, Any]) -> RequestOptions:
+    """The per-call transport options in ``params`` (``extra_headers``, ``extra_query``, ``timeout``,
+    ``max_retries``, ``stream_idle_timeout``); `NO_OPTIONS` when none is given. Headers are checked here."""
+    if not any(params.get(key, _NOT_GIVEN) is not _NOT_GIVEN for key in _TRANSPORT_KEYS if key != "extra_body"):
+        return NO_OPTIONS
+    if params.get("extra_headers") is not None:
+        check_headers("extra_headers", params["extra_headers"])
+    return RequestOptions(
+        extra_headers=params.get("extra_headers"),
+        extra_query=params.get("extra_query"),
+        timeout=params.get("timeout", _NOT_GIVEN),
+        max_retries=params.get("max_retries"),
+        stream_idle_timeout=params.get("stream_idle_timeout", _NOT_GIVEN),
+    )
+
+
+def _cast_parser(cast_to: Any) -> Callable[[bytes], Any]:
+    if cast_to is None or cast_to is dict or cast_to is Any or cast_to is object:
+        import json
+
+        return json.loads
+    if isinstance(cast_to, type) and issubclass(cast_to, BaseModel):
+        return cast_to.model_validate_json
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cast_to).validate_json
+
+
+def generic_spec(method: str, path: object, *, body: object = None, cast_to: Any = None,
+                 params: Mapping[str, Any] | None = None) -> RequestSpec:
+    """A request to any other endpoint of the server (``client.post``/``client.get``): ``path`` under the base
+    URL, a JSON ``body``, the reply parsed as ``cast_to`` (a pydantic model or any type pydantic validates;
+    default: the decoded JSON). Raises `InvalidRequestError` before any I/O."""
+    from holysheep._exceptions import InvalidRequestError
+
+    if not isinstance(path, str) or not path.strip("/") or "://" in path or path.startswith("//"):
+        raise InvalidRequestError(f"path must be a path under the base URL such as '/rerank', got {path!r}: the key "
+                                  "is only sent to the client's own server.", field="path")
+    if body is not None and not isinstance(body, Mapping):
+        raise InvalidRequestError(f"body must be a dict (sent as JSON), got {type(body).__name__}.", field="body")
+    if method == "GET" and body is not None:
+        raise InvalidRequestError("get() sends no body; pass query parameters as extra_query={...}.", field="body")
+    options = request_options(params or {})
+    return RequestSpec(method, path.lstrip("/"), body, _cast_parser(cast_to), options=options)

@@ -22,10 +22,12 @@ __all__ = ["StreamMetrics", "StreamState"]
 class StreamMetrics:
     """Latency of one stream, measured on the client.
 
-    ``ttft_s``: request sent → first chunk carrying content. ``itl_*``: gaps between successive
-    content chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request).
+    ``ttft_s``: request sent → first chunk carrying output (reasoning, content or a tool call).
+    ``time_to_first_reasoning_s`` / ``time_to_first_content_s``: to the first reasoning token and to the first
+    answer token (content or a tool call); each ``None`` when the stream had none. ``itl_*``: gaps between
+    successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request).
     ``total_s``: request sent → end of stream. ``tokens_per_s``: completion tokens / ``total_s``.
-    ``completion_tokens`` comes from ``usage`` when the server sends it, else the content-chunk count.
+    ``completion_tokens`` comes from ``usage`` when the server sends it, else the output-chunk count.
     """
 
     ttft_s: float | None
@@ -36,6 +38,8 @@ class StreamMetrics:
     completion_tokens: int
     total_s: float | None
     tokens_per_s: float | None
+    time_to_first_reasoning_s: float | None = None
+    time_to_first_content_s: float | None = None
 
 
 def _key_without_index(calls: dict[int, dict[str, Any]], call_id: str | None) -> int:
@@ -55,8 +59,9 @@ def _key_without_index(calls: dict[int, dict[str, Any]], call_id: str | None) ->
 class StreamState:
     """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion."""
 
-    __slots__ = ("_content_times", "_decoder", "_first", "_roles", "_secret", "_texts", "_tools", "_usage",
-                 "_validate", "chunks", "done", "ended_at", "finish", "started_at")
+    __slots__ = ("_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
+                 "_refusals", "_roles", "_secret", "_texts", "_tools", "_usage", "_validate", "chunks", "done",
+                 "ended_at", "finish", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES) -> None:
@@ -71,6 +76,10 @@ class StreamState:
         self._texts: dict[int, list[str]] = {}
         self._roles: dict[int, str] = {}
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
+        self._reasoning: dict[int, list[str]] = {}
+        self._refusals: dict[int, list[str]] = {}
+        self._first_reasoning: float | None = None
+        self._first_answer: float | None = None
         self.finish: dict[int, str | None] = {}
         self._usage: Any = None
         # pydantic-core's validator itself: model_validate_json adds ~1 us of Python per event
@@ -158,7 +167,7 @@ class StreamState:
             self._first = chunk
         if chunk.usage is not None:
             self._usage = chunk.usage
-        got_content = False
+        got_content = got_reasoning = False
         for choice in chunk.choices:
             delta = choice.delta
             idx = choice.index
@@ -166,6 +175,12 @@ class StreamState:
                 self._roles[idx] = delta.role
             if delta.content:
                 self._texts.setdefault(idx, []).append(delta.content)
+                got_content = True
+            if delta.reasoning_content:
+                self._reasoning.setdefault(idx, []).append(delta.reasoning_content)
+                got_reasoning = True
+            if delta.refusal:
+                self._refusals.setdefault(idx, []).append(delta.refusal)
                 got_content = True
             if delta.tool_calls:
                 got_content = True
@@ -185,17 +200,27 @@ class StreamState:
                             slot["function"]["arguments"] += tc.function.arguments
             if choice.finish_reason is not None:
                 self.finish[idx] = choice.finish_reason
-        if got_content:
-            self._content_times.append(time.perf_counter())
+        if got_content or got_reasoning:
+            now = time.perf_counter()
+            self._content_times.append(now)
+            if got_reasoning and self._first_reasoning is None:
+                self._first_reasoning = now
+            if got_content and self._first_answer is None:
+                self._first_answer = now
 
     def final_completion(self) -> ChatCompletion:
         """The chunks folded into one ChatCompletion (content, tool calls, usage, finish_reason)."""
         first = self._first
-        indices = sorted(set(self._texts) | set(self._roles) | set(self._tools) | set(self.finish))
+        indices = sorted(set(self._texts) | set(self._roles) | set(self._tools) | set(self.finish)
+                         | set(self._reasoning) | set(self._refusals))
         choices = []
         for idx in indices:
             message: dict[str, Any] = {"role": self._roles.get(idx, "assistant"),
                                        "content": "".join(self._texts[idx]) if idx in self._texts else None}
+            if idx in self._reasoning:
+                message["reasoning_content"] = "".join(self._reasoning[idx])
+            if idx in self._refusals:
+                message["refusal"] = "".join(self._refusals[idx])
             if idx in self._tools:
                 message["tool_calls"] = [self._tools[idx][k] for k in sorted(self._tools[idx])]
             choices.append({"index": idx, "message": message, "finish_reason": self.finish.get(idx)})
@@ -230,4 +255,7 @@ class StreamState:
             completion_tokens=tokens,
             total_s=total,
             tokens_per_s=(tokens / total) if total else None,
+            time_to_first_reasoning_s=(self._first_reasoning - self.started_at
+                                       if self._first_reasoning is not None else None),
+            time_to_first_content_s=self._first_answer - self.started_at if self._first_answer is not None else None,
         )

@@ -154,6 +154,43 @@ def _metadata(field: str, v: object) -> None:
                     'For example metadata={"run": "nightly"}.')
 
 
+def _dict(example: str) -> Callable[[str, object], None]:
+    def check(field: str, v: object) -> None:
+        if not isinstance(v, Mapping):
+            raise _fail(field, f"must be a dict, got {type(v).__name__}", f"For example {field}={example}.")
+
+    return check
+
+
+def _str_list(example: str) -> Callable[[str, object], None]:
+    def check(field: str, v: object) -> None:
+        if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise _fail(field, f"must be a list of strings, got {v!r}"[:200], f"For example {field}={example}.")
+
+    return check
+
+
+def _functions(field: str, v: object) -> None:
+    hint = 'Use functions=[{"name": "get_weather", "parameters": {...}}] (or tools=, which replaces it).'
+    if not isinstance(v, list):
+        raise _fail(field, f"must be a list of function definitions, got {type(v).__name__}", hint)
+    for i, fn in enumerate(v):
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn.get("name"):
+            raise _fail(f"{field}[{i}]", "must be a dict with a non-empty 'name'", hint)
+
+
+def _function_call(field: str, v: object) -> None:
+    if not isinstance(v, (str, Mapping)):
+        raise _fail(field, f"must be a string or a dict, got {type(v).__name__}",
+                    "Use 'auto', 'none' or {'name': ...} (or tool_choice=, which replaces it).")
+
+
+def _extra_query(field: str, v: object) -> None:
+    if not (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)):
+        raise _fail(field, f"must be a dict with string keys, got {type(v).__name__}",
+                    'For example extra_query={"api-version": "2025-01-01"}.')
+
+
 def _extra_body(field: str, v: object) -> None:
     if not isinstance(v, Mapping):
         raise _fail(field, f"must be a dict, got {type(v).__name__}",
@@ -193,6 +230,19 @@ _CHECKS: dict[str, Callable[[str, Any], None]] = {
     "service_tier": _text,
     "metadata": _metadata,
     "extra_body": _extra_body,
+    "extra_query": _extra_query,
+    "functions": _functions,
+    "function_call": _function_call,
+    "safety_identifier": _text,
+    "verbosity": _text,
+    "prompt_cache_key": _text,
+    "prompt_cache_retention": _text,
+    "audio": _dict('{"voice": "alloy", "format": "wav"}'),
+    "prediction": _dict('{"type": "content", "content": "..."}'),
+    "moderation": _dict("{...}"),
+    "prompt_cache_options": _dict("{...}"),
+    "web_search_options": _dict('{"search_context_size": "low"}'),
+    "modalities": _str_list('["text"]'),
 }
 
 

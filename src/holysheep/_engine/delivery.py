@@ -123,10 +123,10 @@ class ResultSink:
         if usage is None:
             return 0
         stats = self.stats
-        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        prompt, completion = usage.prompt_tokens, getattr(usage, "completion_tokens", 0)  # embeddings: none
         stats.prompt_tokens += prompt
         stats.completion_tokens += completion
-        details = usage.prompt_tokens_details
+        details = getattr(usage, "prompt_tokens_details", None)
         cached = (details.cached_tokens or 0) if details is not None else 0
         sums = self._usage.get(response.model)
         if sums is None:

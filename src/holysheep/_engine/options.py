@@ -109,7 +109,7 @@ def _check_known(defaults: Mapping[str, Any]) -> None:
     """A misspelt option fails the whole batch up front (it would otherwise fail every item)."""
     from holysheep._core.request import CHAT_PARAM_NAMES
 
-    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns"}
+    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "dimensions", "encoding_format"}
     for key in defaults:
         if key not in known:
             import difflib

@@ -12,7 +12,8 @@ from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "normalize_item", "possible_tokens"]
+__all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "is_embedding", "normalize_item",
+           "possible_tokens"]
 
 DEFAULT_COMPLETION_TOKENS = 256
 MAX_COMPLETION_TOKENS = 262144
@@ -20,6 +21,12 @@ MAX_COMPLETION_TOKENS = 262144
 """Completion tokens assumed by the estimate when a request sets no ``max_tokens``."""
 
 _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/completions", "chat/completions"})
+_EMBEDDING_URLS = frozenset({"/v1/embeddings", "/embeddings", "v1/embeddings", "embeddings"})
+
+
+def is_embedding(params: Mapping[str, Any]) -> bool:
+    """An embeddings request (``input`` and no ``messages``) rather than a chat completion."""
+    return "input" in params and "messages" not in params
 
 
 class BatchRequest:
@@ -78,6 +85,12 @@ def _text_len(content: Any) -> int:
 def estimate_tokens(params: Mapping[str, Any]) -> int:
     """Prompt characters / 4 (rounded up) + ``max_tokens`` (or ``max_completion_tokens``, else 256)."""
     chars = 0
+    if is_embedding(params):  # no completion: the input's characters only
+        value = params.get("input")
+        texts = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else ()
+        for text in texts:
+            chars += len(text) if isinstance(text, str) else len(text) * 4 if isinstance(text, list) else 4
+        return (chars + 3) // 4
     messages = params.get("messages")
     if isinstance(messages, (list, tuple)):
         for message in messages:
@@ -123,11 +136,15 @@ def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
         url = item.get("url", "/v1/chat/completions")
         if not isinstance(method, str) or method.upper() != "POST":
             raise InvalidRequestError(f"{where}method must be 'POST', got {method!r}.", field="method")
-        if url not in _CHAT_URLS:
-            raise InvalidRequestError(f"{where}url must be '/v1/chat/completions', got {url!r}.", field="url")
+        if url not in _CHAT_URLS and url not in _EMBEDDING_URLS:
+            raise InvalidRequestError(f"{where}url must be '/v1/chat/completions' or '/v1/embeddings', got {url!r}.",
+                                      field="url")
         body = item["body"]
         if not isinstance(body, Mapping):
-            raise InvalidRequestError(f"{where}body must be an object of chat parameters.", field="body")
+            raise InvalidRequestError(f"{where}body must be an object of request parameters.", field="body")
+        if (url in _EMBEDDING_URLS) != ("input" in body and "messages" not in body):
+            wanted = "'input' (and no 'messages')" if url in _EMBEDDING_URLS else "'messages'"
+            raise InvalidRequestError(f"{where}a {url} body needs {wanted}.", field="body")
         params = dict(body)
         params.pop("stream", None)
         return params
@@ -167,9 +184,9 @@ def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where:
             raise InvalidRequestError(
                 f"{_where(where, index)}a batch item must be a prompt string, a list of messages or a dict of "
                 f"create() parameters, got {kind.__name__}.", field="requests")
-        if "messages" not in params:
-            raise InvalidRequestError(f"{_where(where, index)}the item has no 'messages' (or 'prompt').",
-                                      field="messages")
+        if "messages" not in params and "input" not in params:
+            raise InvalidRequestError(f"{_where(where, index)}the item has no 'messages' (or 'prompt'), nor an "
+                                      "embeddings 'input'.", field="messages")
         if "stream" in params:
             if params["stream"]:
                 raise InvalidRequestError(f"{_where(where, index)}stream=True is not supported in a batch.",

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from holysheep._core.call import RawResponse
+from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, proxy_for
 from holysheep._exceptions import ClientClosedError, RedirectRefusedError
 from holysheep._transports.body import read_aiohttp_body
 from holysheep._transports.redirects import REDIRECT_STATUSES, redirect_refusal, same_origin
+from holysheep._transports.tls import ssl_context
 
 if TYPE_CHECKING:
     from holysheep._core.call import Call
@@ -35,6 +37,14 @@ _SKIP = ("User-Agent", "Content-Type")
 def _skip(headers: dict[str, str], body: bytes | None) -> tuple[str, ...] | None:
     """The auto headers aiohttp must not add: None when the SDK's own are there (the usual case)."""
     return None if "user-agent" in headers and ("content-type" in headers or body is None) else _SKIP
+
+
+def _basic_auth(aiohttp: Any, user: str, password: str) -> str:
+    encode = getattr(aiohttp, "encode_basic_auth", None)  # aiohttp >= 3.14; BasicAuth is deprecated there
+    if encode is not None:
+        value: str = encode(user, password)
+        return value
+    return str(aiohttp.BasicAuth(user, password).encode())
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
@@ -76,9 +86,11 @@ class _AioStream(httpx.AsyncByteStream):
 class AiohttpBackend:
     """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
 
-    def __init__(self, *, max_connections: int = 1000) -> None:
+    def __init__(self, *, max_connections: int = 1000, network: NetworkSettings = DEFAULT_NETWORK) -> None:
         self._aiohttp: Any = None  # imported on first use: `import holysheep` and AsyncClient() stay light
         self._max_connections = max_connections
+        self._network = network
+        self._proxies: dict[str, tuple[Any, Any]] = {}
         self._session: Any = None
         self.closed = False
         self._timeouts: dict[tuple[Any, ...], Any] = {}
@@ -91,7 +103,10 @@ class AiohttpBackend:
 
         self._aiohttp = aiohttp
         self._yarl_url = yarl.URL
-        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300)
+        # The client's own TLS context (certifi or SSL_CERT_FILE/SSL_CERT_DIR, verify=, cert=), the same one
+        # its httpx transports use; proxies come from `proxy_for` per URL (trust_env stays off in aiohttp).
+        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, ttl_dns_cache=300,
+                                         ssl=ssl_context(self._network))
         # auto_decompress=False: bodies are inflated by holysheep's bounded decoder (max_response_bytes,
         # SSE caps), so a compression bomb never expands in full. Redirects are followed by `_redirected`
         # under holysheep's policy (a trace hook would cost CPU on every request, redirected or not).
@@ -99,6 +114,24 @@ class AiohttpBackend:
         # The SDK's headers carry User-Agent and Content-Type; `_skip` covers a caller who removed them.
         self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         return self._session
+
+    def _proxy(self, url: str) -> tuple[Any, Any]:
+        """``(proxy, proxy_headers)`` for a request to ``url`` (``(None, None)``: direct), worked out once per URL."""
+        value = self._proxies.get(url)
+        if value is None:
+            proxy = proxy_for(self._network, httpx.URL(url))
+            value = (None, None)
+            if proxy is not None:
+                parsed = self._yarl_url(proxy)
+                headers = None
+                if parsed.user is not None:  # sent to the proxy only; the URL without them is what aiohttp shows
+                    headers = {"Proxy-Authorization": _basic_auth(self._aiohttp, parsed.user, parsed.password or "")}
+                    parsed = parsed.with_user(None)
+                value = (parsed, headers)
+            if len(self._proxies) >= 256:
+                self._proxies.clear()
+            self._proxies[url] = value
+        return value
 
     def _url(self, url: str) -> Any:
         value = self._urls.get(url)
@@ -136,9 +169,10 @@ class AiohttpBackend:
         try:
             timeout = self._timeout(call)
             data = call.content
+            proxy, proxy_headers = self._proxy(call.url) if self._network.routes else (None, None)
             resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
-                                         timeout=timeout, allow_redirects=False,
-                                         skip_auto_headers=_skip(call.headers, data))
+                                         timeout=timeout, allow_redirects=False, proxy=proxy,
+                                         proxy_headers=proxy_headers, skip_auto_headers=_skip(call.headers, data))
             if resp.status in REDIRECT_STATUSES:
                 resp = await self._redirected(session, call, resp, timeout)
             limit = call.config.max_response_bytes
@@ -185,8 +219,10 @@ class AiohttpBackend:
             if not same_origin(source, target):
                 headers = {k: v for k, v in headers.items() if k not in _CROSS_ORIGIN_DROP}
             url = str(target)
+            proxy, proxy_headers = self._proxy(url) if self._network.routes else (None, None)
             resp = await session.request(method, url, data=data, headers=headers, timeout=timeout,
-                                         allow_redirects=False, skip_auto_headers=_skip(headers, data))
+                                         allow_redirects=False, proxy=proxy, proxy_headers=proxy_headers,
+                                         skip_auto_headers=_skip(headers, data))
         resp.close()
         raise httpx.TooManyRedirects(f"the server redirected more than {MAX_REDIRECTS} times",
                                      request=call.httpx_request())

@@ -15,6 +15,7 @@ import httpx
 
 from holysheep._core.call import Call, Outcome, RawResponse
 from holysheep._core.config import DEFAULT_LIMITS
+from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings
 from holysheep._exceptions import ClientClosedError
 from holysheep._transports.body import read_body, read_body_async
 from holysheep._transports.deadlines import Deadline
@@ -75,19 +76,15 @@ def attempt_outcome(call: Call, response: Response | None, exc: httpx.RequestErr
     return call.on_response(response)
 
 
-def deadline_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    """An ``httpx.HTTPTransport`` whose connections read through a deadline-aware socket backend
-    (httpcore loads here, when the SDK's own sync pool is first built, not on ``import holysheep``)."""
-    from holysheep._transports.deadline_transport import make_transport
-
-    return make_transport(limits)
-
-
 def _httpx_busy(http: httpx.Client | httpx.AsyncClient) -> int:
-    pool = getattr(http._transport, "_pool", None)
-    if pool is None:
-        return 0
-    return sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
+    transport = http._transport
+    routed = getattr(transport, "transports", None)  # a RoutedTransport: one pool per proxy
+    total = 0
+    for one in (routed.values() if isinstance(routed, dict) else (transport,)):
+        pool = getattr(one, "_pool", None)
+        if pool is not None:
+            total += sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
+    return total
 
 
 def _request(call: Call, http: httpx.Client | httpx.AsyncClient, custom: bool) -> httpx.Request:
@@ -97,12 +94,18 @@ def _request(call: Call, http: httpx.Client | httpx.AsyncClient, custom: bool) -
 class SyncHttpxBackend:
     """Sends with an ``httpx.Client`` (the SDK's own, created lazily, or the caller's ``http_client``)."""
 
-    def __init__(self, http_client: httpx.Client | None, timeout: httpx.Timeout) -> None:
+    def __init__(self, http_client: httpx.Client | None, timeout: httpx.Timeout,
+                 network: NetworkSettings = DEFAULT_NETWORK) -> None:
         self.custom = http_client is not None  # then its build_request applies its defaults
-        self.pool: LazyPool[httpx.Client] = LazyPool(
-            http_client, lambda: httpx.Client(timeout=timeout, transport=deadline_transport(DEFAULT_LIMITS),
-                                              follow_redirects=True, event_hooks={"response": [check_redirect]}))
+        self.pool: LazyPool[httpx.Client] = LazyPool(http_client, lambda: self._new_pool(timeout, network))
         self.closed = False
+
+    @staticmethod
+    def _new_pool(timeout: httpx.Timeout, network: NetworkSettings) -> httpx.Client:
+        from holysheep._transports.routing import sync_transport
+
+        return httpx.Client(timeout=timeout, transport=sync_transport(network, DEFAULT_LIMITS), trust_env=False,
+                            follow_redirects=True, event_hooks={"response": [check_redirect]})
 
     def send(self, call: Call) -> Response:
         """Send one attempt; bodies (non-stream, or an error to a stream) are read within
@@ -113,7 +116,10 @@ class SyncHttpxBackend:
         request = _request(call, http, self.custom)
         deadline = Deadline(call.deadline_s)
         with attempt_deadline(call.deadline_s):  # the SDK's own pool: headers too (a caller's: the body only)
-            response = http.send(request, stream=True)
+            try:
+                response = http.send(request, stream=True)
+            except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
+                raise httpx.ConnectError(str(exc), request=request) from exc
         if not call.spec.stream or response.status_code >= 400:
             read_body(response, call.config.max_response_bytes, deadline)  # bounded; closes the response
         return response
@@ -135,20 +141,22 @@ class AsyncHttpxBackend:
     high concurrency."""
 
     def __init__(self, http_client: httpx.AsyncClient | None, timeout: httpx.Timeout, *,
-                 max_connections: int = DEFAULT_LIMITS.max_connections or 1000) -> None:
+                 max_connections: int = DEFAULT_LIMITS.max_connections or 1000,
+                 network: NetworkSettings = DEFAULT_NETWORK) -> None:
         self.custom = http_client is not None
         self._timeout = timeout
+        self._network = network
         self._max_shards = max(1, max_connections // SHARD_CONNECTIONS)
         self.shards: list[httpx.AsyncClient] = [http_client] if http_client is not None else []
         self._busy: list[int] = [0] * len(self.shards)
-        self._tls: ssl.SSLContext | None = None
         self.closed = False
 
     def _new_shard(self) -> httpx.AsyncClient:
+        from holysheep._transports.routing import async_transport  # its TLS context is built once per client
+
         limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
-        if self._tls is None:  # loading the CA bundle costs ~50 ms: once per backend, not once per shard
-            self._tls = httpx.create_ssl_context()
-        return httpx.AsyncClient(timeout=self._timeout, limits=limits, follow_redirects=True, verify=self._tls,
+        return httpx.AsyncClient(timeout=self._timeout, transport=async_transport(self._network, limits),
+                                 trust_env=False, follow_redirects=True,
                                  event_hooks={"response": [check_redirect_async]})
 
     @property
@@ -175,7 +183,10 @@ class AsyncHttpxBackend:
         busy[i] += 1
         try:
             request = _request(call, http, self.custom)
-            response = await http.send(request, stream=True)
+            try:
+                response = await http.send(request, stream=True)
+            except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
+                raise httpx.ConnectError(str(exc), request=request) from exc
             if not call.spec.stream or response.status_code >= 400:
                 await read_body_async(response, call.config.max_response_bytes)  # bounded; closes the response
             return response

@@ -156,8 +156,22 @@ class BodyReader:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _in_memory(response: httpx.Response) -> bool:
+    """A response built with its body already read (``httpx.MockTransport``, a test double): nothing to stream."""
+    return response.is_stream_consumed and hasattr(response, "_content")
+
+
+def _check_in_memory(response: httpx.Response, limit: int) -> None:
+    if len(response.content) > limit:
+        reader = BodyReader(None, limit)
+        reader.feed(response.content)  # raises the usual ResponseTooLargeError
+
+
 def read_body(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
     """Read a streamed httpx response into ``response.content``, bounded in size and time; always closes it."""
+    if _in_memory(response):
+        _check_in_memory(response, limit)
+        return
     reader = BodyReader(response.headers.get("content-encoding"), limit)
     try:
         for raw in response.iter_raw():
@@ -171,6 +185,9 @@ def read_body(response: httpx.Response, limit: int, deadline: Deadline | None = 
 
 async def read_body_async(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
     """`read_body` for an async httpx response."""
+    if _in_memory(response):
+        _check_in_memory(response, limit)
+        return
     reader = BodyReader(response.headers.get("content-encoding"), limit)
     try:
         async for raw in response.aiter_raw():
@@ -215,6 +232,9 @@ async def _read_aiohttp(resp: Any, limit: int) -> bytes:
 
 def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
     """A streamed httpx response's body, decompressed in bounded pieces."""
+    if _in_memory(response):
+        yield response.content
+        return
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
     if not decoder.inflates:  # identity: the raw pieces as they come (no generator per piece)
         yield from response.iter_raw()
@@ -226,6 +246,9 @@ def iter_decoded(response: httpx.Response) -> Iterator[bytes]:
 
 async def aiter_decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """`iter_decoded` for an async httpx response."""
+    if _in_memory(response):
+        yield response.content
+        return
     decoder = BoundedDecoder(response.headers.get("content-encoding"))
     if not decoder.inflates:
         async for raw in response.aiter_raw():

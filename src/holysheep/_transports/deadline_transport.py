@@ -54,9 +54,11 @@ class DeadlineNetworkBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def make_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    """An ``httpx.HTTPTransport`` whose connections read through ``DeadlineNetworkBackend``."""
-    transport = httpx.HTTPTransport(limits=limits)
+def make_transport(limits: httpx.Limits, *, verify: typing.Any = True, proxy: str | None = None
+                   ) -> httpx.HTTPTransport:
+    """An ``httpx.HTTPTransport`` whose connections read through ``DeadlineNetworkBackend`` (TLS with
+    ``verify``, an ``ssl.SSLContext``; through ``proxy`` when given)."""
+    transport = httpx.HTTPTransport(limits=limits, verify=verify, proxy=httpx.Proxy(proxy) if proxy else None)
     pool = getattr(transport, "_pool", None)  # httpx does not pass a network backend through
     if isinstance(pool, httpcore.ConnectionPool) and hasattr(pool, "_network_backend"):
         pool._network_backend = DeadlineNetworkBackend()

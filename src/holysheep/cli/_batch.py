@@ -201,7 +201,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
             print(f"holysheep batch: {exc}", file=sys.stderr)
             return 2
     try:
-        client = Client(base_url=args.base_url, max_retries=0)
+        client = Client(base_url=args.base_url, max_retries=0, proxy=getattr(args, "proxy", None))
     except HolySheepError as exc:
         print(f"holysheep batch: {exc}", file=sys.stderr)
         return 2

@@ -27,11 +27,15 @@ def positive_seconds(text: str) -> float:
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """``--api-key``, ``--base-url`` and ``--json`` on a sub-command too (they override the global ones)."""
+    """``--api-key``, ``--base-url``, ``--proxy`` and ``--json`` on a sub-command too (they override the global
+    ones)."""
     parser.add_argument("--api-key", default=None, metavar="KEY",
                         help="API key (default: HOLYSHEEP_API_KEY); never printed")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)")
+    parser.add_argument("--proxy", default=None, metavar="URL",
+                        help="send requests through this proxy (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, "
+                             "minus NO_PROXY); credentials in it are never printed")
     parser.add_argument("--json", action="store_true", default=None, help="machine-readable output on stdout")
 
 
@@ -40,4 +44,4 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
     from holysheep import Client
 
     api_key_in_use(args.api_key)
-    return Client(api_key=args.api_key, base_url=args.base_url, **options)
+    return Client(api_key=args.api_key, base_url=args.base_url, proxy=getattr(args, "proxy", None), **options)

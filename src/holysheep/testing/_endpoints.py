@@ -33,7 +33,7 @@ from ._replies import (
 
 __all__ = ["Endpoint", "EndpointHandler"]
 
-_ROUTES = {"/chat/completions": "POST", "/models": "GET", "/quota": "GET"}
+_ROUTES = {"/chat/completions": "POST", "/embeddings": "POST", "/models": "GET", "/quota": "GET"}
 Endpoint = Callable[[RecordedRequest], "Response | StreamReply"]
 
 
@@ -187,6 +187,8 @@ class EndpointHandler:
             builtin = lambda rec: model_endpoint(route[len("/models/") :], self.models)  # noqa: E731
         elif method == "GET" and route == "/quota":
             builtin = self._quota
+        elif method == "POST" and route == "/embeddings":
+            builtin = self._embeddings
         custom = self._handlers.get((method, route))
         if custom is None:
             return builtin
@@ -216,6 +218,13 @@ class EndpointHandler:
             words_per_chunk=self.words_per_chunk,
             quota_exhausted=exhausted,
         )
+        self.quota_used += tokens
+        return result
+
+    def _embeddings(self, rec: RecordedRequest) -> Response:
+        from ._embeddings import embeddings_endpoint
+
+        result, tokens = embeddings_endpoint(rec.body, models=self.models, strict_models=self.strict_models)
         self.quota_used += tokens
         return result
 

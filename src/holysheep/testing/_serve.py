@@ -58,6 +58,8 @@ def serve(
                   f"{'structured (tool calls, schema-valid JSON)' if structured else ''}", flush=True)
         if strict_models:
             print(f"serving only: {', '.join(server.models)}", flush=True)
+        print(f"point the SDK (and the README quickstart) at it:\n  export HOLYSHEEP_BASE_URL={server.url}\n"
+              f"  export HOLYSHEEP_API_KEY={server.api_key}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -43,6 +43,8 @@ class ChatCompletionMessageParam(TypedDict, total=False):
     name: NotRequired[str]
     tool_calls: NotRequired[list[dict[str, Any]]]
     tool_call_id: NotRequired[str]
+    reasoning_content: NotRequired[str | None]
+    refusal: NotRequired[str | None]
 
 
 class Message(HolySheepModel):
@@ -53,6 +55,9 @@ class Message(HolySheepModel):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = None
+    """The reasoning of a DeepSeek-style reply (kept when the message is sent back)."""
+    refusal: str | None = None
 
 
 class FunctionCall(HolySheepModel):
@@ -77,6 +82,9 @@ class ChatCompletionMessage(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ToolCall] | None = None
+    reasoning_content: str | None = None
+    """The model's reasoning, from servers that send it apart from the answer (DeepSeek, vLLM and SGLang
+    reasoning parsers); ``None`` when the server sent none."""
 
 
 class Choice(HolySheepModel):
@@ -274,6 +282,8 @@ class ChoiceDelta(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ChoiceDeltaToolCall] | None = None
+    reasoning_content: str | None = None
+    """A piece of the model's reasoning (DeepSeek-style servers)."""
 
 
 class ChunkChoice(HolySheepModel):

@@ -14,7 +14,7 @@ from holysheep.types.chat import ChatCompletion, ChatCompletionMessageParam, Mes
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
 
-__all__ = ["BaseChat", "BaseCompletions", "Executor", "Resource"]
+__all__ = ["BaseChat", "BaseCompletions", "Beta", "Executor", "Resource"]
 
 _RC = TypeVar("_RC")
 _RS = TypeVar("_RS")
@@ -57,6 +57,21 @@ class Resource:
 
     def __init__(self, client: Executor) -> None:
         self._client = client
+
+    @property
+    def with_raw_response(self) -> Any:
+        """The same methods, returning an `APIResponse`: ``headers``, ``status_code``, ``http_request``,
+        ``elapsed``, ``retries_taken`` and ``parse()`` (openai-python's ``with_raw_response``)."""
+        from holysheep._clients.resources.raw import RawResponseProxy
+
+        return RawResponseProxy(self)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        """The same methods as context managers giving the `APIResponse` (a stream is closed on exit)."""
+        from holysheep._clients.resources.raw import StreamingResponseProxy
+
+        return StreamingResponseProxy(self)
 
 
 class BaseCompletions(Resource, Generic[_RC, _RS]):
@@ -123,3 +138,14 @@ class BaseChat(Generic[_C]):
 
     def __init__(self, completions: _C) -> None:
         self.completions = completions
+
+
+_CH = TypeVar("_CH")
+
+
+class Beta(Generic[_CH]):
+    """``client.beta``: where older openai code calls ``client.beta.chat.completions.parse`` (and ``.stream``).
+    ``client.beta.chat`` is ``client.chat``."""
+
+    def __init__(self, chat: _CH) -> None:
+        self.chat = chat

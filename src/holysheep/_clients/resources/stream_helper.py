@@ -1,0 +1,95 @@
+"""``client.chat.completions.stream(...)`` for the sync and async clients (openai's event-stream helper)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from holysheep._clients.resources.chat import Executor, parse_chat_completion
+from holysheep._clients.resources.structured import _spec
+from holysheep._core.request import ChatParamsNoFormat, RequestSpec, build_chat_spec
+from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
+
+if TYPE_CHECKING:
+    from holysheep._clients.chat_stream import AsyncChatCompletionStreamManager, ChatCompletionStreamManager
+    from holysheep._core.schema import ResponseFormat
+
+__all__ = ["AsyncStreamHelper", "SyncStreamHelper", "stream_spec"]
+
+T = TypeVar("T")
+Messages = Iterable[ChatCompletionMessageParam | Message]
+
+
+def stream_spec(model: Any, messages: Any, response_format: Any,
+                params: Mapping[str, Any]) -> tuple[RequestSpec, ResponseFormat[Any] | None]:
+    """The streamed request, and the format its content is parsed as (a type passed as ``response_format``;
+    a dict is sent as given and not parsed, as in openai). Raises `InvalidRequestError` before any I/O."""
+    if "stream" in params:
+        from holysheep._exceptions import InvalidRequestError
+
+        raise InvalidRequestError("stream() always streams: leave out stream=.", field="stream")
+    if response_format is not None and not isinstance(response_format, Mapping):
+        from holysheep._core.structured import plan_parse
+
+        plan = plan_parse({"model": model, "messages": messages, "response_format": response_format, **params},
+                          stream=True)
+        return _spec(plan.params, stream=True), plan.format
+    rest = dict(params)
+    if response_format is not None:
+        rest["response_format"] = response_format
+    return build_chat_spec(model=model, messages=messages, stream=True, params=rest,
+                           parse=parse_chat_completion), None
+
+
+class SyncStreamHelper:
+    """Adds ``stream`` to the sync client's ``chat.completions``."""
+
+    _client: Executor
+
+    @overload
+    def stream(self, *, model: ModelName, messages: Messages, response_format: type[T],
+               **params: Unpack[ChatParamsNoFormat]) -> ChatCompletionStreamManager[T]: ...
+
+    @overload
+    def stream(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | None = None,
+               **params: Unpack[ChatParamsNoFormat]) -> ChatCompletionStreamManager[Any]: ...
+
+    def stream(self, *, model: ModelName, messages: Messages, response_format: Any = None,
+               **params: Any) -> ChatCompletionStreamManager[Any]:
+        """Stream a chat completion as typed events; use it as ``with ... as stream: for event in stream``.
+
+        openai-python's helper: the events are ``chunk``, ``content.delta``/``.done`` (``parsed`` with
+        ``response_format=Model``), ``refusal.delta``/``.done``, ``tool_calls.function.arguments.delta``/
+        ``.done``, ``logprobs.*``, plus ``reasoning.delta``/``.done`` for reasoning servers. The request is
+        sent on entering the ``with``; arguments (those of ``create``) are checked now.
+        ``stream.get_final_completion()`` returns the `ParsedChatCompletion`.
+        """
+        from holysheep._clients.chat_stream import ChatCompletionStreamManager
+
+        spec, fmt = stream_spec(model, messages, response_format, params)
+        return ChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, params.get("tools"))
+
+
+class AsyncStreamHelper:
+    """Adds ``stream`` to the async client's ``chat.completions`` (``async with``)."""
+
+    _client: Executor
+
+    @overload
+    def stream(self, *, model: ModelName, messages: Messages, response_format: type[T],
+               **params: Unpack[ChatParamsNoFormat]) -> AsyncChatCompletionStreamManager[T]: ...
+
+    @overload
+    def stream(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | None = None,
+               **params: Unpack[ChatParamsNoFormat]) -> AsyncChatCompletionStreamManager[Any]: ...
+
+    def stream(self, *, model: ModelName, messages: Messages, response_format: Any = None,
+               **params: Any) -> AsyncChatCompletionStreamManager[Any]:
+        """Stream a chat completion as typed events: ``async with ... as stream: async for event in stream``.
+        Same events and arguments as the sync ``Client.chat.completions.stream``."""
+        from holysheep._clients.chat_stream import AsyncChatCompletionStreamManager
+
+        spec, fmt = stream_spec(model, messages, response_format, params)
+        return AsyncChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, params.get("tools"))

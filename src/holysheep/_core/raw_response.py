@@ -1,0 +1,97 @@
+"""``with_raw_response`` / ``with_streaming_response``: the HTTP response, parsed only when asked (no I/O here)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
+
+__all__ = ["RAW", "APIResponse"]
+
+R = TypeVar("R")
+RAW: ContextVar[bool] = ContextVar("holysheep_raw_response", default=False)
+"""Set by ``with_raw_response`` around one call: the client's shell then sends a raw ``RequestSpec``."""
+_UNSET: Any = object()
+
+
+class _Call(Protocol):
+    """What an `APIResponse` needs from the call that produced it (a ``Call``)."""
+
+    @property
+    def api_key(self) -> str | None: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def retries_taken(self) -> int: ...
+    def httpx_request(self) -> httpx.Request: ...
+    def parse_body(self, response: Any) -> Any: ...
+
+
+class APIResponse(Generic[R]):
+    """One call's HTTP response: ``status_code``, ``headers``, ``http_request`` (its key masked), ``elapsed``
+    (a ``timedelta``), ``retries_taken``, the body (``content``, ``text``, ``json()``), and ``parse()``: the
+    object the plain call would have returned (a stream, for ``stream=True``)."""
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes | None, *, call: _Call,
+                 value: Any = _UNSET) -> None:
+        from holysheep._core.error_mapping import sanitized_request
+
+        self.status_code = status_code
+        self.headers = httpx.Headers(headers if isinstance(headers, httpx.Headers) else list(headers.items()))
+        self._content = content
+        self._call = call
+        self.http_request: httpx.Request = sanitized_request(call.httpx_request(), call.api_key)
+        self.elapsed = datetime.timedelta(seconds=call.elapsed)
+        self.retries_taken: int = call.retries_taken
+        self._value = value
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's ``x-request-id``."""
+        value: str | None = self.headers.get("x-request-id")
+        return value
+
+    @property
+    def content(self) -> bytes:
+        """The body (empty for a stream: read it through ``parse()``)."""
+        return self._content or b""
+
+    @property
+    def text(self) -> str:
+        """The body as text."""
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body decoded as JSON."""
+        return json.loads(self.content)
+
+    def read(self) -> bytes:
+        """The body (already read for a non-stream call)."""
+        return self.content
+
+    def parse(self) -> R:
+        """The typed result (parsed once; a stream for ``stream=True``). Raises `APIResponseValidationError`
+        when the body is not what the endpoint returns."""
+        if self._value is _UNSET:
+            self._value = self._call.parse_body(self)  # it has what a response has: status, headers, content
+        value: R = self._value
+        return value
+
+    def close(self) -> None:
+        """Release a stream's connection (nothing to do for a read body)."""
+        close = getattr(self._value, "close", None)
+        if self._value is not _UNSET and close is not None:
+            close()
+
+    async def aclose(self) -> None:
+        """``close()`` for an async stream."""
+        close = getattr(self._value, "close", None)
+        if self._value is not _UNSET and close is not None:
+            await close()
+
+    def __repr__(self) -> str:
+        return f"<APIResponse [{self.status_code}] {self.http_request.method} {self.http_request.url}>"
