@@ -307,3 +307,16 @@ def test_opentelemetry_instrument_finds_the_instrumentor(tmp_path: Any) -> None:
     out = subprocess.run([tool, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert '"name": "chat gpt-4.1"' in out.stdout and '"gen_ai.provider.name": "holysheep"' in out.stdout
+
+
+def test_embeddings_are_embeddings_spans(server: FakeServer) -> None:
+    with instrumented() as t, _client(server) as client:
+        reply = client.embeddings.create(model="emb", input=["hello world", "bye"], dimensions=8)
+    (span,) = t.spans()
+    a = span.attributes
+    assert span.name == "embeddings emb" and span.kind is SpanKind.CLIENT
+    assert (a["gen_ai.operation.name"], a["gen_ai.request.model"]) == ("embeddings", "emb")
+    assert a["gen_ai.embeddings.dimension.count"] == 8
+    assert a["gen_ai.usage.input_tokens"] == reply.usage.prompt_tokens and "gen_ai.usage.output_tokens" not in a
+    tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in t.points("gen_ai.client.token.usage")}
+    assert tokens == {"input": reply.usage.prompt_tokens}
