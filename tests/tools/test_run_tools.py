@@ -130,6 +130,21 @@ def test_a_raising_tool_is_reported_to_the_model(kind: str) -> None:
     assert result.content == f"saw {error}"
 
 
+def test_a_key_in_a_tool_error_is_redacted(kind: str) -> None:
+    secret = "hs_live_" + "k" * 32
+
+    def leaky() -> str:
+        """Fails with a key in its message."""
+        raise RuntimeError(f"auth failed for {secret}")
+
+    script = Script([{"match": "go", "replies": [{"tool_calls": [call("leaky")]}, "ok"]}])
+    with FakeServer(reply=script) as server:
+        result = run_tools(kind, server, messages=user("go"), tools=[leaky])
+        sent = server.requests[1].raw_body.decode()
+    assert secret not in sent and secret not in str(result.tool_calls[0].error)
+    assert "auth failed for hs_" in result.tool_calls[0].error
+
+
 def test_an_unknown_tool_is_reported_to_the_model(kind: str) -> None:
     script = Script([{"match": "go", "replies": [{"tool_calls": [call("nope", a=1)]}, "ok"]}])
     with FakeServer(reply=script) as server:

@@ -246,7 +246,9 @@ class ToolLoop:
 
 def failed(pending: PendingCall, exc: BaseException, duration_s: float) -> ToolOutcome:
     """The outcome of a handler that raised: its error is the tool's result."""
-    text = f"Error: the tool {pending.name!r} raised {type(exc).__name__}: {exc}"
+    from holysheep._core.keys import redact  # an hs_ key in the message never reaches the model or a file
+
+    text = redact(f"Error: the tool {pending.name!r} raised {type(exc).__name__}: {exc}")
     return ToolOutcome(text, None, text, duration_s)
 
 
