@@ -320,3 +320,12 @@ def test_embeddings_are_embeddings_spans(server: FakeServer) -> None:
     assert a["gen_ai.usage.input_tokens"] == reply.usage.prompt_tokens and "gen_ai.usage.output_tokens" not in a
     tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in t.points("gen_ai.client.token.usage")}
     assert tokens == {"input": reply.usage.prompt_tokens}
+
+
+def test_a_raw_response_call_has_the_response_attributes(server: FakeServer) -> None:
+    with instrumented() as t, _client(server) as client:
+        raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=MESSAGES)
+        parsed = raw.parse()
+    (span,) = t.spans()
+    assert span.attributes["gen_ai.response.id"] == parsed.id
+    assert span.attributes["gen_ai.usage.output_tokens"] == parsed.usage.completion_tokens

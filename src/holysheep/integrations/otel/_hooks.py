@@ -19,6 +19,7 @@ from holysheep._core.hooks import (
     StreamEvent,
     ToolEvent,
 )
+from holysheep._core.raw_response import APIResponse
 from holysheep._version import __version__
 from holysheep.integrations.otel._attributes import (
     ATTEMPTS,
@@ -149,6 +150,11 @@ class OpenTelemetryHooks(Hooks):
             if event.ctx.stream:  # the span ends with the stream
                 return
             response = event.response
+            if isinstance(response, APIResponse):  # with_raw_response: the parsed value (parsed once, kept)
+                try:
+                    response = response.parse()
+                except Exception:  # the caller gets the same error from parse(); the span just has less
+                    response = None
             end: dict[str, Any] = {}
             inp, out, cached, model = response_attributes(end, response)
             if self.capture_content and getattr(response, "choices", None):
