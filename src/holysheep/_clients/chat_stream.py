@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from holysheep._core.chat_events import ChatEventState
+from holysheep._core.chat_events import ChatEventState, strict_tool_names
 from holysheep._core.stream_state import StreamMetrics
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 from holysheep.types.chat_stream import ChatCompletionStreamEvent
@@ -19,6 +19,16 @@ from holysheep.types.parsed import ParsedChatCompletion
 if TYPE_CHECKING:
     from holysheep._clients.streaming import AsyncStream, Stream
     from holysheep._core.schema import ResponseFormat
+    from holysheep._core.tools import ToolSet
+
+
+def _typed_tools(tools: object) -> ToolSet | None:
+    """The request's tools as a `ToolSet` when some are typed (``pydantic_function_tool``/``function_tool``)."""
+    if not isinstance(tools, (list, tuple)) or not tools:
+        return None
+    from holysheep._core.tools import FunctionTool, tool_set  # lazy: only typed tools need the schema code
+
+    return tool_set(tools) if any(isinstance(t, FunctionTool) for t in tools) else None
 
 __all__ = ["AsyncChatCompletionStream", "AsyncChatCompletionStreamManager", "ChatCompletionStream",
            "ChatCompletionStreamManager"]
@@ -26,11 +36,12 @@ __all__ = ["AsyncChatCompletionStream", "AsyncChatCompletionStreamManager", "Cha
 T = TypeVar("T")
 
 
-def _parsed(completion: ChatCompletion, fmt: ResponseFormat[Any] | None) -> ParsedChatCompletion[Any]:
-    if fmt is not None:
+def _parsed(completion: ChatCompletion, fmt: ResponseFormat[Any] | None,
+            tools: ToolSet | None = None) -> ParsedChatCompletion[Any]:
+    if fmt is not None or tools is not None:
         from holysheep._core.structured import parse_completion
 
-        return parse_completion(fmt, completion)
+        return parse_completion(fmt, completion, None, tools)
     result: ParsedChatCompletion[Any] = ParsedChatCompletion.model_validate(
         completion.model_dump(by_alias=True, exclude_unset=True))
     result._set_transport(completion._transport)
@@ -42,8 +53,30 @@ class _Base(Generic[T]):
 
     def __init__(self, fmt: ResponseFormat[Any] | None, tools: object) -> None:
         self._fmt = fmt
-        self._events = ChatEventState(fmt=fmt, tools=tools, snapshot=self._snapshot)
+        self._tool_set = _typed_tools(tools)
+        self._strict_tools = strict_tool_names(tools)
+        parse_arguments = self._typed_arguments if self._tool_set is not None else None
+        self._events = ChatEventState(fmt=fmt, tools=tools, snapshot=self._snapshot, parse_arguments=parse_arguments)
         self._final: ParsedChatCompletion[T] | None = None
+
+    def _typed_arguments(self, name: str, arguments: str) -> Any:
+        """A finished call's ``parsed_arguments``: the tool's model for a typed tool (raises `ToolArgumentsError`
+        naming the field), the decoded JSON for another strict tool, else None."""
+        assert self._tool_set is not None
+        if self._tool_set.typed(name) is None:
+            if name not in self._strict_tools:
+                return None
+            import json
+
+            try:
+                return json.loads(arguments)
+            except ValueError:
+                return None
+        from holysheep._core.structured import tool_arguments
+        from holysheep.types.chat import FunctionCall, ToolCall
+
+        return tool_arguments(self._tool_set, ToolCall(function=FunctionCall(name=name, arguments=arguments)),
+                              self._snapshot(), 1)
 
     def _snapshot(self) -> ChatCompletion:
         return self._stream._state.final_completion()
@@ -70,7 +103,7 @@ class _Base(Generic[T]):
 
     def _finish(self, completion: ChatCompletion) -> ParsedChatCompletion[T]:
         if self._final is None:
-            self._final = _parsed(completion, self._fmt)
+            self._final = _parsed(completion, self._fmt, self._tool_set)
         return self._final
 
 

@@ -28,7 +28,7 @@ from holysheep.types.parsed import ParsedChatCompletion
 if TYPE_CHECKING:
     from holysheep._core.tools import ToolSet
 
-__all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "wants_parse"]
+__all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "tool_arguments", "wants_parse"]
 
 T = TypeVar("T")
 Steps = Generator[dict[str, Any], ChatCompletion, ParsedChatCompletion[T]]
@@ -72,7 +72,7 @@ def _summed_usage(attempts: list[ChatCompletion]) -> CompletionUsage | None:
     return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
-def _tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attempts: int) -> Any:
+def tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attempts: int) -> Any:
     """A tool call's arguments as its tool's model (None for a raw tool dict or an unknown name)."""
     tool = tools.typed(call.function.name)
     if tool is None:
@@ -129,7 +129,7 @@ def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
                 f"The provider's content filter stopped the reply (finish_reason='content_filter', {where}). "
                 "The response is in .completion; rephrase the request.", completion=summed)
         calls = message.tool_calls or []
-        parsed_args.append([_tool_arguments(tools, call, summed, len(attempts)) for call in calls] if tools else [])
+        parsed_args.append([tool_arguments(tools, call, summed, len(attempts)) for call in calls] if tools else [])
         if message.content is None or fmt is None:
             parsed_values.append(None)  # e.g. a tool call
             continue
