@@ -23,7 +23,7 @@ from holysheep._engine.results import (
 )
 from holysheep.batch._estimate import BatchEstimate, ModelEstimate, RefusedItem, estimate, estimate_jsonl
 from holysheep.batch._jsonl import JsonlReport, arun_jsonl, run_jsonl
-from holysheep.batch._jsonl_output import OutputLockedError, OutputMismatchError
+from holysheep.batch._jsonl_output import OutputLockedError, OutputMismatchError, OutputWriteError
 
 __all__ = [
     "BatchCancelledError",
@@ -41,6 +41,7 @@ __all__ = [
     "MissingExtraError",
     "ModelEstimate",
     "OutputLockedError",
+    "OutputWriteError",
     "OutputMismatchError",
     "PlainProgress",
     "ProgressReporter",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from holysheep.cli._batch import build_parser, run_batch_command
+from holysheep.cli._app import run
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run the batch command."""
-    return run_batch_command(build_parser().parse_args(argv))
+    """Parse ``argv`` and run the batch command, exactly as ``holysheep batch`` does (one line per error,
+    never a traceback, the same exit codes)."""
+    return run(["batch", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -34,7 +35,7 @@ from holysheep._engine.spend import check_max_cost, check_priced
 from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
 from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
-from holysheep.batch._jsonl_output import OutputLock, PriorResult, compact_output, read_output
+from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
 from holysheep.batch._jsonl_report import JsonlReport
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from holysheep._clients.client import Client
 
 __all__ = ["JsonlReport", "arun_jsonl", "error_record", "run_jsonl"]
+
+logger = logging.getLogger("holysheep.batch")
 
 PathLike = str | os.PathLike[str]
 
@@ -109,8 +112,13 @@ class _Writer:
     def _write(self, cid: str, digest: str | None, body: str) -> None:
         head = '{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest)
         with self._lock:
-            self.out.write(head + body + "}\n")
-            self.out.flush()
+            try:
+                self.out.write(head + body + "}\n")
+                self.out.flush()
+            except OSError as exc:  # a full disk: say where, and that --resume continues
+                raise OutputWriteError(
+                    f"could not write results to {self.out.name}: {exc.strerror or exc}. The lines written before are "
+                    "intact; free space (or fix the disk) and run again with --resume to continue.") from None
 
     def bad_line(self, line: InputLine) -> None:
         assert line.problem is not None
@@ -178,6 +186,24 @@ def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mappi
                       if line.item is not None and line.item.get("model")}, options.get("prices"))
 
 
+@contextlib.contextmanager
+def _output(path: Path) -> Iterator[TextIO]:
+    """The output, open for appending. Closing it flushes what a full disk refused: that failure must not
+    hide the `OutputWriteError` already raised, and alone it becomes one."""
+    out = path.open("a", encoding="utf-8", newline="\n")
+    try:
+        yield out
+    except BaseException:
+        with contextlib.suppress(OSError):
+            out.close()
+        raise
+    try:
+        out.close()
+    except OSError as exc:
+        raise OutputWriteError(f"could not write results to {path}: {exc.strerror or exc}. The lines written "
+                               "before are intact; free space and run again with --resume to continue.") from None
+
+
 def _finish(plan: _Plan, ok: bool) -> None:
     """Compact the output to one line per custom_id and release the lock. After an error or Ctrl-C the
     compaction is still tried, but its own failure must not hide the first one (the next `--resume`
@@ -187,7 +213,13 @@ def _finish(plan: _Plan, ok: bool) -> None:
     report.not_run = max(report.not_run, report.lines - report.skipped - report.succeeded - report.failed)
     try:
         if ok:
-            compact_output(plan.dst, plan.order)
+            try:
+                compact_output(plan.dst, plan.order)
+            except OSError as exc:  # the results fit but their copy did not: they stay as appended
+                report.compaction_error = (
+                    f"could not rewrite {plan.dst} to one line per custom_id ({exc.strerror or exc}); the results are "
+                    "intact as appended (the last line of each custom_id counts) and the next --resume rewrites it")
+                logger.warning("%s", report.compaction_error)
         else:
             with contextlib.suppress(Exception):
                 compact_output(plan.dst, plan.order)
@@ -245,7 +277,7 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     options = dict(with_client_cache(options, client.cache))
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
-        with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
+        with _output(plan.dst) as out:
             writer = _Writer(out, plan.report, kwargs.get("on_result"))
             plan.report.summary = _stream_sync(
                 client, _items(plan, writer, defaults), options, progress=progress, on_result=writer,
@@ -265,7 +297,7 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         progress = make_progress(kwargs.get("progress", False))
-        with plan.dst.open("a", encoding="utf-8", newline="\n") as out:
+        with _output(plan.dst) as out:
             writer = _Writer(out, plan.report, kwargs.get("on_result"))
             it = client.chat.completions.batch_iter(
                 _items(plan, writer, defaults), on_progress=kwargs.get("on_progress"),

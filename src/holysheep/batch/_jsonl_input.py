@@ -95,6 +95,9 @@ def read_lines(path: Path, defaults: Mapping[str, Any], end: int | None = None) 
 def check_paths(src: Path, dst: Path) -> None:
     if not src.is_file():
         raise InvalidRequestError(f"input file {src} does not exist.", field="input_path")
+    if dst.is_dir():
+        raise InvalidRequestError(f"the output path {dst} is a folder: name a file in it, such as "
+                                  f"{dst / 'out.jsonl'}.", field="output_path")
     same = dst.resolve() == src.resolve()
     if not same and dst.exists():
         same = os.path.samefile(src, dst)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from holysheep._exceptions import InvalidRequestError
+from holysheep._exceptions import HolySheepError, InvalidRequestError
 
 try:
     import fcntl
@@ -44,6 +44,11 @@ class OutputMismatchError(InvalidRequestError):
 
 class OutputLockedError(InvalidRequestError):
     """Another run (a live process) is writing the same output file."""
+
+
+class OutputWriteError(HolySheepError):
+    """The output file could not be written (a full disk, a lost mount): the lines written before are intact,
+    and ``--resume`` continues from them once the cause is fixed."""
 
 
 def request_hash(raw: bytes, obj: Any = None, parsed: bool = False) -> str:
@@ -136,20 +141,8 @@ def read_output(path: Path) -> dict[str, PriorResult]:
     return prior
 
 
-def compact_output(path: Path, order: Iterable[str]) -> int:
-    """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
-    is not in `order` follow at the end. Returns the number of lines written."""
-    if not path.exists():
-        return 0
-    last: dict[str, tuple[int, int]] = {}
-    extra: list[tuple[int, int]] = []
-    for offset, raw in _complete_lines(path):
-        head = _head(raw)
-        if head is None:
-            extra.append((offset, len(raw)))
-        else:
-            last[head[0]] = (offset, len(raw))
-    tmp = path.with_name(path.name + ".tmp")
+def _write_compacted(path: Path, tmp: Path, order: Iterable[str], last: dict[str, tuple[int, int]],
+                     extra: list[tuple[int, int]]) -> int:
     written = 0
     with path.open("rb") as src, tmp.open("wb") as out:
         spans: list[tuple[int, int]] = []
@@ -165,6 +158,29 @@ def compact_output(path: Path, order: Iterable[str]) -> int:
             written += 1
         out.flush()
         os.fsync(out.fileno())
+    return written
+
+
+def compact_output(path: Path, order: Iterable[str]) -> int:
+    """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
+    is not in `order` follow at the end. Returns the number of lines written."""
+    if not path.exists():
+        return 0
+    last: dict[str, tuple[int, int]] = {}
+    extra: list[tuple[int, int]] = []
+    for offset, raw in _complete_lines(path):
+        head = _head(raw)
+        if head is None:
+            extra.append((offset, len(raw)))
+        else:
+            last[head[0]] = (offset, len(raw))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        written = _write_compacted(path, tmp, order, last, extra)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # a failed copy (a full disk) leaves nothing behind; the output is untouched
+        raise
     os.replace(tmp, path)
     with contextlib.suppress(OSError):  # make the rename durable where the platform allows it
         fd = os.open(path.parent, os.O_RDONLY)

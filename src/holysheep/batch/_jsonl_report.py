@@ -17,7 +17,9 @@ class JsonlReport:
     `skipped`: lines already done (their last result succeeded) and not sent again; `rerun`: lines
     whose last result was a failure and that ran again (also counted in `succeeded`/`failed`);
     `not_run`: lines left without a result because the batch stopped (`--resume` runs them);
-    `bad_lines`: `(line number, what is wrong)` for lines that could not be sent.
+    `bad_lines`: `(line number, what is wrong)` for lines that could not be sent;
+    `compaction_error`: why the final rewrite to one line per custom_id failed (a full disk), when it did:
+    the results are intact (appended lines, the last per custom_id counts) and the next run compacts them.
     """
 
     input_path: str
@@ -30,6 +32,7 @@ class JsonlReport:
     not_run: int = 0
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
     summary: BatchSummary | None = None
+    compaction_error: str | None = None
 
     @property
     def ok(self) -> bool:

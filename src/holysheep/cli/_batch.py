@@ -176,6 +176,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
     from holysheep import Client
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
+    from holysheep.batch._jsonl_output import OutputWriteError
 
     if not args.output and not getattr(args, "dry_run", False):
         print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
@@ -222,6 +223,10 @@ def run_batch_command(args: argparse.Namespace) -> int:
         _close_cache(params)
         print(f"holysheep batch: {exc}", file=sys.stderr)
         return 2
+    except OutputWriteError as exc:  # a full disk: not bad input (exit 1), and --resume continues
+        _close_cache(params)
+        print(f"holysheep batch: {exc}", file=sys.stderr)
+        return 1
     _close_cache(params)
     for lineno, message in report.bad_lines[:20]:
         print(f"holysheep batch: bad input line {lineno}: {message}", file=sys.stderr)
@@ -237,6 +242,8 @@ def run_batch_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         if report.summary is not None:
             print(str(report.summary), file=sys.stderr)
+        if report.compaction_error:
+            print(f"holysheep batch: {report.compaction_error}.", file=sys.stderr)
         if report.not_run:
             reason = report.summary.stop_reason if report.summary else None
             hint = ("run again with --resume (with a new --max-cost, or none) to finish the rest"
