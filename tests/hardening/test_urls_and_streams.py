@@ -118,3 +118,14 @@ def test_tls_warning_sees_mounts_and_check_hostname(how: str, sync: bool) -> Non
         else:
             asyncio.run(AsyncClient(api_key=SECRET, base_url="https://example.invalid/v1",
                                     http_client=http).aclose())
+
+
+def test_conflicting_content_lengths_are_refused_on_every_transport(kind: str) -> None:
+    from holysheep import APIConnectionError
+
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(COMPLETION)}\r\n"
+                f"content-length: {len(COMPLETION) + 5}\r\n\r\n".encode() + COMPLETION)
+
+    with HostileServer(scenario) as srv, pytest.raises(APIConnectionError):
+        chat(kind, srv.url)
