@@ -169,10 +169,16 @@ class AiohttpBackend:
         try:
             timeout = self._timeout(call)
             data = call.content
-            proxy, proxy_headers = self._proxy(call.url) if self._network.routes else (None, None)
-            resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
-                                         timeout=timeout, allow_redirects=False, proxy=proxy,
-                                         proxy_headers=proxy_headers, skip_auto_headers=_skip(call.headers, data))
+            if self._network.routes:  # proxies configured: the route for this URL (None: direct)
+                proxy, proxy_headers = self._proxy(call.url)
+                resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
+                                             timeout=timeout, allow_redirects=False, proxy=proxy,
+                                             proxy_headers=proxy_headers,
+                                             skip_auto_headers=_skip(call.headers, data))
+            else:  # no proxy keywords at all: aiohttp builds a header dict for proxy_headers even when None
+                resp = await session.request(call.method, self._url(call.url), data=data, headers=call.headers,
+                                             timeout=timeout, allow_redirects=False,
+                                             skip_auto_headers=_skip(call.headers, data))
             if resp.status in REDIRECT_STATUSES:
                 resp = await self._redirected(session, call, resp, timeout)
             limit = call.config.max_response_bytes
