@@ -149,3 +149,14 @@ def test_ssl_cert_dir_in_a_fresh_process(server: FakeServer, tls: TLSFront, ca: 
     base = f"https://127.0.0.1:{tls.port}/v1"
     for kind in TRANSPORTS:
         assert _fresh(base, server.api_key, kind, {"SSL_CERT_DIR": directory}) == {"ok": True}, kind
+
+
+def test_a_custom_http_client_is_named_as_the_store(server: FakeServer, tls: TLSFront) -> None:
+    import httpx
+
+    with Client(base_url=f"https://127.0.0.1:{tls.port}/v1", api_key=server.api_key, max_retries=0,
+                http_client=httpx.Client()) as client, pytest.raises(APITLSError) as info:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    message = str(info.value)
+    assert "the CA store in use: the http_client's own" in message and "certifi (" not in message
+    assert "SSL_CERT_FILE" not in message  # the SDK's settings do not apply to a client passed in

@@ -177,6 +177,11 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             )
         if http_client is not None:
             _warn_if_tls_unverified(http_client)
+            import dataclasses
+
+            # proxy=, verify= and cert= do not apply to a caller's client: TLS errors name its own store
+            network = dataclasses.replace(self._config.network, ca_source="the http_client's own (its verify=)")
+            self._config = self._config.replace(network=network)
         elif self._config.network.verify is False:
             _warn_unverified("verify=False")
         _check_fallback_args(fallbacks, circuit_breaker)

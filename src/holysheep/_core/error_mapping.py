@@ -255,10 +255,12 @@ def _tls_error(failure: BaseException, where: str, ca_source: str | None, api_ke
             f"TLS error{where}: the server refused the handshake with a TLS alert ({reason}). It may require a "
             f"client certificate: pass cert='client.pem' (or (cert_file, key_file)). Not retried; {store}.",
             request=req)
+    hint = ("point the SDK at it: set SSL_CERT_FILE=/path/to/ca.pem (or SSL_CERT_DIR), or pass "
+            "verify='/path/to/ca.pem'") if not (ca_source or "").startswith("the http_client") else \
+        "give the http_client you passed in verify=ssl.create_default_context(cafile='/path/to/ca.pem')"
     return APITLSError(
         f"TLS error{where}: certificate verify failed ({reason}); {store}. If the server uses a private or "
-        "corporate CA, point the SDK at it: set SSL_CERT_FILE=/path/to/ca.pem (or SSL_CERT_DIR), or pass "
-        "verify='/path/to/ca.pem'. Not retried.", request=req)
+        f"corporate CA, {hint}. Not retried.", request=req)
 
 
 def error_from_transport(
