@@ -61,7 +61,8 @@ async def test_async_batch_iter_and_the_cap_see_hits_as_free(tmp_path: Path, ser
 def test_only_successes_are_stored(tmp_path: Path) -> None:
     cache = tmp_path / "c.db"
     with FakeServer(faults=["500"]) as server, sync_client(server, max_retries=0) as client:
-        failed = client.chat.completions.batch(PROMPTS[:1], model=MODEL, max_tokens=6, cache=cache)
+        failed = client.chat.completions.batch(PROMPTS[:1], model=MODEL, max_tokens=6, cache=cache,
+                                               max_retries=0)  # the batch's own policy would retry the 500
         assert not failed[0].ok
         assert SQLiteCache(cache).stats().entries == 0
         ok = client.chat.completions.batch(PROMPTS[:1], model=MODEL, max_tokens=6, cache=cache)

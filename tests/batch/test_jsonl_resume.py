@@ -78,7 +78,7 @@ def test_cli_report_counts_skipped_rerun_and_failed(tmp_path: Path, monkeypatch:
         capsys.readouterr()
         assert cli_main([*args, "--resume"]) == 1  # the model is still unknown: both fail again
         err = capsys.readouterr().err
-        assert f"0 succeeded, 2 failed, 8 skipped (already done), 2 re-run (failed before), 0 not run; " \
+        assert f"10/10 done (8 from an earlier run), 2 failed (2 ran again after failing before), 0 not run; " \
                f"results in {dst}\n" in err
         assert cli_main([*args, "--resume", "--json"]) == 1
         data = json.loads(capsys.readouterr().out)

@@ -47,4 +47,4 @@ def test_notebook_executes_headless(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(html) >= 2, "the estimate and the picker table should render as HTML"
     assert any("<table" in h for h in html)
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "50/50 succeeded" in text  # the sync batch ran inside the kernel's running loop
+    assert "50/50 done, 0 failed" in text  # the sync batch ran inside the kernel's running loop

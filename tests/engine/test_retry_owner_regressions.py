@@ -74,14 +74,20 @@ def test_batch_calls_the_clients_on_retry_hook_with_its_delays() -> None:
     assert all(0.0075 <= d <= 0.01 for _, _, d in calls)  # the client's delays (10 ms, 75-100 % jitter)
 
 
-def test_batch_uses_the_clients_max_retries_unless_overridden() -> None:
+def test_batch_uses_its_own_retry_policy_unless_max_retries_is_given() -> None:
+    """Issue 25: the client's small count (here 3) is for one interactive call; a batch item is retried until
+    it succeeds or the batch stops on an outage (here: 100 failures of 100 attempts). ``max_retries=`` on the
+    batch still caps it."""
+    from holysheep.batch import BatchUnfinishedError
+
     with FakeServer(fault_rate=1.0, fault_mix=[Fault.status(500)]) as server, \
             Client(api_key=server.api_key, base_url=server.url, initial_retry_delay=0, max_retries=3) as client:
         first = client.chat.completions.batch(["a"], model=MODEL, check_quota=False)
-        assert first[0].attempts == 4 and isinstance(first[0].error, InternalServerError)
+        assert first[0].attempts == 100 and isinstance(first[0].error, BatchUnfinishedError)
+        assert isinstance(first[0].error.last_error, InternalServerError)
         second = client.chat.completions.batch(["b"], model=MODEL, check_quota=False, max_retries=1)
-        assert second[0].attempts == 2
-    assert len(_chat(server)) == 6
+        assert second[0].attempts == 2 and isinstance(second[0].error, InternalServerError)
+    assert len(_chat(server)) == 102
 
 
 def test_with_options_reaches_the_fallbacks() -> None:

@@ -212,6 +212,13 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         """GET ``path`` under the base URL (query parameters: ``extra_query={...}``); like ``post``."""
         return await self._execute(generic_spec("GET", path, cast_to=cast_to, params=options))
 
+    def reserve_connections(self, n: int) -> None:
+        """Let this client's own pool hold at least ``n`` connections (a batch at ``concurrency=n``); never
+        lowered. A caller's ``http_client`` keeps its own limits."""
+        ensure = getattr(self._backend, "ensure_connections", None)
+        if ensure is not None:
+            ensure(n)
+
     def sender(self) -> AsyncSender:
         """What the batch engine sends through: this client's plans and attempts, and its quota."""
         from holysheep._clients.senders import AsyncSender

@@ -45,6 +45,8 @@ class AsyncAttemptingClient(PlanningClient, Protocol):
 
     async def _attempt(self, call: Call) -> Outcome: ...
 
+    def reserve_connections(self, n: int) -> None: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -105,6 +107,10 @@ class AsyncSender(_ClientSender):
 
     async def quota(self) -> Any:
         return await self._client.quota.retrieve()
+
+    def reserve(self, in_flight: int) -> None:
+        """Size the client's connection pool for ``in_flight`` requests at once (only ever raised)."""
+        self._client.reserve_connections(in_flight)
 
     async def aclose(self) -> None:
         if self._owns:

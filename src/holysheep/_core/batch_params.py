@@ -28,13 +28,17 @@ class BatchParams(ChatParams, total=False):
     - ``rpm`` / ``tpm``: requests / estimated tokens per minute; ``"auto"`` (the default) follows the
       limits the server announces in ``x-ratelimit-*`` headers (no pacing while it sends none); None
       turns pacing off.
-    - ``max_retries``: retries per item (default: the client's ``max_retries``).
+    - ``max_retries``: retries per item for transient failures (5xx, connection errors, timeouts). Default:
+      the batch's own policy, not the client's: retried until the item succeeds, ``retry_window_s`` passes,
+      or the batch stops on an outage. A 429 never counts: it slows the whole batch instead.
+    - ``retry_window_s``: an item whose transient failures go on this long after its first attempt ends
+      with its last error (default 600 s; None: no limit). 429s never end an item.
     - ``retry_budget``: share of extra requests retries may add before they are paced (default 0.2;
       None: no pacing). Retries over the share wait their turn; they are never refused.
     - ``adaptive``: halve concurrency on a 429 and grow it back (AIMD; default True).
     - ``outage_after_s``: stop when nothing succeeded for this long (default 60 s).
     - ``outage_failure_ratio``: stop when this share of the last ``outage_window`` attempts failed
-      (default 0.9 of 100). Unfinished items then end with ``BatchUnfinishedError``.
+      (default 0.9 of 100; 429s are not counted). Unfinished items then end with ``BatchUnfinishedError``.
     - ``max_pause_s``: longest batch-wide pause for a server's ``Retry-After`` (default 300 s); a longer
       one stops the batch (resumable).
     - ``read_ahead``: inputs read ahead of dispatch (default ``max(2 * concurrency + 64, 128)``).
@@ -67,6 +71,7 @@ class BatchParams(ChatParams, total=False):
     outage_failure_ratio: float
     outage_window: int
     max_pause_s: float
+    retry_window_s: Union[float, None]
     read_ahead: Union[int, None]
     check_quota: bool
     require_quota: bool
@@ -83,7 +88,7 @@ HOOK_NAMES = frozenset({"progress", "on_result", "on_progress"})
 """Batch options that are callbacks or reporters (not part of ``BatchOptions``)."""
 BATCH_OPTION_NAMES = frozenset({
     "concurrency", "rpm", "tpm", "retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio",
-    "outage_window", "max_pause_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
+    "outage_window", "max_pause_s", "retry_window_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
     "max_cost_usd", "prices", "cache",
 })
 """Batch options that configure the engine (everything else is a ``create()`` default)."""

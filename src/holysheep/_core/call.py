@@ -118,9 +118,9 @@ class Call:
     ``rand`` is the jitter source (injectable for tests).
     """
 
-    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "idle_timeout",
-                 "policy", "response_headers", "retries_taken", "served_by", "spec", "started_at", "status_code",
-                 "timeout")
+    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
+                 "idle_timeout", "policy", "rate_limits_free", "response_headers", "retries_taken", "served_by",
+                 "spec", "started_at", "status_code", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
                  idempotency_key: str | None = None, rand: Callable[[], float] = random.random,
@@ -142,6 +142,10 @@ class Call:
         self.served_by = served_by
         self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
         self.retries_taken = 0
+        self.rate_limits_free = False
+        """True (the batch sets it): a 429 is retried without counting against ``max_retries``."""
+        self.free_retries = 0
+        """Retries that did not count against ``max_retries`` (429s when ``rate_limits_free``)."""
         cached = config.urls.get(spec.path)
         if cached is None:
             url = config.base_url.join(spec.path)
@@ -229,14 +233,20 @@ class Call:
         """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.
 
         Retried when ``is_retryable(error)``, retries are left, and the server's delay (if any) is at
-        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook.
+        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook. With
+        ``rate_limits_free`` (a batch) a 429 is retried whatever the count and does not use a retry up.
         """
-        if not is_retryable(error) or self.retries_taken >= self.policy.max_retries:
+        free = self.rate_limits_free and getattr(error, "status_code", None) == 429
+        counted = self.retries_taken - self.free_retries
+        if not is_retryable(error) or (not free and counted >= self.policy.max_retries):
             return Outcome(error=error)
         if server_delay is not None and server_delay > self.policy.max_retry_after:
             return Outcome(error=error)  # the server wants a long pause: let the caller decide
-        delay = server_delay if server_delay is not None else backoff_delay(self.policy, self.retries_taken, self._rand)
+        delay = server_delay if server_delay is not None else backoff_delay(
+            self.policy, self.retries_taken if free else counted, self._rand)
         self.retries_taken += 1
+        if free:
+            self.free_retries += 1
         if logger.isEnabledFor(10):
             logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
                          delay, self.retries_taken, self.policy.max_retries, error.message)

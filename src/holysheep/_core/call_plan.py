@@ -109,6 +109,11 @@ class CallPlan:
             ctx.go_live()  # the stream's first-chunk (and, if it already ended, end) events follow
 
     @property
+    def falls_back(self) -> bool:
+        """True when the call has fallback endpoints (a router decides when to move on)."""
+        return self._router is not None
+
+    @property
     def error(self) -> APIError | None:
         """The final error (None while running or after a success)."""
         return self._error

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from holysheep._engine.key_limits import KEY_LIMITS, KeyLimits, SharedBucket
 from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from holysheep._engine.options import BatchOptions
 from holysheep._engine.results import BatchStats
@@ -33,15 +34,16 @@ class Admission:
     """Load control for one batch: ``admit`` before a send, ``release`` after, and what it learns on the way."""
 
     def __init__(self, options: BatchOptions, *, clock: Clock, sleep: Sleep, memory_key: str | None = None,
-                 memory: LimitsMemory = LIMITS_MEMORY) -> None:
+                 memory: LimitsMemory = LIMITS_MEMORY, key_limits: KeyLimits = KEY_LIMITS) -> None:
         self._options = options
         self._clock, self._sleep = clock, sleep
         self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
         self.gate = PauseGate(clock=clock, sleep=sleep)
         self.pace = RetryPace(options.retry_budget, clock=clock)
         self.estimator = TokenEstimator()
-        self.rpm = self._fixed_bucket(options.rpm)
-        self.tpm = self._fixed_bucket(options.tpm)
+        self.rpm: TokenBucket | SharedBucket | None = self._fixed_bucket(options.rpm)
+        self.tpm: TokenBucket | SharedBucket | None = self._fixed_bucket(options.tpm)
+        self._key_limits = key_limits
         self.learned_rpm: float | None = None
         self.learned_tpm: float | None = None
         self._auto = options.rpm == "auto" or options.tpm == "auto"
@@ -82,14 +84,14 @@ class Admission:
         charge = 0
         if tpm is not None:
             charge = self._estimate(est_tokens)
-            if tpm.delay_for(charge) > 0:
+            if not tpm.take_now(charge):
                 self.limiter.release()
                 return None
         if rpm is not None and not rpm.take_now(1):
+            if tpm is not None:
+                tpm.adjust(charge)
             self.limiter.release()
             return None
-        if tpm is not None:
-            tpm.level -= charge
         return charge
 
     def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
@@ -121,7 +123,7 @@ class Admission:
         finally:
             self._waiting -= 1
 
-    def _stalls(self, bucket: TokenBucket, amount: float, learned: float | None, what: str) -> bool:
+    def _stalls(self, bucket: TokenBucket | SharedBucket, amount: float, learned: float | None, what: str) -> bool:
         """True (and `stalled` set) when a learned bucket would make the batch wait longer than
         ``outage_after_s`` with nothing in flight: no progress that long stops the batch, resumably."""
         if learned is None or self.stall_after_s <= 0:
@@ -187,25 +189,51 @@ class Admission:
         return pause
 
     def _apply(self, limits: ServerLimits, *, first: bool) -> None:
+        """Follow one reply's limits: a bucket per announced limit (with a memory key: one per base URL and key,
+        shared by every batch and process using it), and what the server says remains caps its level."""
         if self._options.rpm == "auto" and limits.limit_requests:
             window = self._windows[0] = limits.requests_window_s() or self._windows[0]
-            self.rpm = self._learned_bucket(self.rpm, limits.limit_requests / window, limits.remaining_requests, first)
+            self.rpm = self._learned_bucket("requests", self.rpm, limits.limit_requests / window,
+                                            limits.remaining_requests, first)
             self.learned_rpm = limits.limit_requests * 60.0 / window
         if self._options.tpm == "auto" and limits.limit_tokens:
             window = self._windows[1] = limits.tokens_window_s() or self._windows[1]
-            self.tpm = self._learned_bucket(self.tpm, limits.limit_tokens / window, limits.remaining_tokens, first)
+            self.tpm = self._learned_bucket("tokens", self.tpm, limits.limit_tokens / window, limits.remaining_tokens,
+                                            first)
             self.learned_tpm = limits.limit_tokens * 60.0 / window
 
-    def _learned_bucket(self, bucket: TokenBucket | None, rate: float, remaining: float | None,
-                        first: bool) -> TokenBucket:
+    def _learned_bucket(self, kind: str, bucket: TokenBucket | SharedBucket | None, rate: float,
+                        remaining: float | None, first: bool) -> TokenBucket | SharedBucket:
         rate *= LEARNED_SHARE
-        if bucket is None:
+        if self._memory_key is not None:  # one bucket per (base URL, key): the limit is the key's, not the batch's
+            shared = self._key_limits.bucket(self._memory_key, kind, rate, LEARNED_BURST_S, clock=self._clock,
+                                             sleep=self._sleep)
+            if remaining is not None:  # every reply: what remains on the server is what other clients left
+                shared.cap(remaining)
+            return shared
+        if not isinstance(bucket, TokenBucket):
             bucket = TokenBucket(rate, rate * LEARNED_BURST_S, clock=self._clock, sleep=self._sleep)
         elif bucket.rate != rate:
             bucket.retune(rate, rate * LEARNED_BURST_S)
         if remaining is not None and (first or remaining == 0):
             bucket.level = min(bucket.level, remaining)
         return bucket
+
+    def on_rate_limited(self, epoch: int) -> None:
+        """A 429: halve the concurrency (once per epoch) and lower the key's learned rates (AIMD)."""
+        self.limiter.on_rate_limited(epoch)
+        for bucket in (self.rpm, self.tpm):
+            if isinstance(bucket, SharedBucket):
+                bucket.on_rate_limited()
+
+    def on_success(self) -> None:
+        """A success: the concurrency and the learned rates grow back."""
+        self.limiter.on_success()
+        rpm, tpm = self.rpm, self.tpm
+        if isinstance(rpm, SharedBucket):
+            rpm.on_success()
+        if isinstance(tpm, SharedBucket):
+            tpm.on_success()
 
     def settle_tokens(self, charge: int, actual: int) -> None:
         """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""

@@ -13,9 +13,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from holysheep._core.call import Outcome
+from holysheep._core.call import Call, Outcome
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.hooks import BatchContext
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
@@ -44,7 +45,11 @@ from holysheep.types.chat import ChatCompletion
 if TYPE_CHECKING:
     from holysheep.cache import ResponseCache
 
-__all__ = ["AttemptRunner"]
+__all__ = ["UNLIMITED_RETRIES", "AttemptRunner"]
+
+UNLIMITED_RETRIES = 1_000_000_000
+"""The batch's own retry count when neither the batch nor the item sets ``max_retries``: transient failures
+are retried until the item succeeds, ``retry_window_s`` passes, or the batch stops (an outage)."""
 
 logger = logging.getLogger("holysheep.batch")
 
@@ -71,6 +76,19 @@ class AttemptRunner:
         """The batch as hooks see it (None without hooks): every item's call belongs to it."""
         self.tool_tasks: set[asyncio.Task[None]] = set()
         """Agent items running their tools (cancelled when the batch is closed)."""
+        self._policies: dict[RetryPolicy, RetryPolicy] = {}
+
+    def _own_policy(self, plan: CallPlan) -> None:
+        """The batch's retry policy on a call that sets no ``max_retries`` of its own (the client's count
+        is for one interactive call, not for an item of a batch that must lose nothing)."""
+        call: Call = plan.call
+        if call.spec.options.max_retries is not None or plan.falls_back:
+            return  # an explicit per-item/per-batch count, or fallbacks (the router moves on after it)
+        policy = call.policy
+        own = self._policies.get(policy)
+        if own is None:
+            own = self._policies[policy] = replace(policy, max_retries=UNLIMITED_RETRIES)
+        call.policy = own
 
     def _plan(self, item: BatchRequest) -> CallPlan | None:
         plan: CallPlan | None = item.plan
@@ -82,6 +100,7 @@ class AttemptRunner:
             except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
                 self._sink.finalize(item, None, exc)  # ends with it; nothing was sent, the batch goes on
                 return None
+            self._own_policy(plan)
         return plan
 
     @staticmethod
@@ -162,6 +181,7 @@ class AttemptRunner:
             item.first_sent = time.perf_counter()
         item.attempts += 1
         self.stats.requests += 1
+        plan.call.rate_limits_free = True  # a 429 paces the batch; it never uses up an item's retries
         try:
             gate = admission.gate
             if gate.resume_at and gate.paused:
@@ -202,7 +222,7 @@ class AttemptRunner:
     def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
         self._outage.record(True)
         admission = self._admission
-        admission.limiter.on_success()
+        admission.on_success()
         actual = self._sink.count_usage(response)
         if actual > 4 * item.est_tokens + 64:  # more than a guess could miss by: no more than it could use
             actual = self._cap_usage(item, actual)
@@ -244,17 +264,23 @@ class AttemptRunner:
         error = outcome.error
         assert error is not None and item.plan is not None
         stats = self.stats
-        if isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error):
+        rate_limited = isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error)
+        if rate_limited:  # the server asks us to slow down: pace the batch, not an outage, not the item's fault
             stats.rate_limited += 1
-            self._admission.limiter.on_rate_limited(epoch)
-        outage = self._outage.record(False) if is_retryable(error) else None
-        if outage is not None:
-            self.stop_unfinished(outage, error)
+            self._admission.on_rate_limited(epoch)
+        elif is_retryable(error):
+            outage = self._outage.record(False)
+            if outage is not None:
+                self.stop_unfinished(outage, error)
+            window = self._options.retry_window_s
+            if delay is not None and window is not None and item.first_sent \
+                    and time.perf_counter() - item.first_sent >= window:
+                delay = None  # this item has failed for longer than retry_window_s: it ends with its error
         if delay is None:  # the client's decision: this item is finished
-            self._on_final_error(item, error, item.plan.call.policy)
+            self._on_final_error(item, error, item.plan.call.policy, rate_limited)
         elif self.abort is not None:
             self._sink.finalize(item, None, self.unfinished_error(error))
-        elif isinstance(error, APIStatusError) and (error.status_code == 429 or error.retry_after is not None):
+        elif rate_limited or (isinstance(error, APIStatusError) and error.retry_after is not None):
             stats.retries += 1
             self._admission.gate.pause_for(delay)  # the server asked for room: the whole batch waits
             self._queue.retry_now(item)
@@ -265,7 +291,7 @@ class AttemptRunner:
                 stats.retries_paced += 1
             self._queue.retry_later(item, delay + extra)
 
-    def _on_final_error(self, item: BatchRequest, error: APIError, policy: RetryPolicy) -> None:
+    def _on_final_error(self, item: BatchRequest, error: APIError, policy: RetryPolicy, rate_limited: bool) -> None:
         if isinstance(error, AuthenticationError):
             self.stop(error, "authentication failed (HTTP 401)")
         elif is_quota_exhausted(error):
@@ -278,7 +304,7 @@ class AttemptRunner:
             if retry_after > self._options.max_pause_s:
                 self.stop_unfinished(f"the server asked to wait {retry_after:.0f} s, longer than "
                                      f"max_pause_s={self._options.max_pause_s:g}", error)
-            elif item.attempts <= policy.max_retries:
+            elif rate_limited or item.attempts <= policy.max_retries:
                 self.stats.retries += 1
                 self._admission.gate.pause_for(retry_after)
                 item.plan = None  # a fresh plan (same idempotency key) once the pause is over

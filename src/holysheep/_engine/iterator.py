@@ -94,6 +94,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._quota_check: asyncio.Task[None] | None = None
         self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
         self._quota_deferred = False
+        self._ticker: asyncio.Task[None] | None = None  # progress lines also while no result arrives
         self._closed = False
 
     @property
@@ -157,6 +158,9 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
 
     def _finish(self) -> None:
         self._closed = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         self._gc.exit()
         if self.cache is not None:
             cache, self.cache = self.cache, None
@@ -202,6 +206,16 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._started = True
         self._gc.enter()
         self._start_workers(loop)
+        if self._progress is not None:
+            self._ticker = loop.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        """Show progress once a second even while no result arrives (a long pause, slow replies); the
+        reporter decides whether to draw (a plain line every 10 s, a bar a few times a second)."""
+        while self._progress is not None:
+            await asyncio.sleep(1.0)  # real time, not the injected clock: the display is for people
+            if self._progress is not None:
+                self._progress.update(self.stats)
 
     async def _deferred_quota_check(self) -> None:
         """With a cache: the quota check, once, before the first request (every worker waits for it)."""

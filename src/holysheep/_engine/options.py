@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Any, Literal
 
 from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
@@ -14,7 +15,7 @@ from holysheep._engine.results import BatchResult
 from holysheep._engine.spend import Pricer, check_max_cost
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["BatchOptions", "Hooks", "OnResult", "check_requests", "is_quota_exhausted", "split_params"]
+__all__ = ["DEFAULTS", "BatchOptions", "Hooks", "OnResult", "check_requests", "is_quota_exhausted", "split_params"]
 
 OnResult = Callable[[BatchResult], None]
 
@@ -32,6 +33,7 @@ class BatchOptions:
     outage_failure_ratio: float = 0.9
     outage_window: int = 100
     max_pause_s: float = 300.0
+    retry_window_s: float | None = 600.0
     read_ahead: int | None = None
     check_quota: bool = True
     require_quota: bool = False
@@ -51,6 +53,8 @@ class BatchOptions:
             check_non_negative(self.retry_budget, "retry_budget")
         check_non_negative(self.outage_after_s, "outage_after_s")
         check_non_negative(self.max_pause_s, "max_pause_s")
+        if self.retry_window_s is not None:
+            check_non_negative(self.retry_window_s, "retry_window_s")
         ratio = self.outage_failure_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
             raise InvalidRequestError(f"outage_failure_ratio must be a number in (0, 1], got {ratio!r}.",
@@ -64,6 +68,12 @@ class BatchOptions:
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, got {getattr(self, name)!r}.",
                                           field=name)
+
+
+DEFAULTS: Mapping[str, Any] = MappingProxyType({**{f.name: f.default for f in fields(BatchOptions)},
+                                               "max_retries": None})
+"""Every batch option's default: the same for ``batch()``, ``run_jsonl`` and ``holysheep batch``
+(``max_retries=None``: the batch's own retry policy)."""
 
 
 @dataclass(frozen=True)

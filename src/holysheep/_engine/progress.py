@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from holysheep._engine.results import BatchStats
 from holysheep._exceptions import HolySheepError
 
-__all__ = ["MissingExtraError", "PlainProgress", "ProgressReporter", "RichProgress", "describe", "make_progress",
-           "with_total"]
+__all__ = ["PLAIN_INTERVAL_S", "MissingExtraError", "NotebookProgress", "PlainProgress", "ProgressReporter",
+           "RichProgress", "describe", "make_progress", "with_total"]
 
 
 class MissingExtraError(HolySheepError, ImportError):
@@ -61,22 +62,36 @@ def _cost(stats: BatchStats) -> str:
     return f"${stats.cost_usd:.4f}" if stats.cost_known else ""
 
 
-class PlainProgress:
-    """Status lines on stderr: rewritten in place on a terminal, one line every few seconds otherwise.
-    ``label`` starts each line (``"batch"``; ``holysheep bench`` shows ``"bench MODEL"``)."""
+PLAIN_INTERVAL_S = 10.0
+"""Seconds between progress lines when stderr is not a terminal (nohup, CI, a log file)."""
 
-    def __init__(self, stream: TextIO | None = None, interval: float | None = None, label: str = "batch") -> None:
+
+def _is_tty(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (ValueError, OSError):  # a closed stream
+        return False
+
+
+class PlainProgress:
+    """Status lines on stderr: rewritten in place on a terminal, one plain line every 10 s otherwise
+    (done/total, failures, rate, ETA). ``label`` starts each line (``"batch"``; ``holysheep bench`` shows
+    ``"bench MODEL"``); ``clock`` is injectable for tests."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None, label: str = "batch", *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.interval = interval if interval is not None else (0.25 if self.tty else 5.0)
+        self.tty = _is_tty(self.stream)
+        self.interval = interval if interval is not None else (0.25 if self.tty else PLAIN_INTERVAL_S)
+        self._clock = clock
         self._last = 0.0
 
     def start(self, stats: BatchStats) -> None:
-        self._last = time.monotonic()
+        self._last = self._clock()
 
     def update(self, stats: BatchStats) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last >= self.interval:
             self._last = now
             self._write(stats)
@@ -130,11 +145,72 @@ class RichProgress:
         self._progress.stop()
 
 
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (IPython with a kernel), where stderr is not a terminal either."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or "ipykernel" not in sys.modules:
+        return False
+    get: Any = getattr(ipython, "get_ipython", None)
+    shell = get() if get is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _has_ipywidgets() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+class NotebookProgress:
+    """A progress bar in a notebook without ipywidgets: an HTML ``<progress>`` element and the status line,
+    updated in place through IPython's display (``text/plain`` carries the line for other front ends)."""
+
+    def __init__(self, label: str = "batch", interval: float = 0.5, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from IPython.display import display
+
+        self._display: Any = display
+        self.label = label
+        self.interval = interval
+        self._clock = clock
+        self._last = 0.0
+        self._handle: Any = None
+
+    def _bundle(self, stats: BatchStats) -> dict[str, str]:
+        import html
+
+        line = f"{self.label}: {describe(stats)}"
+        total = stats.total if stats.total else max(stats.done, 1)
+        bar = (f'<progress value="{stats.done}" max="{total}" style="width:40ch"></progress> '
+               f"<code>{html.escape(line)}</code>")
+        return {"text/html": bar, "text/plain": line}
+
+    def start(self, stats: BatchStats) -> None:
+        self._last = self._clock()
+        self._handle = self._display(self._bundle(stats), raw=True, display_id=True)
+
+    def update(self, stats: BatchStats) -> None:
+        now = self._clock()
+        if now - self._last >= self.interval and self._handle is not None:
+            self._last = now
+            self._handle.update(self._bundle(stats), raw=True)
+
+    def close(self, stats: BatchStats) -> None:
+        if self._handle is not None:
+            self._handle.update(self._bundle(stats), raw=True)
+
+
 def make_progress(progress: Any, label: str = "batch") -> ProgressReporter | None:
-    """``True`` → rich when importable, else plain; ``"plain"``/``"rich"`` force one; an object is used as is.
+    """``True`` → a rich bar on a terminal, plain lines every 10 s when stderr is not one (nohup, CI, a log),
+    an HTML bar in a notebook without ipywidgets; ``"plain"``/``"rich"`` force one; an object is used as is.
     ``label`` names the run in the bar or line."""
     if progress is None or progress is False:
         return None
+    if progress is True and _in_notebook():
+        if not _has_ipywidgets():  # rich would only warn "install ipywidgets" and show nothing
+            return NotebookProgress(label)
+    elif progress is True and not _is_tty(sys.stderr):
+        return PlainProgress(label=label)
     if progress is True or progress == "rich":
         try:
             return RichProgress(label)

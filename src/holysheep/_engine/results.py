@@ -248,18 +248,20 @@ class BatchSummary:
     def __str__(self) -> str:
         cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         lines = [
-            f"{self.succeeded}/{self.total} succeeded, {self.failed} failed"
+            f"{self.succeeded + self.failed:,}/{self.total:,} done, {self.failed:,} failed"
             + (f" (stopped: {self.stop_reason})" if self.stop_reason else ""),
-            f"requests {self.requests} (retries {self.retries}, rate limited {self.rate_limited}, "
-            f"retries paced by the budget {self.retries_paced})",
-            f"tokens {self.total_tokens} (prompt {self.prompt_tokens}, completion {self.completion_tokens}), "
+            f"requests {self.requests:,} ({self.retries:,} retries; {self.rate_limited:,} answered 429 "
+            f"\"slow down\")",
+            f"tokens {self.total_tokens:,} (prompt {self.prompt_tokens:,}, completion {self.completion_tokens:,}), "
             f"cost {cost}" + (f", spent ${self.spent_usd:.4f} of the ${self.max_cost_usd:.4f} cap"
                               if self.max_cost_usd is not None and self.spent_usd is not None else ""),
-            f"wall {self.wall_s:.2f} s, {self.requests_per_s:.1f} req/s, peak in flight {self.peak_in_flight}",
-            f"concurrency (AIMD) max {self.concurrency_max}, min {self.concurrency_min:g}, "
-            f"final {self.concurrency_final:g}, decreases {self.concurrency_decreases}; "
-            f"pauses {self.pauses} ({self.paused_s:.2f} s)",
+            f"wall {self.wall_s:.2f} s, {self.requests_per_s:.1f} req/s, at most {self.peak_in_flight:,} "
+            f"in flight (concurrency {self.concurrency_max:,}"
+            + (f", lowered to {int(self.concurrency_min):,} after rate limits)" if self.concurrency_decreases else ")"),
         ]
+        if self.pauses:
+            lines.append(f"paused {self.pauses:,} time{'s' if self.pauses != 1 else ''} ({self.paused_s:.1f} s) "
+                         "when the server asked to wait")
         if self.cached:
             lines.append(f"{self.cached} answered from the cache (no request), saving ${self.cache_saved_usd:.4f}")
         if self.learned_rpm is not None or self.learned_tpm is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from holysheep._engine.fd_limit import ensure_open_files
 from holysheep._engine.iterator import BatchIterator
 from holysheep._engine.options import check_requests, split_params
 from holysheep._engine.private_loop import run_in_private_loop
@@ -76,6 +77,10 @@ def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], p
     """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
     check_requests(requests)
     options, hooks, defaults = split_params(params)
+    ensure_open_files(options.concurrency)  # raised up to the hard limit, or refused before any request
+    reserve = getattr(sender, "reserve", None)
+    if reserve is not None:  # the pool holds `concurrency` connections: no silent cap below it
+        reserve(options.concurrency)
     sized = _sized(requests)
     if sized is not None:
         if options.max_cost_usd is not None:

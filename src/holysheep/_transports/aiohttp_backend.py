@@ -133,6 +133,15 @@ class AiohttpBackend:
             self._proxies[url] = value
         return value
 
+    def ensure_connections(self, n: int) -> None:
+        """Let the pool hold at least ``n`` connections (a batch at ``concurrency=n``); never lowers it."""
+        if n <= self._max_connections:
+            return
+        self._max_connections = n
+        connector = getattr(self._session, "connector", None)
+        if connector is not None and hasattr(connector, "_limit"):  # already open: aiohttp reads it per acquire
+            connector._limit = n
+
     def _url(self, url: str) -> Any:
         value = self._urls.get(url)
         if value is None:  # parsed once per URL, not on every request

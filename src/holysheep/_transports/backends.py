@@ -151,6 +151,11 @@ class AsyncHttpxBackend:
         self._busy: list[int] = [0] * len(self.shards)
         self.closed = False
 
+    def ensure_connections(self, n: int) -> None:
+        """Let the SDK's sharded pool hold at least ``n`` connections; never lowers it (a caller's
+        ``http_client`` keeps its own limits)."""
+        self._max_shards = max(self._max_shards, -(-n // SHARD_CONNECTIONS))
+
     def _new_shard(self) -> httpx.AsyncClient:
         from holysheep._transports.routing import async_transport  # its TLS context is built once per client
 

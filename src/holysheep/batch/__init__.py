@@ -9,8 +9,11 @@ aclient.chat.completions.batch(...)`` and ``aclient.chat.completions.batch_iter(
 
 from __future__ import annotations
 
+from holysheep._engine.fd_limit import ensure_open_files
 from holysheep._engine.iterator import BatchIterator, BatchOptions
-from holysheep._engine.progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress
+from holysheep._engine.key_limits import forget_limits
+from holysheep._engine.options import DEFAULTS
+from holysheep._engine.progress import MissingExtraError, PlainProgress, ProgressReporter, RichProgress, make_progress
 from holysheep._engine.results import (
     BatchCancelledError,
     BatchFailedError,
@@ -37,6 +40,7 @@ __all__ = [
     "BatchStats",
     "BatchSummary",
     "BatchUnfinishedError",
+    "DEFAULTS",
     "JsonlReport",
     "MissingExtraError",
     "ModelEstimate",
@@ -48,6 +52,9 @@ __all__ = [
     "RefusedItem",
     "RichProgress",
     "arun_jsonl",
+    "ensure_open_files",
+    "forget_limits",
+    "make_progress",
     "estimate",
     "estimate_jsonl",
     "run_jsonl",

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic_core import to_json
 
@@ -37,6 +37,9 @@ from holysheep._exceptions import APIError, InvalidRequestError
 from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
 from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
 from holysheep.batch._jsonl_report import JsonlReport
+from holysheep.batch._openai_output import check_format
+from holysheep.batch._openai_output import error_line as openai_error_line
+from holysheep.batch._openai_output import success_line as openai_success_line
 
 if TYPE_CHECKING:
     from holysheep._clients.async_client import AsyncClient
@@ -104,47 +107,62 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
 class _Writer:
     """Writes result lines (from the engine, and for bad lines) and keeps the report's counts."""
 
-    def __init__(self, out: TextIO, report: JsonlReport, on_result: Callable[[BatchResult], None] | None) -> None:
+    def __init__(self, out: TextIO, report: JsonlReport, on_result: Callable[[BatchResult], None] | None,
+                 output_format: str = "holysheep") -> None:
         self.out, self.report, self.on_result = out, report, on_result
+        self.openai = output_format == "openai"
         self.digests: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def _write(self, cid: str, digest: str | None, body: str) -> None:
-        head = '{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest)
+    def _line(self, line: str) -> None:
         with self._lock:
             try:
-                self.out.write(head + body + "}\n")
+                self.out.write(line)
                 self.out.flush()
             except OSError as exc:  # a full disk: say where, and that --resume continues
                 raise OutputWriteError(
                     f"could not write results to {self.out.name}: {exc.strerror or exc}. The lines written before are "
                     "intact; free space (or fix the disk) and run again with --resume to continue.") from None
 
+    def _write(self, cid: str, digest: str | None, body: str) -> None:
+        self._line('{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest) + body + "}\n")
+
+    def _error(self, cid: str, digest: str | None, error: BaseException) -> None:
+        record = error_record(error)
+        if self.openai:
+            self._line(openai_error_line(cid, digest, error, record["type"]))
+        else:
+            self._write(cid, digest, ',"error":' + json.dumps(record))
+
     def bad_line(self, line: InputLine) -> None:
         assert line.problem is not None
         error = InvalidRequestError(f"line {line.lineno}: {line.problem}", field="line")
         self.report.bad_lines.append((line.lineno, line.problem))
         self.report.failed += 1
-        self._write(line.custom_id, line.digest, ',"error":' + json.dumps(error_record(error)))
+        self._error(line.custom_id, line.digest, error)
 
     def __call__(self, result: BatchResult) -> None:
         cid = result.custom_id or ""
         digest = self.digests.pop(cid, None)
         if result.response is not None:
             parsed = result.parsed
-            tail = "" if parsed is None else ',"parsed":' + to_json(parsed).decode()
-            run = result.tool_run
-            if run is not None:  # an agent item: its transcript and tool calls ride on the line
-                tail += (',"transcript":' + to_json(run.messages).decode() + ',"tool_calls":'
-                         + to_json([record.to_dict() for record in run.tool_calls]).decode())
-            self._write(cid, digest, ',"response":' + result.response.model_dump_json() + tail)
+            body = result.response.model_dump_json()
+            if self.openai:
+                self._line(openai_success_line(cid, digest, result.response.request_id, body))
+            else:
+                tail = "" if parsed is None else ',"parsed":' + to_json(parsed).decode()
+                run = result.tool_run
+                if run is not None:  # an agent item: its transcript and tool calls ride on the line
+                    tail += (',"transcript":' + to_json(run.messages).decode() + ',"tool_calls":'
+                             + to_json([record.to_dict() for record in run.tool_calls]).decode())
+                self._write(cid, digest, ',"response":' + body + tail)
             self.report.succeeded += 1
         elif is_unfinished(result):
             self.report.not_run += 1  # the batch stopped before finishing it: leave it for --resume
             return
         else:
             assert result.error is not None
-            self._write(cid, digest, ',"error":' + json.dumps(error_record(result.error)))
+            self._error(cid, digest, result.error)
             self.report.failed += 1
         if self.on_result is not None:
             self.on_result(result)
@@ -258,8 +276,10 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
 
 
 def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, model: str | None = None,
-              concurrency: int = 16, rpm: float | None = None, tpm: float | None = None, resume: bool = False,
-              overwrite: bool = False, progress: Any = False, **kwargs: Any) -> JsonlReport:
+              concurrency: int = 16, rpm: float | Literal["auto"] | None = "auto",
+              tpm: float | Literal["auto"] | None = "auto", max_retries: int | None = None, resume: bool = False,
+              overwrite: bool = False, progress: Any = False, output_format: str = "holysheep",
+              **kwargs: Any) -> JsonlReport:
     """Run every request of a JSONL file and write one result line per input to `output_path`.
 
     Duplicate custom_ids are rejected before anything is sent; a malformed line becomes an error line
@@ -271,14 +291,15 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     arguments are those of `client.chat.completions.batch` (`max_tokens`, `max_retries`, ...).
     Memory stays flat: results are written as they complete and not kept.
     """
-    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm)
+    kwargs.update(model=model, concurrency=concurrency, rpm=rpm, tpm=tpm, max_retries=max_retries)
+    check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     options = dict(with_client_cache(options, client.cache))
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         with _output(plan.dst) as out:
-            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            writer = _Writer(out, plan.report, kwargs.get("on_result"), output_format)
             plan.report.summary = _stream_sync(
                 client, _items(plan, writer, defaults), options, progress=progress, on_result=writer,
                 on_progress=kwargs.get("on_progress"), total=plan.to_send, estimated_tokens=plan.tokens)
@@ -290,15 +311,16 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
 
 
 async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
-                     overwrite: bool = False, **kwargs: Any) -> JsonlReport:
-    """Async `run_jsonl` for an `AsyncClient` (same arguments)."""
+                     overwrite: bool = False, output_format: str = "holysheep", **kwargs: Any) -> JsonlReport:
+    """Async `run_jsonl` for an `AsyncClient` (same arguments and defaults)."""
+    check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults)
     try:
         progress = make_progress(kwargs.get("progress", False))
         with _output(plan.dst) as out:
-            writer = _Writer(out, plan.report, kwargs.get("on_result"))
+            writer = _Writer(out, plan.report, kwargs.get("on_result"), output_format)
             it = client.chat.completions.batch_iter(
                 _items(plan, writer, defaults), on_progress=kwargs.get("on_progress"),
                 progress=with_total(progress, plan.to_send) if progress is not None else False, **options)

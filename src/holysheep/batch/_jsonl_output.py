@@ -119,7 +119,12 @@ def _head(raw: bytes) -> tuple[str, str | None, bool] | None:
     if not isinstance(cid, str):
         return None
     digest = obj.get("request_hash")
-    return cid, digest if isinstance(digest, str) else None, "response" in obj and "error" not in obj
+    response = obj.get("response")
+    if isinstance(response, dict) and "status_code" in response and "body" in response:  # an OpenAI Batch line
+        status = response["status_code"]
+        return cid, digest if isinstance(digest, str) else None, \
+            isinstance(status, int) and 200 <= status < 300 and obj.get("error") is None
+    return cid, digest if isinstance(digest, str) else None, response is not None and obj.get("error") is None
 
 
 def read_output(path: Path) -> dict[str, PriorResult]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["add_batch_parser", "build_parser", "run_batch_command"]
@@ -24,7 +26,24 @@ Spend: --dry-run reports what the run would send and cost (nothing is sent or wr
 Exit status: 0 every line succeeded; 1 some lines failed or were not run (a --max-cost stop
 included); 2 bad arguments or
 input (duplicate custom_ids, missing file, output exists without --resume, output written for
-another input, output in use by another run); 130 interrupted (run again with --resume)."""
+another input, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
+129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
+
+
+def _limit(text: str) -> float | str | None:
+    """``--rpm``/``--tpm``: a positive number, ``auto`` or ``off``."""
+    value = text.strip().lower()
+    if value == "auto":
+        return "auto"
+    if value in ("off", "none"):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, 'auto' or 'off', got {text!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return number
 
 
 def _default_model() -> str:
@@ -39,11 +58,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
                                                 "--dry-run)")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
-    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight at most (default 16)")
-    parser.add_argument("--rpm", type=float, help="requests per minute limit")
-    parser.add_argument("--tpm", type=float, help="tokens per minute limit (estimated, corrected by usage)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="requests in flight at most (default 16)")
+    parser.add_argument("--rpm", type=_limit, default="auto",
+                        help="requests per minute: a number, 'auto' (the default: follow the server's "
+                             "x-ratelimit-* headers) or 'off'")
+    parser.add_argument("--tpm", type=_limit, default="auto",
+                        help="tokens per minute (estimated, corrected by usage): a number, 'auto' (default) or 'off'")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for lines that do not set it")
-    parser.add_argument("--max-retries", type=int, default=5, help="retries per line (default 5)")
+    parser.add_argument("--max-retries", type=int, default=None,
+                        help="retries per line for 5xx, connection errors and timeouts (default: until the line "
+                             "succeeds, the batch stops on an outage, or --retry-window-s passes; 429s never count)")
+    parser.add_argument("--retry-window-s", type=float, default=600.0,
+                        help="a line failing this long after its first attempt ends with its error (default 600)")
+    parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
+                        help="result lines: holysheep's (default) or OpenAI Batch output lines "
+                             "({id, custom_id, response: {status_code, request_id, body}, error})")
     parser.add_argument("--resume", action="store_true",
                         help="continue OUTPUT: skip lines that succeeded, run the rest again")
     parser.add_argument("--overwrite", action="store_true", help="empty the output file first")
@@ -163,7 +193,8 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
 
     spend = {k: params.pop(k) for k in ("max_cost_usd", "prices") if k in params}
     est = estimate_jsonl(args.input, output_path=args.output, resume=args.resume, model=args.model or _default_model(),
-                         rpm=args.rpm, tpm=args.tpm, **spend, **params)
+                         rpm=None if args.rpm == "auto" else args.rpm,  # "auto": the remembered limits, if any
+                         tpm=None if args.tpm == "auto" else args.tpm, **spend, **params)
     if args.json:
         print(json.dumps(est.to_dict(), default=str))
     else:
@@ -209,16 +240,18 @@ def run_batch_command(args: argparse.Namespace) -> int:
     try:
         params.update(_structured_params(args))
         params.update(_spend_params(args))
-        with client:
+        with client, _stop_signals():
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
+                retry_window_s=args.retry_window_s, output_format=args.output_format,
                 require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _close_cache(params)
-        print(f"\nholysheep batch: interrupted; finished lines are in {args.output}. "
+        what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
+        print(f"\nholysheep batch: {what}; finished lines are in {args.output}. "
               "Run again with --resume to continue.", file=sys.stderr)
-        return 130
+        return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         _close_cache(params)
         print(f"holysheep batch: {exc}", file=sys.stderr)
@@ -236,12 +269,10 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
-    else:
-        print(f"{report.succeeded} succeeded, {report.failed} failed, {report.skipped} skipped (already done), "
-              f"{report.rerun} re-run (failed before), {report.not_run} not run; results in {args.output}",
-              file=sys.stderr)
+    print(done_line(report), file=sys.stderr)
+    if not args.json:
         if report.summary is not None:
-            print(str(report.summary), file=sys.stderr)
+            print("\n".join(str(report.summary).splitlines()[1:]), file=sys.stderr)
         if report.compaction_error:
             print(f"holysheep batch: {report.compaction_error}.", file=sys.stderr)
         if report.not_run:
@@ -250,3 +281,49 @@ def run_batch_command(args: argparse.Namespace) -> int:
                     if reason and reason.startswith("max_cost_usd=") else "fix the cause and run again with --resume")
             print(f"holysheep batch: stopped ({reason or '?'}); {hint}.", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def done_line(report: Any) -> str:
+    """``1000/1000 done (176 from an earlier run), 0 failed, 0 not run; results in OUT`` for a JSONL report."""
+    done = report.skipped + report.succeeded + report.failed
+    earlier = f" ({report.skipped:,} from an earlier run)" if report.skipped else ""
+    rerun = f" ({report.rerun:,} ran again after failing before)" if report.rerun else ""
+    return (f"{done:,}/{report.lines:,} done{earlier}, {report.failed:,} failed{rerun}, {report.not_run:,} not run; "
+            f"results in {report.output_path}")
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread so the batch stops as on Ctrl-C (flush, unlock, resume)."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signum)
+        self.signal_name = signal.Signals(signum).name
+        self.exit_status = 128 + signum
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    """SIGTERM (docker stop, `timeout`, Kubernetes) and SIGHUP (a closed terminal) stop the run like Ctrl-C;
+    a second one while it winds down is ignored. Exit status 128 + the signal: 143 and 129."""
+    import signal
+    import threading
+
+    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    if threading.current_thread() is not threading.main_thread() or not names:
+        yield
+        return
+    sigs = [getattr(signal, n) for n in names]
+
+    def handler(signum: int, frame: object) -> None:
+        for sig in sigs:
+            signal.signal(sig, signal.SIG_IGN)
+        raise StopSignal(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

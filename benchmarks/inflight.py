@@ -1,0 +1,142 @@
+"""Thousands in flight: a batch at concurrency N against a bare aiohttp pool of N, same server, same run.
+
+    python benchmarks/inflight.py [--pairs 2] [--latency 2.0] [--quick] [--rss]
+
+Shape (issue 25): 6,000 requests x 2 s latency at 3,000 in flight (ideal 4 s), and 3,000 requests at
+1,000 in flight (ideal 6 s). The batch runs with its defaults but ``concurrency`` (rpm="auto" sees no
+rate-limit headers from the canned server, so nothing paces it). Each pair runs the batch and the bare
+pool back to back, alternating which goes first; the ratio is the median of the pairs' ratios. ``--rss``
+adds the peak RSS of a batch at 10,000 in flight (a child process, ``ru_maxrss``). Results are printed as
+JSON and merged into benchmarks/results.json under "inflight".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import KEY, canned_server
+
+HERE = Path(__file__).resolve().parent
+MODEL = "deepseek-v3.2"
+
+
+def _prompts(n: int) -> list[list[dict[str, str]]]:
+    return [[{"role": "user", "content": f"benchmark prompt {i}"}] for i in range(n)]
+
+
+def _raise_nofile(need: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, need), hard))
+
+
+async def batch(url: str, n: int, conc: int) -> tuple[float, int]:
+    from holysheep import AsyncClient
+
+    async with AsyncClient(api_key=KEY, base_url=url) as client:
+        todo = _prompts(n)
+        start = time.perf_counter()
+        results = await client.chat.completions.batch(todo, model=MODEL, concurrency=conc, max_tokens=16,
+                                                      check_quota=False)
+        wall = time.perf_counter() - start
+        assert sum(r.ok for r in results) == n, results.summary()
+        return wall, results.stats.peak_in_flight
+
+
+async def bare(url: str, n: int, conc: int) -> tuple[float, int]:
+    import aiohttp
+
+    todo = _prompts(n)
+    peak = in_flight = 0
+    connector = aiohttp.TCPConnector(limit=conc, limit_per_host=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        sem = asyncio.Semaphore(conc)
+        headers = {"authorization": f"Bearer {KEY}"}
+
+        async def one(messages: list[dict[str, str]]) -> None:
+            nonlocal peak, in_flight
+            async with sem:
+                in_flight += 1
+                peak = max(peak, in_flight)
+                try:
+                    async with session.post(f"{url}/chat/completions", headers=headers,
+                                            json={"model": MODEL, "messages": messages, "max_tokens": 16}) as r:
+                        assert r.status == 200
+                        await r.json()
+                finally:
+                    in_flight -= 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(m) for m in todo))
+        return time.perf_counter() - start, peak
+
+
+def shape(url: str, n: int, conc: int, latency: float, pairs: int) -> dict[str, Any]:
+    ratios, walls, floors, peaks = [], [], [], []
+    for i in range(pairs):
+        order = [batch, bare] if i % 2 == 0 else [bare, batch]
+        got = {fn.__name__: asyncio.run(fn(url, n, conc)) for fn in order}
+        (w, peak), (f, _) = got["batch"], got["bare"]
+        ratios.append(w / f)
+        walls.append(w)
+        floors.append(f)
+        peaks.append(peak)
+    return {"requests": n, "in_flight": conc, "latency_s": latency, "ideal_s": n / conc * latency,
+            "batch_s": round(statistics.median(walls), 2), "bare_aiohttp_s": round(statistics.median(floors), 2),
+            "ratio": round(statistics.median(ratios), 3), "pairs": [round(r, 3) for r in ratios],
+            "batch_peak_in_flight": max(peaks)}
+
+
+_RSS_CHILD = r"""
+import asyncio, resource, sys
+sys.path.insert(0, sys.argv[3])
+from inflight import batch
+wall, peak = asyncio.run(batch(sys.argv[1], int(sys.argv[2]), int(sys.argv[2])))
+print(wall, peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def rss(url: str, n: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", _RSS_CHILD, url, str(n), str(HERE)], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return {"in_flight": n, "batch_s": round(float(out[0]), 2), "peak_in_flight": int(out[1]),
+            "peak_rss_mib": round(int(out[2]) / 1024, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--latency", type=float, default=2.0)
+    parser.add_argument("--quick", action="store_true", help="1 pair per shape")
+    parser.add_argument("--rss", action="store_true", help="also the peak RSS at 10,000 in flight")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args()
+    pairs = 1 if args.quick else args.pairs
+    _raise_nofile(12_000 if args.rss else 4_000)
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": f"{__import__('os').cpu_count()} cores",
+                           "conditions": "client and canned server (benchmarks/_server.py) on one machine, "
+                                         "server pinned to the last core; medians of interleaved pairs"}
+    with canned_server(args.latency * 1000, reply_words=16) as url:
+        out["3000"] = shape(url, 6000, 3000, args.latency, pairs)
+        out["1000"] = shape(url, 3000, 1000, args.latency, pairs)
+        if args.rss:
+            out["rss_10000"] = rss(url, 10_000)
+    print(json.dumps(out, indent=2))
+    if not args.no_save:
+        path = HERE / "results.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data["inflight"] = out
+        path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""One rate limit per (base URL, key): the buckets every batch of this process shares, and that the
+processes of one machine share through a small file under a lock.
+
+A server's ``x-ratelimit-*`` limit belongs to the key, not to one batch. ``KeyLimits.for_key`` hands
+every batch that uses the same base URL and key the same ``SharedBucket`` per limit (requests, tokens).
+A ``SharedBucket`` keeps its state (level, time stamp, rate) in a 32-byte file under
+``HOLYSHEEP_LIMITS_DIR`` (default: a private folder in the temp directory), read and written under
+``flock``, so batches in other processes on this machine take from the same bucket. When the file
+cannot be used (no ``fcntl``, a read-only folder, ``HOLYSHEEP_LIMITS_DIR=off``) the bucket lives in
+this process only.
+
+The bucket's rate follows AIMD: a 429 lowers it (x0.7, at most once per second), successes raise it
+back toward the share of the announced limit by a tenth of that share per second. Every reply's
+``x-ratelimit-remaining-*`` caps the level: what remains on the server is the truth about what other
+clients of the key have used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+__all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "forget_limits", "limits_dir"]
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+_STATE = struct.Struct("<dddd")  # level, stamp (monotonic, machine-wide on Linux), rate, last decrease
+DECREASE = 0.7
+"""Factor a 429 applies to the rate of a learned bucket."""
+INCREASE_PER_S = 0.1
+"""Share of the target rate the rate grows back by per second of successes."""
+FLOOR = 0.05
+"""The rate never goes below this share of the target."""
+STALE_S = 120.0
+"""A bucket file nobody touched for this long is started afresh (its rate and level are from another run)."""
+
+
+def limits_dir() -> Path | None:
+    """Where the machine-wide bucket files live (None: keep limits in this process)."""
+    raw = os.environ.get("HOLYSHEEP_LIMITS_DIR")
+    if raw is not None and raw.strip().lower() in ("", "off", "0", "none"):
+        return None
+    if raw:
+        return Path(raw)
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"holysheep-{uid}" / "limits"
+
+
+def _open_state(folder: Path | None, name: str) -> int | None:
+    """A file descriptor of the bucket file ``name`` (created 0600 in a 0700 folder), or None."""
+    if folder is None:
+        return None
+    try:
+        import fcntl  # noqa: F401  (POSIX only)
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _sweep(folder)
+        return os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+
+
+_swept: set[Path] = set()
+
+
+def _sweep(folder: Path) -> None:
+    """Once per process and folder: remove bucket files nobody used for a day (one per base URL and key)."""
+    if folder in _swept:
+        return
+    _swept.add(folder)
+    cutoff = time.time() - 86_400
+    for path in folder.glob("*.bucket"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+
+
+class SharedBucket:
+    """A token bucket (``rate`` units per second, at most ``capacity``) shared by every batch of one key.
+
+    ``target`` is the rate the server's limit allows us; ``rate`` is the AIMD rate now (<= target).
+    With a file descriptor the state lives in the file (other processes see it); else in memory.
+    The interface is ``TokenBucket``'s: ``delay_for``, ``take_now``, ``take``, ``adjust``, plus
+    ``charge`` (take even when it goes into debt), ``cap`` (the server's remaining), ``on_rate_limited``
+    and ``on_success``.
+    """
+
+    def __init__(self, target: float, capacity_s: float, *, level: float | None = None, fd: int | None = None,
+                 clock: Clock = time.monotonic, sleep: Sleep | None = None) -> None:
+        import asyncio
+
+        self.target = target
+        self.capacity_s = capacity_s
+        self._fd = fd
+        self._clock = clock
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._lock = threading.Lock()
+        self._state = [self.capacity if level is None else min(level, self.capacity), clock(), target, 0.0]
+        self._seen_rate = target
+        if fd is not None:
+            with self._locked(refill=False) as state:
+                now = clock()
+                if state[1] == 0.0 or not 0 <= now - state[1] <= STALE_S or state[2] <= 0:
+                    state[:] = [self._state[0], now, target, 0.0]  # a new (or stale) file: this process starts it
+                else:  # another process of this key is running: keep its level and rate, under this limit
+                    self._refill(state)
+                    state[2] = min(state[2], target)
+                    if level is not None:
+                        state[0] = min(state[0], level)
+
+    @property
+    def capacity(self) -> float:
+        return max(1.0, self.target * self.capacity_s)
+
+    @property
+    def shared(self) -> bool:
+        """True when the state is in a file other processes can use."""
+        return self._fd is not None
+
+    @contextlib.contextmanager
+    def _locked(self, refill: bool = True) -> Iterator[list[float]]:
+        """The state (level, stamp, rate, last decrease), refilled to now; written back on exit."""
+        fd = self._fd
+        with self._lock:
+            if fd is None:
+                state = self._state
+                if refill:
+                    self._refill(state)
+                yield state
+                self._seen_rate = state[2]
+                return
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                raw = os.pread(fd, _STATE.size, 0)
+                state = list(_STATE.unpack(raw)) if len(raw) == _STATE.size else [0.0, 0.0, 0.0, 0.0]
+                if refill and state[1] != 0.0 and state[2] > 0:
+                    self._refill(state)
+                yield state
+                self._seen_rate = state[2]
+                os.pwrite(fd, _STATE.pack(*state), 0)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _refill(self, state: list[float]) -> None:
+        now = self._clock()
+        elapsed = now - state[1]
+        if elapsed > 0:
+            state[0] = min(self.capacity, state[0] + elapsed * state[2])
+        state[1] = now
+
+    # ------------------------------------------------------------------ TokenBucket's interface
+    @property
+    def rate(self) -> float:
+        with self._locked() as state:
+            return state[2]
+
+    @property
+    def level(self) -> float:
+        with self._locked() as state:
+            return state[0]
+
+    def delay_for(self, amount: float) -> float:
+        with self._locked() as state:
+            return self._delay(state, amount)
+
+    def _delay(self, state: list[float], amount: float) -> float:
+        need = min(amount, self.capacity)
+        return 0.0 if state[0] >= need - 1e-9 else (need - state[0]) / state[2]
+
+    def take_now(self, amount: float) -> bool:
+        with self._locked() as state:
+            if self._delay(state, amount) > 0:
+                return False
+            state[0] -= amount
+            return True
+
+    async def take(self, amount: float) -> None:
+        while True:
+            with self._locked() as state:
+                delay = self._delay(state, amount)
+                if delay <= 0:
+                    state[0] -= amount
+                    return
+            await self._sleep(delay)
+
+    def adjust(self, delta: float) -> None:
+        with self._locked() as state:
+            state[0] = min(self.capacity, state[0] + delta)
+
+    # ------------------------------------------------------------------ what the server says
+    def cap(self, remaining: float) -> None:
+        """The server says ``remaining`` units are left for the key: the level is never above that."""
+        with self._locked() as state:
+            if remaining < state[0]:
+                state[0] = remaining
+
+    def on_rate_limited(self) -> bool:
+        """A 429: lower the rate (x``DECREASE``, at most once a second) and empty the bucket. True when lowered."""
+        with self._locked() as state:
+            now = self._clock()
+            state[0] = min(state[0], 0.0)
+            if now - state[3] < 1.0:
+                return False
+            state[3] = now
+            state[2] = max(self.target * FLOOR, state[2] * DECREASE)
+            return True
+
+    def on_success(self) -> None:
+        """A success: grow the rate back toward the target (a tenth of it per second of successes)."""
+        if self._seen_rate >= self.target:
+            return  # the usual case: no lock, no file
+        with self._locked() as state:
+            if 0 < state[2] < self.target:
+                state[2] = min(self.target, state[2] + INCREASE_PER_S * self.target / state[2])
+
+    def retune(self, target: float) -> None:
+        """The announced limit changed: follow it in place (the level is kept; a lower target lowers the
+        rate at once, a higher one is reached by the additive increase)."""
+        if target <= 0:
+            raise ValueError(f"rate must be > 0, got {target}")
+        with self._locked() as state:
+            self.target = target
+            state[0] = min(state[0], self.capacity)
+            state[2] = min(state[2], target) if state[2] > 0 else target
+        self._seen_rate = min(self._seen_rate, target)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class KeyLimits:
+    """The buckets of each (base URL, key) in this process: ``bucket`` hands out one per limit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._buckets: dict[tuple[str, str], SharedBucket] = {}
+
+    def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep) -> SharedBucket:
+        """The shared bucket for ``key``'s ``kind`` limit ("requests" or "tokens") at ``rate`` per second (the
+        share of the announced limit already applied); a changed limit retunes it in place."""
+        with self._lock:
+            current = self._buckets.get((key, kind))
+            if current is not None:
+                if current.target != rate:
+                    current.retune(rate)
+                return current
+            name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
+            fd = _open_state(limits_dir(), name)
+            bucket = SharedBucket(rate, burst_s, fd=fd, clock=clock, sleep=sleep)
+            self._buckets[(key, kind)] = bucket
+            return bucket
+
+    def forget(self) -> None:
+        """Drop every bucket (a later batch starts afresh)."""
+        with self._lock:
+            for bucket in self._buckets.values():
+                bucket.close()
+            self._buckets.clear()
+
+
+KEY_LIMITS = KeyLimits()
+"""The process-wide buckets."""
+
+
+def forget_limits() -> None:
+    """Forget every rate limit this process learned (the next batch asks the server again). Bucket files that
+    other processes share stay; they start afresh once nobody used them for two minutes."""
+    from holysheep._engine.server_limits import LIMITS_MEMORY
+
+    KEY_LIMITS.forget()
+    LIMITS_MEMORY.forget()

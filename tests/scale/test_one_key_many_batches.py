@@ -1,0 +1,145 @@
+"""One key, many batches: the CLI and run_jsonl pace by default (rpm="auto"), a 429 slows the batch and
+never ends an item, batches in one process share one bucket per (base URL, key), and three processes on
+one machine share the key's limit. All with the defaults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from holysheep import AsyncClient
+from holysheep.batch import run_jsonl
+from holysheep.batch.__main__ import main as cli_main
+from holysheep.testing import FakeServer, Fault
+
+MODEL = "gpt-4.1"
+
+
+def _chat(server: FakeServer) -> list[Any]:
+    return [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def _lines(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"custom_id": f"id-{i}", "messages": [{"role": "user", "content": f"p{i}"}]})
+                            + "\n" for i in range(n)))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no remembered limits (in this process and on disk)."""
+    from holysheep.batch import forget_limits
+
+    monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", str(tmp_path / "limits"))
+    forget_limits()
+
+
+def test_cli_defaults_pace_to_the_servers_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's run: 400 lines at concurrency 64 against 3,000 RPM stopped after 0.9 s with 293 not run."""
+    with FakeServer(rpm_limit=3000) as server:
+        monkeypatch.setenv("HOLYSHEEP_API_KEY", server.api_key)
+        src, dst = _lines(tmp_path / "in.jsonl", 400), tmp_path / "out.jsonl"
+        rc = cli_main([str(src), "-o", str(dst), "--base-url", server.url, "--concurrency", "64", "--json"])
+        data = json.loads(capsys.readouterr().out)
+        assert (rc, data["succeeded"], data["failed"], data["not_run"]) == (0, 400, 0, 0)
+        chat = _chat(server)
+        limited = sum(q.status == 429 for q in chat)
+        assert limited <= 0.05 * len(chat), (limited, len(chat))
+        assert len(chat) == 400 + limited
+    rows = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert [r["custom_id"] for r in rows] == [f"id-{i}" for i in range(400)]
+
+
+def test_run_jsonl_and_the_api_share_the_defaults() -> None:
+    import inspect
+
+    from holysheep.batch import DEFAULTS, BatchOptions
+
+    assert inspect.signature(run_jsonl).parameters["rpm"].default == "auto" == BatchOptions().rpm == DEFAULTS["rpm"]
+    assert inspect.signature(run_jsonl).parameters["concurrency"].default == BatchOptions().concurrency
+    assert inspect.signature(run_jsonl).parameters["max_retries"].default is None  # the batch's own policy
+
+
+def test_a_run_of_429s_pauses_the_batch_and_ends_no_item() -> None:
+    """150 429s in a row (more than the outage window) and then a healthy server: nothing is lost, the
+    batch does not stop as an outage, and no item's retries were used up by the 429s."""
+    faults = [Fault.status(429, retry_after=0.01)] * 150
+    with FakeServer(faults=faults) as server:
+        async def main() -> Any:
+            async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+                return await client.chat.completions.batch(
+                    [f"p{i}" for i in range(40)], model=MODEL, max_retries=1)
+
+        results = asyncio.run(main())
+    assert [r.ok for r in results] == [True] * 40
+    assert results.stats.stop_reason is None
+    assert results.stats.rate_limited == 150
+    assert sum(r.attempts for r in results) == 190
+
+
+def test_two_batches_in_one_process_share_the_keys_bucket() -> None:
+    """Two AsyncClients with one key, one batch each, against one shared 3,000 RPM limit."""
+    with FakeServer(rpm_limit=3000) as server:
+        async def one(tag: str) -> Any:
+            async with AsyncClient(api_key=server.api_key, base_url=server.url) as client:
+                return await client.chat.completions.batch(
+                    [f"{tag}{i}" for i in range(200)], model=MODEL, concurrency=64)
+
+        async def main() -> list[Any]:
+            return list(await asyncio.gather(one("a"), one("b")))
+
+        start = time.monotonic()
+        a, b = asyncio.run(main())
+        elapsed = time.monotonic() - start
+        chat = _chat(server)
+    assert all(r.ok for r in a) and all(r.ok for r in b)
+    limited = sum(q.status == 429 for q in chat)
+    assert limited <= 0.05 * len(chat), (limited, len(chat))
+    assert elapsed < 400 / 50 / 0.85 + 2  # within 15 % of the limit (plus start-up)
+
+
+_WORKER = r"""
+import asyncio, json, sys, time
+from holysheep import AsyncClient
+url, key, tag, start_at = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+async def main():
+    async with AsyncClient(api_key=key, base_url=url) as client:
+        while time.time() < start_at:
+            await asyncio.sleep(0.005)
+        res = await client.chat.completions.batch([f"{tag}-{i}" for i in range(400)], model="gpt-4.1")
+        print(json.dumps({"ok": sum(r.ok for r in res), "n": len(res),
+                          "order": [r.response.choices[0].message.content for r in res if r.ok] ==
+                                   [f"{tag}-{i}" for i in range(400)]}))
+asyncio.run(main())
+"""
+
+
+def test_three_processes_share_one_keys_limit(tmp_path: Path) -> None:
+    """3 processes x 400 items, one key, one 3,000 RPM limit: every item succeeds, at most 5 % of the
+    requests are answered 429, and the combined throughput is within 15 % of the limit."""
+    with FakeServer(rpm_limit=3000) as server:
+        env = {**os.environ, "HOLYSHEEP_LIMITS_DIR": str(tmp_path / "limits")}
+        start_at = time.time() + 3.0
+        procs = [subprocess.Popen([sys.executable, "-c", _WORKER, server.url, server.api_key, t, str(start_at)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                 for t in "abc"]
+        outs = [p.communicate(timeout=120) for p in procs]
+        chat = _chat(server)
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1]) == {"ok": 400, "n": 400, "order": True}
+    limited = sum(q.status == 429 for q in chat)
+    ok = [q for q in chat if q.status == 200]
+    assert len(ok) == 1200
+    assert limited <= 0.05 * len(chat), (limited, len(chat))
+    span = max(q.started_at for q in ok) - min(q.started_at for q in ok)
+    assert 1200 / span >= 0.85 * 3000 / 60, span  # combined throughput within 15 % of the limit
