@@ -30,16 +30,16 @@ MIX = {
     Fault.stream_cut(after_events=1): 1.0,
 }
 N = 5000
-MAX_RETRIES = 8
+MAX_RETRIES = 8  # for the create() streams below; the batch soak runs the batch's own policy
 
 
 def test_batch_soak_with_faults() -> None:
     prompts = [f"prompt number {i} about sheep" for i in range(N)]
 
     async def main(server: FakeServer) -> None:
-        # Default transport, the default retry budget (a pace: retries over it wait, never refused) and
-        # the client's own retry settings, which the batch follows.
-        async with AsyncClient(api_key=server.api_key, base_url=server.url, timeout=1.0, max_retries=MAX_RETRIES,
+        # Default transport, the default retry budget (a pace: retries over it wait, never refused) and the
+        # batch's own retry policy (no max_retries anywhere: issue 25); short delays keep the soak short.
+        async with AsyncClient(api_key=server.api_key, base_url=server.url, timeout=1.0,
                                initial_retry_delay=0.01, max_retry_delay=0.05) as client:
             start = time.perf_counter()
             results = await client.chat.completions.batch(
@@ -53,7 +53,7 @@ def test_batch_soak_with_faults() -> None:
         kinds: Counter[str] = Counter()
         for i, r in enumerate(results):
             assert r.index == i
-            assert 1 <= r.attempts <= MAX_RETRIES + 1
+            assert r.attempts >= 1
             if r.ok:
                 assert r.error is None and r.response is not None
                 assert r.response.choices[0].message.content == prompts[i]
