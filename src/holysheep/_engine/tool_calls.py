@@ -14,7 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from holysheep._core.hooks import BatchContext, HookSet, ToolEvent, tool_started
+from holysheep._core.hook_events import BatchContext, Emitter, ToolEvent
+from holysheep._core.hooks import tool_started
 from holysheep._core.tool_loop import PendingCall, RunTools, ToolOutcome, failed, not_run, result_text
 
 __all__ = ["MAX_TOOL_THREADS", "clock", "run_turn", "run_turn_async"]
@@ -30,14 +31,14 @@ def _finish(pending: PendingCall, start: float, output: Any) -> ToolOutcome:
     return ToolOutcome(result_text(output), output, None, _now() - start)
 
 
-def _started(pending: PendingCall, hooks: HookSet | None, batch: BatchContext | None) -> ToolEvent | None:
+def _started(pending: PendingCall, hooks: Emitter | None, batch: BatchContext | None) -> ToolEvent | None:
     """Tell the hooks a call starts (None when no hook listens to tools)."""
     if hooks is None:
         return None
     return tool_started(hooks, pending.name, pending.id, pending.call.function.arguments, batch)
 
 
-def _run_one(pending: PendingCall, hooks: HookSet | None = None, batch: BatchContext | None = None) -> ToolOutcome:
+def _run_one(pending: PendingCall, hooks: Emitter | None = None, batch: BatchContext | None = None) -> ToolOutcome:
     if pending.error is not None or pending.tool is None or pending.arguments is None:
         return not_run(pending)
     event = _started(pending, hooks, batch)
@@ -60,7 +61,7 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-def run_turn(step: RunTools, hooks: HookSet | None = None) -> list[ToolOutcome]:
+def run_turn(step: RunTools, hooks: Emitter | None = None) -> list[ToolOutcome]:
     """Run one turn's calls: alone inline, several in a pool of up to `MAX_TOOL_THREADS` threads (each in a copy
     of the caller's context, so a tracing span current here is current in the tool too). ``hooks`` hear each
     call's start and end."""
@@ -71,7 +72,7 @@ def run_turn(step: RunTools, hooks: HookSet | None = None) -> list[ToolOutcome]:
         return list(pool.map(lambda ctx, pending: ctx.run(_run_one, pending, hooks), contexts, step.calls))
 
 
-async def _arun_one(pending: PendingCall, hooks: HookSet | None = None,
+async def _arun_one(pending: PendingCall, hooks: Emitter | None = None,
                     batch: BatchContext | None = None) -> ToolOutcome:
     if pending.error is not None or pending.tool is None or pending.arguments is None:
         return not_run(pending)
@@ -95,7 +96,7 @@ async def _arun_one(pending: PendingCall, hooks: HookSet | None = None,
     return outcome
 
 
-async def run_turn_async(step: RunTools, hooks: HookSet | None = None,
+async def run_turn_async(step: RunTools, hooks: Emitter | None = None,
                          batch: BatchContext | None = None) -> list[ToolOutcome]:
     """Run one turn's calls concurrently with ``asyncio.gather`` (results in call order); ``hooks`` hear each
     call's start and end (``batch``: the batch whose agent item runs them)."""
