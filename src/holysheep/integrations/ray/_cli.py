@@ -87,10 +87,12 @@ def run_ray_batch(args: argparse.Namespace) -> int:
     if args.max_tokens is not None:
         params["max_tokens"] = args.max_tokens
     try:
-        processor = build_processor(
-            model=args.model, replicas=args.replicas, concurrency_per_replica=args.concurrency, rpm=args.rpm,
-            tpm=args.tpm, base_url=args.base_url, max_retries=args.max_retries,
-            skip_done=out_dir if earlier else None, _whole_row=True, **params)
+        if args.max_retries is not None:  # unset: the processor's own per-row retry limit
+            params["max_retries"] = args.max_retries
+        processor = build_processor(  # rpm/tpm "auto" (the CLI's default): the cluster limiter learns them
+            model=args.model, replicas=args.replicas, concurrency_per_replica=args.concurrency,
+            rpm=None if args.rpm == "auto" else args.rpm, tpm=None if args.tpm == "auto" else args.tpm,
+            base_url=args.base_url, skip_done=out_dir if earlier else None, _whole_row=True, **params)
         _connect(ray)
         results = processor(ray.data.read_json(str(source), lines=True))
         total, failed = _write_jsonl(results, out_dir)
