@@ -66,7 +66,7 @@ def test_plan_text_and_json() -> None:
     text, data = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, api_model="deepseek-v3.2",
                           tokens_per_day=1e7, top=3)
     assert text.startswith("Plan: llama-3.1-70b (inference, default), quant int4-awq, context 8192, batch 4")
-    for section in ("Memory per GPU (tensor parallel 1)", "Options (objective: cost)", "Rejected",
+    for section in ("Memory on one device (no tensor parallelism)", "Options (objective: cost)", "Rejected",
                     "API comparison: deepseek-v3.2"):
         assert section in text
     assert len(data["options"]) == 3 and data["options"][0]["count"] == 1
@@ -77,3 +77,13 @@ def test_plan_text_and_json() -> None:
     # 72.5 GB per GPU at 2 GPUs fits 80 GB: the CUDA context is already counted, no 0.9 on top
     assert "train tok/s" in ttext and tdata["mode"] == "training" and tdata["options"][0]["count"] == 2
     assert tdata["options"][0]["per_gpu_gb"] == pytest.approx(72.5, abs=0.05)
+
+
+def test_plan_header_does_not_call_the_one_device_figure_per_gpu_above_multi_gpu_picks() -> None:
+    """deepseek-v3 (FP8, 674 GB) only fits on 4+ GPUs: the header's figure is the one-device total, and the
+    options carry their own per-GPU figure."""
+    text, data = run_plan("deepseek-v3", top=3)
+    assert "Memory on one device (no tensor parallelism): 674.10 GB; each option below shows its own GB/GPU" in text
+    assert "Memory per GPU" not in text
+    assert data["memory"]["tensor_parallel"] == 1 and data["memory"]["per_gpu_gb"] == pytest.approx(674.10, abs=0.005)
+    assert all(o["count"] >= 4 and o["per_gpu_gb"] < 200 for o in data["options"])

@@ -142,12 +142,21 @@ def _gpus_arg(names: Sequence[str] | None) -> list[str] | None:
 def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]]:
     breakdown = {str(k): float(v) for k, v in dict(getattr(est, "breakdown", {}) or {}).items()}
     per_gpu = float(est.per_gpu_gb)
-    where = (f"{getattr(est, 'num_gpus', 1)} GPU(s), ZeRO-{getattr(est, 'zero_stage', 0)}" if training
-             else f"tensor parallel {getattr(est, 'tensor_parallel', 1)}")
-    lines = [f"Memory per GPU ({where}): {per_gpu:.2f} GB (total {float(est.total_gb):.2f} GB)"]
+    tp = int(getattr(est, "tensor_parallel", 1) or 1)
+    if training:
+        where = f"{getattr(est, 'num_gpus', 1)} GPU(s), ZeRO-{getattr(est, 'zero_stage', 0)}"
+        lines = [f"Memory per GPU ({where}): {per_gpu:.2f} GB (total {float(est.total_gb):.2f} GB)"]
+    elif tp > 1:
+        lines = [f"Memory per GPU (tensor parallel {tp}): {per_gpu:.2f} GB (total {float(est.total_gb):.2f} GB)"]
+    else:  # the options below split it over their GPU count: their GB/GPU column is the per-GPU figure
+        lines = [f"Memory on one device (no tensor parallelism): {per_gpu:.2f} GB; each option below shows "
+                 "its own GB/GPU"]
     if breakdown:
-        lines.append(format_table(("component", "GB/GPU"), [[k, f"{v:.2f}"] for k, v in breakdown.items()]))
-    data = {"per_gpu_gb": per_gpu, "total_gb": float(est.total_gb), "breakdown_gb": breakdown}
+        column = "GB/GPU" if training or tp > 1 else "GB"
+        lines.append(format_table(("component", column), [[k, f"{v:.2f}"] for k, v in breakdown.items()]))
+    data: dict[str, Any] = {"per_gpu_gb": per_gpu, "total_gb": float(est.total_gb), "breakdown_gb": breakdown}
+    if not training:
+        data["tensor_parallel"] = tp  # per_gpu_gb is at this degree; each option has its own per_gpu_gb
     return lines, data
 
 
