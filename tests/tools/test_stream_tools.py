@@ -62,3 +62,32 @@ def test_invalid_streamed_arguments_raise(kind: str) -> None:
             pytest.raises(ToolArgumentsError) as info:
         stream_events(kind, server, messages=user("w"), tools=[pydantic_function_tool(GetWeather)])
     assert info.value.field == "city" and info.value.raw_arguments == '{"city":7}'
+
+
+class Answer(BaseModel):
+    text: str
+
+
+def get_weather(city: str, days: int = 1) -> str:
+    """Weather for a city."""
+    return city
+
+
+def test_with_response_format_plain_functions_and_models_are_typed_tools(kind: str) -> None:
+    """With ``response_format=Model``, stream() takes functions and model classes as tools (typed so): they are
+    sent as strict tools, and their calls' done events and final tool calls carry the arguments' model."""
+    reply = tool_reply(tool_call("get_weather", {"city": "Paris", "days": 2}),
+                       tool_call("GetWeather", {"city": "Lima", "days": 1}))
+    with FakeServer(reply=reply) as server:
+        events, final = stream_events(kind, server, messages=user("w"), response_format=Answer,
+                                      tools=[get_weather, GetWeather])
+        sent = server.requests[-1].body["tools"]
+    assert [(t["function"]["name"], t["function"]["strict"]) for t in sent] == [
+        ("get_weather", True), ("GetWeather", True)]
+    done = [e for e in events if e.type == "tool_calls.function.arguments.done"]
+    assert [(e.name, e.parsed_arguments.model_dump()) for e in done] == [
+        ("get_weather", {"city": "Paris", "days": 2}), ("GetWeather", {"city": "Lima", "days": 1})]
+    assert isinstance(done[1].parsed_arguments, GetWeather)
+    calls = final.choices[0].message.tool_calls
+    assert [c.function.parsed_arguments.model_dump() for c in calls] == [
+        {"city": "Paris", "days": 2}, {"city": "Lima", "days": 1}]

@@ -6,18 +6,21 @@ which sits above the clients, imports it and not the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-from holysheep._core.request import ChatParams
+from holysheep._core.request import ChatParamsBase, ResponseFormatInput, ToolInput
 
 __all__ = ["BATCH_OPTION_NAMES", "BatchParams", "HOOK_NAMES"]
 
 
-class BatchParams(ChatParams, total=False):
+class BatchParams(ChatParamsBase, total=False):
     """Batch options, plus ``create()`` defaults applied to every item (``model``, ``max_tokens``, ...).
 
     - ``model``: default model for items that do not name one.
+    - ``tools``: tool dicts, and also plain or async functions and pydantic models (made strict tools with
+      ``function_tool`` / ``pydantic_function_tool``), unlike ``create()``, which sends dicts as given.
+    - ``response_format``: a dict, or a pydantic model (each result then has ``parsed``).
     - ``max_repairs``: with ``response_format=Model``, re-ask up to this many times when a reply does not
       validate (default 0); each result then has ``parsed``.
     - ``max_turns``: with ``tools=[functions]`` (or tools with a handler), each item runs a tool loop of up
@@ -60,6 +63,8 @@ class BatchParams(ChatParams, total=False):
     """
 
     model: str
+    tools: Sequence[ToolInput]
+    response_format: ResponseFormatInput
     max_repairs: int
     max_turns: int
     concurrency: int

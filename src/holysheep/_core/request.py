@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -12,14 +12,26 @@ from typing_extensions import TypedDict
 from holysheep._core.config import TimeoutTypes, check_headers
 from holysheep._core.validation import normalize_messages, validate_sampling
 
-__all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsNoFormat", "RequestOptions", "RequestSpec", "build_chat_spec",
-           "request_options"]
+__all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsBase", "ChatParamsNoFormat", "ParseParams", "RequestOptions",
+           "RequestSpec", "ResponseFormatInput", "RunToolsParams", "ToolInput", "build_chat_spec", "request_options"]
 
 _NOT_GIVEN: Any = object()
 
 
-class ChatParamsNoFormat(TypedDict, total=False):
-    """``ChatParams`` without ``response_format`` (``chat.completions.parse`` takes it as its own argument)."""
+ToolInput = Union[Mapping[str, Any], Callable[..., Any], type[BaseModel]]
+"""One ``tools=[...]`` entry where typed tools are accepted (``parse``, ``run_tools``, ``batch``, and ``stream``
+with ``response_format=Model``): a tool dict (a `FunctionTool` is one), a plain or async function (wrapped
+with ``function_tool``) or a pydantic model class (wrapped with ``pydantic_function_tool``). They take a
+list or a tuple of them (typed ``Sequence``: a generator would be read up before the batch's requests)."""
+
+ResponseFormatInput = Union[dict[str, Any], type[BaseModel]]
+"""``response_format`` as ``create()`` takes it: a dict sent as given, or a pydantic model (strict schema)."""
+
+
+class ChatParamsBase(TypedDict, total=False):
+    """The chat parameters every ``chat.completions`` method takes, but ``tools`` and ``response_format``
+    (whose accepted types differ per method: see `ChatParams`, `ChatParamsNoFormat`, `ParseParams`,
+    `RunToolsParams`)."""
 
     temperature: float
     top_p: float
@@ -33,7 +45,6 @@ class ChatParamsNoFormat(TypedDict, total=False):
     logit_bias: dict[str, int]
     logprobs: bool
     top_logprobs: int
-    tools: list[dict[str, Any]]
     tool_choice: str | dict[str, Any]
     parallel_tool_calls: bool
     functions: list[dict[str, Any]]
@@ -66,10 +77,30 @@ class ChatParamsNoFormat(TypedDict, total=False):
     stream_idle_timeout: float | None
 
 
+class ChatParamsNoFormat(ChatParamsBase, total=False):
+    """``ChatParams`` without ``response_format``: what ``chat.completions.stream`` takes besides a dict (or
+    no) ``response_format``. ``tools`` are dicts only here: they are sent as given."""
+
+    tools: list[dict[str, Any]]
+
+
 class ChatParams(ChatParamsNoFormat, total=False):
     """Optional keyword arguments of ``chat.completions.create`` (OpenAI's chat parameters)."""
 
-    response_format: dict[str, Any] | type[BaseModel]
+    response_format: ResponseFormatInput
+
+
+class ParseParams(ChatParamsBase, total=False):
+    """What ``parse`` (and ``stream`` with ``response_format=Model``) take besides ``response_format``:
+    ``tools`` may also be functions and pydantic models (made strict tools, their arguments parsed)."""
+
+    tools: Sequence[ToolInput]
+
+
+class RunToolsParams(ChatParamsBase, total=False):
+    """What ``run_tools`` takes besides ``model``, ``messages``, ``tools`` and ``max_turns``."""
+
+    response_format: ResponseFormatInput
 
 
 _TRANSPORT_KEYS = ("extra_body", "extra_headers", "extra_query", "timeout", "max_retries", "stream_idle_timeout")

@@ -9,7 +9,7 @@ from typing_extensions import Unpack
 
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
 from holysheep._clients.resources.structured import _spec
-from holysheep._core.request import ChatParamsNoFormat, RequestSpec, build_chat_spec
+from holysheep._core.request import ChatParamsNoFormat, ParseParams, RequestSpec, build_chat_spec
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -23,9 +23,11 @@ Messages = Iterable[ChatCompletionMessageParam | Message]
 
 
 def stream_spec(model: Any, messages: Any, response_format: Any,
-                params: Mapping[str, Any]) -> tuple[RequestSpec, ResponseFormat[Any] | None]:
-    """The streamed request, and the format its content is parsed as (a type passed as ``response_format``;
-    a dict is sent as given and not parsed, as in openai). Raises `InvalidRequestError` before any I/O."""
+                params: Mapping[str, Any]) -> tuple[RequestSpec, ResponseFormat[Any] | None, Any]:
+    """The streamed request, the format its content is parsed as (a type passed as ``response_format``;
+    a dict is sent as given and not parsed, as in openai) and the tools it sends (with a type, functions and
+    models made strict tools, so their calls get ``parsed_arguments``). Raises `InvalidRequestError` before
+    any I/O."""
     if "stream" in params:
         from holysheep._exceptions import InvalidRequestError
 
@@ -35,12 +37,12 @@ def stream_spec(model: Any, messages: Any, response_format: Any,
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format, **params},
                           stream=True)
-        return _spec(plan.params, stream=True), plan.format
+        return _spec(plan.params, stream=True), plan.format, plan.params.get("tools")
     rest = dict(params)
     if response_format is not None:
         rest["response_format"] = response_format
     return build_chat_spec(model=model, messages=messages, stream=True, params=rest,
-                           parse=parse_chat_completion), None
+                           parse=parse_chat_completion), None, rest.get("tools")
 
 
 class SyncStreamHelper:
@@ -50,7 +52,7 @@ class SyncStreamHelper:
 
     @overload
     def stream(self, *, model: ModelName, messages: Messages, response_format: type[T],
-               **params: Unpack[ChatParamsNoFormat]) -> ChatCompletionStreamManager[T]: ...
+               **params: Unpack[ParseParams]) -> ChatCompletionStreamManager[T]: ...
 
     @overload
     def stream(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | None = None,
@@ -68,8 +70,8 @@ class SyncStreamHelper:
         """
         from holysheep._clients.chat_stream import ChatCompletionStreamManager
 
-        spec, fmt = stream_spec(model, messages, response_format, params)
-        return ChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, params.get("tools"))
+        spec, fmt, tools = stream_spec(model, messages, response_format, params)
+        return ChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, tools)
 
 
 class AsyncStreamHelper:
@@ -79,7 +81,7 @@ class AsyncStreamHelper:
 
     @overload
     def stream(self, *, model: ModelName, messages: Messages, response_format: type[T],
-               **params: Unpack[ChatParamsNoFormat]) -> AsyncChatCompletionStreamManager[T]: ...
+               **params: Unpack[ParseParams]) -> AsyncChatCompletionStreamManager[T]: ...
 
     @overload
     def stream(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | None = None,
@@ -91,5 +93,5 @@ class AsyncStreamHelper:
         Same events and arguments as the sync ``Client.chat.completions.stream``."""
         from holysheep._clients.chat_stream import AsyncChatCompletionStreamManager
 
-        spec, fmt = stream_spec(model, messages, response_format, params)
-        return AsyncChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, params.get("tools"))
+        spec, fmt, tools = stream_spec(model, messages, response_format, params)
+        return AsyncChatCompletionStreamManager(lambda: self._client._execute(spec), fmt, tools)

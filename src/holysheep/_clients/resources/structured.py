@@ -5,13 +5,13 @@ Both drive the same sans-I/O re-ask loop (`ParsePlan.steps`); they differ only i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from typing_extensions import Unpack
 
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
-from holysheep._core.request import ChatParamsNoFormat, RequestSpec, build_chat_spec
+from holysheep._core.request import ChatParamsBase, ParseParams, RequestSpec, ToolInput, build_chat_spec
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -40,29 +40,29 @@ class SyncParse:
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
               stream: Literal[False] = False, max_repairs: int = 0,
-              **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[T]: ...
+              **params: Unpack[ParseParams]) -> ParsedChatCompletion[T]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: type[T], stream: Literal[True],
-              max_repairs: int = 0, **params: Unpack[ChatParamsNoFormat]) -> ParsedStream[T]: ...
+              max_repairs: int = 0, **params: Unpack[ParseParams]) -> ParsedStream[T]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
               stream: Literal[False] = False, max_repairs: int = 0,
-              **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[Any]: ...
+              **params: Unpack[ParseParams]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
               stream: Literal[True], max_repairs: int = 0,
-              **params: Unpack[ChatParamsNoFormat]) -> ParsedStream[Any]: ...
+              **params: Unpack[ParseParams]) -> ParsedStream[Any]: ...
 
     @overload
-    def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[False] = False,
-              max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any]: ...
+    def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[False] = False,
+              max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> ParsedChatCompletion[Any]: ...
 
     @overload
-    def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[True],
-              max_repairs: int = 0, **params: Any) -> ParsedStream[Any]: ...
+    def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[True],
+              max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> ParsedStream[Any]: ...
 
     def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None, stream: bool = False,
               max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
@@ -110,31 +110,31 @@ class AsyncParse:
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
                     stream: Literal[False] = False, max_repairs: int = 0,
-                    **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[T]: ...
+                    **params: Unpack[ParseParams]) -> ParsedChatCompletion[T]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
                     stream: Literal[True], max_repairs: int = 0,
-                    **params: Unpack[ChatParamsNoFormat]) -> AsyncParsedStream[T]: ...
+                    **params: Unpack[ParseParams]) -> AsyncParsedStream[T]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
                     stream: Literal[False] = False, max_repairs: int = 0,
-                    **params: Unpack[ChatParamsNoFormat]) -> ParsedChatCompletion[Any]: ...
+                    **params: Unpack[ParseParams]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
                     stream: Literal[True], max_repairs: int = 0,
-                    **params: Unpack[ChatParamsNoFormat]) -> AsyncParsedStream[Any]: ...
+                    **params: Unpack[ParseParams]) -> AsyncParsedStream[Any]: ...
 
     @overload
-    async def parse(self, *, model: ModelName, messages: Messages, tools: list[Any],
+    async def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput],
                     stream: Literal[False] = False, max_repairs: int = 0,
-                    **params: Any) -> ParsedChatCompletion[Any]: ...
+                    **params: Unpack[ChatParamsBase]) -> ParsedChatCompletion[Any]: ...
 
     @overload
-    async def parse(self, *, model: ModelName, messages: Messages, tools: list[Any], stream: Literal[True],
-                    max_repairs: int = 0, **params: Any) -> AsyncParsedStream[Any]: ...
+    async def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[True],
+                    max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> AsyncParsedStream[Any]: ...
 
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None,
                     stream: bool = False, max_repairs: int = 0,

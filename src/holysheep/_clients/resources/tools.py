@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
 from holysheep._core.hooks import HookSet, active_hooks
-from holysheep._core.request import RequestSpec, build_chat_spec
+from holysheep._core.request import RequestSpec, RunToolsParams, ToolInput, build_chat_spec
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -23,8 +25,8 @@ class SyncRunTools:
 
     _client: Executor
 
-    def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[Any], max_turns: int = 10,
-                  **params: Any) -> ToolRunResult:
+    def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], max_turns: int = 10,
+                  **params: Unpack[RunToolsParams]) -> ToolRunResult:
         """Ask the model, run the tools it calls, send their results back, until it answers without a tool call.
 
         ``tools``: plain functions and async functions (described by `function_tool` from their type hints
@@ -45,8 +47,8 @@ class AsyncRunTools:
 
     _client: Executor
 
-    async def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[Any], max_turns: int = 10,
-                        **params: Any) -> ToolRunResult:
+    async def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput],
+                        max_turns: int = 10, **params: Unpack[RunToolsParams]) -> ToolRunResult:
         """The async ``run_tools``: the calls of one turn run with ``asyncio.gather`` (plain functions in
         worker threads). Same arguments, result and errors as the sync ``Client.chat.completions.run_tools``."""
         loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns)
