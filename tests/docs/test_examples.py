@@ -12,7 +12,7 @@ from ._util import EXAMPLES, ROOT, offline_env
 
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 EXPECTED = {"quickstart.py", "streaming.py", "async_batch.py", "jsonl_batch.py", "estimate_and_pick.py",
-            "self_hosted_fallback.py", "extract_batch.py"}
+            "self_hosted_fallback.py", "extract_batch.py", "tool_batch.py"}
 
 
 def test_every_listed_example_exists() -> None:
@@ -27,6 +27,28 @@ def test_example_runs_offline(script: str) -> None:
     assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     assert "Traceback" not in proc.stderr
     assert proc.stdout.strip(), f"{script} printed nothing"
+
+
+TOOL_BATCH_OUTPUT = """\
+[0] Paris: 64.4 F. (3 requests)
+    turn 1: get_weather({"city":"Paris","unit":"c"}) -> 18 degrees C in Paris
+    turn 2: to_fahrenheit({"celsius":18.0}) -> 64.4
+[1] Tokyo vs Lima: 24.5 degrees C in Tokyo; 16 degrees C in Lima. (2 requests)
+    turn 1: get_weather({"city":"Tokyo","unit":"c"}) -> 24.5 degrees C in Tokyo
+    turn 1: get_weather({"city":"Lima","unit":"c"}) -> 16 degrees C in Lima
+[2] failed: MaxTurnsError
+    2 tool call(s) ran, 6 messages in the transcript
+2/3 agents finished in 8 requests
+"""
+
+
+def test_tool_batch_example_prints_each_agent_and_its_tool_calls() -> None:
+    """The batch of agents: the function tool and the function_tool ran with the scripted arguments, the
+    two calls of one turn both ran, the third agent stopped at max_turns=3 alone, and 3 + 2 + 3 requests."""
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "tool_batch.py")], cwd=ROOT, env=offline_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout == TOOL_BATCH_OUTPUT
 
 
 def test_notebook_executes_headless(monkeypatch: pytest.MonkeyPatch) -> None:
