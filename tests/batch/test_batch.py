@@ -335,44 +335,80 @@ async def test_progress_callback_and_plain_bar(server: FakeServer) -> None:
     assert last.startswith("batch: 15/15 done, 0 failed") and "tokens" in last and "$" in last
 
 
+# Four requests answered, then four that the server never answers (a stall ends only when the client
+# hangs up): the moment to cancel is a fixed point of the schedule, not a time.
+_FOUR_THEN_FOUR_STALLED = [None] * 4 + [Fault.stall()] * 4
+
+
+def _four_answered_four_hung_up(server: FakeServer) -> None:
+    """The server saw exactly 8 chat requests: 4 answered, then 4 in flight whose client hung up."""
+    reqs = chat_requests(server)
+    assert [r.status for r in reqs] == [200] * 4 + [None] * 4
+    assert [r.fault.kind if r.fault else None for r in reqs] == [None] * 4 + ["stall"] * 4
+    assert all(r.finished_at is not None for r in reqs)  # a stall only ends when the connection closes
+
+
 async def test_async_cancellation_cancels_in_flight_and_keeps_delivered_results() -> None:
     got: list[Any] = []
-    with FakeServer(latency=0.2) as server:
+    four = asyncio.Event()
+
+    def on_result(result: Any) -> None:
+        got.append(result)
+        if len(got) == 4:
+            four.set()
+
+    with FakeServer(faults=_FOUR_THEN_FOUR_STALLED) as server:
         async with async_client(server) as client:
             task = asyncio.create_task(client.chat.completions.batch(
-                [f"c{i}" for i in range(100)], model=MODEL, concurrency=4, on_result=got.append, check_quota=False))
-            for _ in range(1000):  # wait for the first results (not a fixed time: a loaded machine is slow)
-                if len(got) >= 4:
-                    break
-                await asyncio.sleep(0.01)
-            at_cancel = len(got)
+                [f"c{i}" for i in range(100)], model=MODEL, concurrency=4, on_result=on_result, check_quota=False))
+            await asyncio.wait_for(four.wait(), 60)
+            assert await asyncio.to_thread(server.wait_in_flight, 4, 60)  # the next 4, stalled
+            assert len(chat_requests(server)) == 8
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-        assert server.wait_idle(2)
-    assert 4 <= at_cancel <= len(got) <= at_cancel + 4 and all(r.ok for r in got)
-    assert len(chat_requests(server)) <= len(got) + 4
+            assert await asyncio.to_thread(server.wait_idle, 60)  # the 4 in flight were hung up on
+        assert len(got) == 4 and all(r.ok for r in got)  # the delivered results are kept, no more came
+        assert sorted(_content(r) for r in got) == sorted(f"c{r.index}" for r in got)
+        _four_answered_four_hung_up(server)
 
 
 def test_sync_ctrl_c_raises_with_partial_results() -> None:
-    with FakeServer(latency=0.1) as server, sync_client(server) as client:
-        timer = threading.Timer(0.6, _thread.interrupt_main)
-        timer.start()
-        start = time.monotonic()
+    """Ctrl-C comes once 4 items are done and the next 4 hang at the server: the batch cancels those 4
+    (the server sees the hang-ups), its loop thread ends (no grace period spent), and BatchInterrupted
+    holds exactly the 4 results and 196 cancelled items."""
+    done = threading.Event()
+    delivered: list[Any] = []
+
+    def on_result(result: Any) -> None:
+        delivered.append(result)
+        if len(delivered) == 4:
+            done.set()
+
+    with FakeServer(faults=_FOUR_THEN_FOUR_STALLED) as server, sync_client(server) as client:
+
+        def ctrl_c() -> None:
+            if done.wait(60) and server.wait_in_flight(4, 60):
+                _thread.interrupt_main()
+
+        presser = threading.Thread(target=ctrl_c)
+        presser.start()
         with pytest.raises(BatchInterrupted) as info:
             client.chat.completions.batch([f"k{i}" for i in range(200)], model=MODEL, concurrency=4,
-                                          check_quota=False)
-        timer.join()
-        assert time.monotonic() - start < 3
+                                          on_result=on_result, check_quota=False)
+        presser.join()
+        # the batch's loop thread ended: it did not wait out its grace period on the hung requests
+        assert not [t for t in threading.enumerate() if t.name == "holysheep-batch-loop" and t.is_alive()]
         results = info.value.results
         assert len(results) == 200 and all(r is not None for r in results)
-        done = [r for r in results if r.ok]
-        assert 4 <= len(done) < 200
-        assert all(_content(r) == f"k{r.index}" for r in done)
+        ok = [r for r in results if r.ok]
+        assert len(ok) == 4 and sorted(r.index for r in ok) == sorted(r.index for r in delivered)
+        assert all(_content(r) == f"k{r.index}" for r in ok)
         assert all(isinstance(r.error, BatchCancelledError) for r in results if not r.ok)
         assert results.summary().stop_reason == "interrupted (Ctrl-C)"
         assert isinstance(info.value, KeyboardInterrupt)
-        assert server.wait_idle(3)
+        assert server.wait_idle(60)
+        _four_answered_four_hung_up(server)
 
 
 async def test_summary_shows_the_limits_the_server_announced() -> None:

@@ -70,6 +70,7 @@ class EndpointHandler:
     _lock: threading.Lock
     _handlers: dict[tuple[str, str], Handler]
     _conns: dict[asyncio.StreamWriter, asyncio.Task[Any]]
+    _gate: asyncio.Event | None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._conns[writer] = asyncio.current_task()  # type: ignore[assignment]
@@ -110,6 +111,9 @@ class EndpointHandler:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
+        gate = self._gate
+        if gate is not None:  # FakeServer.hold(): wait for release()
+            await gate.wait()
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if self.require_auth and not self._authorized(req.headers.get("authorization", "")):

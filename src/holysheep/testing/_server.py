@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._endpoints import EndpointHandler
@@ -78,6 +78,7 @@ class FakeServer(EndpointHandler):
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._startup_error: BaseException | None = None
+        self._gate = None
 
     # ----------------------------------------------------------------- public API
     @property
@@ -126,8 +127,38 @@ class FakeServer(EndpointHandler):
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait until no connection is open and no request is in flight; False on timeout."""
+        return self._wait(lambda: not (self.open_connections or self.in_flight), timeout)
+
+    def wait_in_flight(self, count: int, timeout: float = 5.0) -> bool:
+        """Wait until at least ``count`` requests are in flight; False on timeout. From async code:
+        ``await asyncio.to_thread(server.wait_in_flight, count)``."""
+        return self._wait(lambda: self.in_flight >= count, timeout)
+
+    def hold(self) -> None:
+        """Hold every request that arrives from now on: it is recorded and counted in ``in_flight``, then
+        waits (before latency, auth and faults) until `release`. Exact concurrency tests hold, start N
+        requests, ``wait_in_flight(N)``, assert, then release."""
+        with self._lock:
+            if self._gate is None:
+                self._gate = asyncio.Event()
+
+    def release(self) -> None:
+        """Let the held requests (and every later one) go on; the opposite of `hold`."""
+        with self._lock:
+            gate, self._gate = self._gate, None
+        if gate is None:
+            return
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            gate.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing is held
+                loop.call_soon_threadsafe(gate.set)
+
+    @staticmethod
+    def _wait(done: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        while self.open_connections or self.in_flight:
+        while not done():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
