@@ -173,3 +173,13 @@ def test_200_agents_with_20_percent_transient_faults(kind: str) -> None:
     assert sum(r.attempts for r in results) == len(recorded)
     if kind == "async":
         assert len(calls) == 200
+
+
+def test_sync_batch_reads_tools_given_as_a_generator_once() -> None:
+    """The sync batch checks its options, then runs them in a worker thread: a generator of tools must not be
+    read empty the second time (every item would go out with ``tools=[]`` and no tool loop)."""
+    with FakeServer(reply=agent_script()) as server, client_for(server) as client:
+        results = client.chat.completions.batch(["q0", "q1"], model="gpt-4.1", tools=(t for t in [lookup]))
+        bodies = [r.body for r in chats(server)]
+    assert [r.response.choices[0].message.content for r in results] == ["answer: value-of-k"] * 2
+    assert len(bodies) == 4 and all([t["function"]["name"] for t in b["tools"]] == ["lookup"] for b in bodies)

@@ -133,6 +133,8 @@ def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[Any],
     """
     check_requests(requests)
     options, _, defaults = split_params(params)  # every option checked before a thread or a request
+    if "tools" in defaults:  # read once: a generator of tools would be empty when the batch splits them again
+        params = {**params, "tools": defaults["tools"]}
     sized = _sized(requests)
     if options.max_cost_usd is not None and sized is not None:
         check_priced(_models(sized, defaults), options.prices)
