@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -60,8 +61,13 @@ def test_create_is_one_client_span_with_the_genai_attributes(server: FakeServer)
 def test_retries_are_span_events_on_the_one_span(server: FakeServer) -> None:
     server.set_faults([Fault.status(500), Fault.status(503), None])
     with instrumented() as t, _client(server) as client:
+        before = time.time_ns()
         client.chat.completions.create(model=MODEL, messages=MESSAGES)
+        after = time.time_ns()
     (span,) = t.spans()
+    # The span is built when the call ends, with the call's start time and the retries at their own times.
+    assert span.start_time is not None and span.end_time is not None
+    assert before <= span.start_time <= span.events[0].timestamp <= span.events[1].timestamp <= span.end_time <= after
     events = [(e.name, dict(e.attributes or {})) for e in span.events]
     assert events == [
         ("holysheep.retry", {"holysheep.attempts": 1, "error.type": "InternalServerError",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from time import time_ns
 from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import context, metrics, trace
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -67,14 +68,26 @@ def _histogram(meter: Any, name: str, unit: str, description: str, buckets: tupl
 
 
 class _Call:
-    """What one call's span needs between its events."""
+    """What one call's span needs between its events. The span itself is built when the call ends, in one
+    ``start_span`` with every attribute and the call's start time: the SDK then checks each attribute once
+    and takes one lock, instead of a live span filled twice (a call's span is never made current, so
+    nothing needs it open earlier)."""
 
-    __slots__ = ("first_chunk_s", "host", "op", "port", "request_model", "served_by", "span")
+    __slots__ = ("attrs", "events", "first_chunk_s", "host", "op", "parent", "port", "request_model",
+                 "served_by", "start_ns")
 
-    def __init__(self, span: Any, op: str, request_model: str | None, event: RequestEvent) -> None:
-        self.span, self.op, self.request_model = span, op, request_model
+    def __init__(self, attrs: dict[str, Any], parent: Any, op: str, request_model: str | None,
+                 event: RequestEvent) -> None:
+        self.attrs, self.parent, self.op, self.request_model = attrs, parent, op, request_model
         self.host, self.port, self.served_by = event.host, event.port, event.served_by
+        self.events: list[tuple[str, dict[str, Any], int]] | None = None
         self.first_chunk_s: float | None = None
+        self.start_ns = time_ns()
+
+    def add_event(self, name: str, attrs: dict[str, Any]) -> None:
+        if self.events is None:
+            self.events = []
+        self.events.append((name, attrs, time_ns()))
 
 
 class OpenTelemetryHooks(Hooks):
@@ -84,6 +97,9 @@ class OpenTelemetryHooks(Hooks):
     ``HolySheepInstrumentor().instrument()`` to trace every client. ``tracer_provider`` /
     ``meter_provider`` default to the global ones; ``capture_message_content`` defaults to
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+
+    A call's span carries the call's start time and is handed to the span processors when the call ends
+    (with its retries as timed events), the way a finished span reaches an exporter anyway.
     """
 
     def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None,
@@ -118,7 +134,7 @@ class OpenTelemetryHooks(Hooks):
         if call is not None:  # a retry or a fallback: the same span
             if event.served_by != call.served_by:
                 call.host, call.port, call.served_by = event.host, event.port, event.served_by
-                call.span.set_attributes({SERVER_ADDRESS: event.host, SERVER_PORT: event.port})
+                call.attrs[SERVER_ADDRESS], call.attrs[SERVER_PORT] = event.host, event.port
             return
         op = ctx.operation
         model = ctx.model
@@ -133,13 +149,10 @@ class OpenTelemetryHooks(Hooks):
             messages = input_messages(body)
             if messages is not None:
                 attrs[INPUT_MESSAGES] = messages
-        parent = None
         batch = ctx.batch
-        if batch is not None:
-            parent = batch.state.get(self)
-        span = self._tracer.start_span(f"{op} {model}" if model else op, context=parent, kind=SpanKind.CLIENT,
-                                       attributes=attrs)
-        state[self] = _Call(span, op, model, event)
+        # The parent: the batch's span, else the caller's context now (the call may end in another one).
+        parent = batch.state.get(self) if batch is not None else context.get_current()
+        state[self] = _Call(attrs, parent, op, model, event)
 
     def on_response(self, event: ResponseEvent) -> None:
         call: _Call | None = event.ctx.state.get(self)
@@ -155,12 +168,12 @@ class OpenTelemetryHooks(Hooks):
                     response = response.parse()
                 except Exception:  # the caller gets the same error from parse(); the span just has less
                     response = None
-            end: dict[str, Any] = {}
+            end = call.attrs
             inp, out, cached, model = response_attributes(end, response)
             if self.capture_content and getattr(response, "choices", None):
                 end[OUTPUT_MESSAGES] = output_messages(
                     [(getattr(c.message, "content", None), c.finish_reason) for c in response.choices])
-            self._end(call, event, None, end, inp, out, cached, model)
+            self._end(call, event, None, inp, out, cached, model)
             return
         error = event.error
         if outcome == "retry":
@@ -168,18 +181,18 @@ class OpenTelemetryHooks(Hooks):
                                      "holysheep.retry.delay_s": event.delay_s or 0.0}
             if event.status_code is not None:
                 attrs[HTTP_STATUS] = event.status_code
-            call.span.add_event("holysheep.retry", attrs)
+            call.add_event("holysheep.retry", attrs)
         elif outcome == "fallback":
-            call.span.add_event("holysheep.fallback", {SERVED_BY: event.served_by,
-                                                       ERROR_TYPE: type(error).__qualname__})
+            call.add_event("holysheep.fallback", {SERVED_BY: event.served_by, ERROR_TYPE: type(error).__qualname__})
         else:
-            self._end(call, event, error, {HTTP_STATUS: event.status_code} if event.status_code is not None else {},
-                      None, None, 0, None)
+            if event.status_code is not None:
+                call.attrs[HTTP_STATUS] = event.status_code
+            self._end(call, event, error, None, None, 0, None)
 
     def _end(self, call: _Call, event: ResponseEvent | StreamEndEvent, error: BaseException | None,
-             attrs: dict[str, Any], inp: int | None, out: int | None, cached: int, response_model: str | None) -> None:
-        """Set the closing attributes in one go, end the span, record the metrics."""
-        span = call.span
+             inp: int | None, out: int | None, cached: int, response_model: str | None) -> None:
+        """Build the span with all its attributes at once, end it, record the metrics."""
+        attrs = call.attrs
         served_by = event.served_by if isinstance(event, ResponseEvent) else call.served_by
         if served_by != "primary":  # a fallback served it (each attribute costs the SDK a check: only what tells)
             attrs[SERVED_BY] = served_by
@@ -192,9 +205,13 @@ class OpenTelemetryHooks(Hooks):
         if error is not None:
             error_type = type(error).__qualname__
             attrs[ERROR_TYPE] = error_type
+        op, model = call.op, call.request_model
+        span = self._tracer.start_span(f"{op} {model}" if model else op, context=call.parent,
+                                       kind=SpanKind.CLIENT, attributes=attrs, start_time=call.start_ns)
+        for name, event_attrs, at in call.events or ():
+            span.add_event(name, event_attrs, at)
+        if error_type is not None:
             span.set_status(Status(StatusCode.ERROR, error_type))
-        if span.is_recording():  # a span the sampler dropped takes no attributes
-            span.set_attributes(attrs)
         span.end()
         self._record(call, event.elapsed_s, error_type, inp, out, cached, response_model)
 
@@ -258,7 +275,7 @@ class OpenTelemetryHooks(Hooks):
         call: _Call | None = event.ctx.state.pop(self, None)
         if call is None:
             return
-        attrs: dict[str, Any] = {}
+        attrs = call.attrs
         if event.response_id:
             attrs[RESPONSE_ID] = event.response_id
         model = event.response_model or None
@@ -279,7 +296,7 @@ class OpenTelemetryHooks(Hooks):
         chunks = event.chunks
         if call.first_chunk_s is not None and chunks > 1:
             self._tpoc.record((event.elapsed_s - call.first_chunk_s) / (chunks - 1), self._stream_attrs(call))
-        self._end(call, event, event.error, attrs, inp, out, cached, model)
+        self._end(call, event, event.error, inp, out, cached, model)
 
     # ------------------------------------------------------------------ batch and tools
     def on_batch_start(self, event: BatchEvent) -> None:
