@@ -35,17 +35,18 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 
 # create() parameter -> span attribute (the ones that were set are recorded; never headers, never keys)
-_REQUEST_PARAMS = (
-    ("max_tokens", "gen_ai.request.max_tokens"),
-    ("max_completion_tokens", "gen_ai.request.max_tokens"),
-    ("temperature", "gen_ai.request.temperature"),
-    ("top_p", "gen_ai.request.top_p"),
-    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
-    ("presence_penalty", "gen_ai.request.presence_penalty"),
-    ("seed", "gen_ai.request.seed"),
-    ("n", "gen_ai.request.choice.count"),
-    ("dimensions", "gen_ai.embeddings.dimension.count"),
-)
+_REQUEST_PARAMS = {
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+    "n": "gen_ai.request.choice.count",
+    "dimensions": "gen_ai.embeddings.dimension.count",
+}
+_OTHER_PARAMS = frozenset(("stop", "encoding_format", "response_format"))
 
 
 def capture_from_env() -> bool:
@@ -57,10 +58,16 @@ def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None) ->
     """Add the request parameters that were set (numbers and stop sequences only)."""
     if not body:
         return
-    for key, name in _REQUEST_PARAMS:
-        value = body.get(key)
-        if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
-            attrs[name] = value
+    other = False
+    for key, value in body.items():  # a body holds a few keys: one pass over them, not a lookup per parameter
+        name = _REQUEST_PARAMS.get(key)
+        if name is not None:
+            if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
+                attrs[name] = value
+        elif key in _OTHER_PARAMS:
+            other = True
+    if not other:
+        return
     stop = body.get("stop")
     if isinstance(stop, str):
         attrs["gen_ai.request.stop_sequences"] = (stop,)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from time import time_ns
 from typing import Any
 
@@ -121,6 +121,7 @@ class OpenTelemetryHooks(Hooks):
         meter.create_observable_counter(COST_METRIC, callbacks=[self._observe_cost], unit="USD",
                                         description="Cost of the calls at the SDK's price catalog")
         self._metric_attrs: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+        self._completion_cost: Callable[[str, int, int, int], float | None] | None = None
 
     def _observe_cost(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._cost_lock:
@@ -229,10 +230,13 @@ class OpenTelemetryHooks(Hooks):
             self._tokens.record(out, sets[2])
         model = response_model or call.request_model
         if model and (inp or out):
-            from holysheep.pricing._cost import completion_cost  # the price catalog loads with the first usage
+            price = self._completion_cost
+            if price is None:
+                from holysheep.pricing._cost import completion_cost  # the price catalog loads with the first usage
 
+                price = self._completion_cost = completion_cost
             try:
-                cost = completion_cost(model, inp or 0, out or 0, cached)
+                cost = price(model, inp or 0, out or 0, cached)
             except Exception:  # the price catalog is optional
                 cost = None
             if cost:
