@@ -1,6 +1,7 @@
 """Batch CPU per request with the OpenTelemetry instrumentation on, against off (target: at most 1.15x).
 
     python benchmarks/otel_overhead.py [-n 2000] [--rounds 5] [--concurrency 64] [--no-write]
+    python benchmarks/otel_overhead.py --instructions [--items 900]
 
 Four sides, each ``AsyncClient().chat.completions.batch`` over ``n`` prompts against the canned local server
 (a subprocess pinned to the other core), timed with ``time.process_time`` (this process only):
@@ -18,6 +19,12 @@ The sides run interleaved (off, traces, traces_metrics, bare_sdk_spans, off, ...
 the rounds' ratios to the ``off`` run of the same round, so a slow stretch of a shared machine lands on every
 side.
 Writes ``otel_overhead`` into ``benchmarks/results.json``.
+
+``--instructions`` counts instructions instead, with ``valgrind --tool=cachegrind``: each side runs in a child
+interpreter, once with ``items / 3`` and once with ``items`` batch items after the same warm-up, and the
+marginal count per item, (count at ``items`` - count at ``items / 3``) / (2/3 ``items``), leaves out start-up.
+Instruction counts do not move with the load of a shared machine, as CPU time does; they are written as
+``otel_overhead.instructions``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,13 +76,81 @@ class _BareSpans:
             event.ctx.state.pop(self).end()
 
 
+SIDES = ("off", "traces", "traces_metrics", "bare_sdk_spans")
+
+
+def _child(side: str, n: int, url: str, concurrency: int) -> None:
+    """One side's batch of ``n`` items after a 200-item warm-up (run under valgrind by ``_instructions``)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from holysheep._core.hooks import register_global_hooks
+    from holysheep.integrations.otel import HolySheepInstrumentor
+
+    tracer_provider = TracerProvider()
+    if side == "traces":
+        HolySheepInstrumentor().instrument(tracer_provider=tracer_provider)
+    elif side == "traces_metrics":
+        HolySheepInstrumentor().instrument(tracer_provider=tracer_provider,
+                                           meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    elif side == "bare_sdk_spans":
+        register_global_hooks(_BareSpans(tracer_provider))
+    prompts = [[{"role": "user", "content": f"prompt {i}"}] for i in range(max(n, 200))]
+    _batch_cpu_us(url, prompts[:200], concurrency)
+    if n:
+        _batch_cpu_us(url, prompts[:n], concurrency)
+
+
+def _instructions(items: int, concurrency: int, write: bool, words: int, sides: tuple[str, ...]) -> None:
+    from _common import valgrind_instructions
+
+    small = items // 3
+    per: dict[str, float] = {}
+    with canned_server(0.0, words) as url:
+        for side in sides:
+            counts = [valgrind_instructions([sys.executable, __file__, "--child", side, str(n), url,
+                                             "--concurrency", str(concurrency)]) for n in (small, items)]
+            per[side] = (counts[1] - counts[0]) / (items - small)
+            print(f"{side:<16} {per[side] / 1000:8.1f} k instructions/item", flush=True)
+    result = {
+        "machine": f"{platform.machine()}, Python {platform.python_version()}", "date": time.strftime("%Y-%m-%d"),
+        "items": items, "concurrency": concurrency, "reply_words": words,
+        "k_instructions_per_item": {side: round(v / 1000, 1) for side, v in per.items()},
+        "ratio": {side: round(per[side] / per["off"], 3) for side in sides if side != "off"},
+        "how": "valgrind cachegrind, marginal count per item between items/3 and items (start-up left out)",
+    }
+    print(json.dumps(result, indent=2))
+    if write:
+        path = Path(HERE / "results.json")
+        data = json.loads(path.read_text())
+        data.setdefault("otel_overhead", {}).setdefault("instructions", {})[f"reply_words_{words}"] = result
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote otel_overhead.instructions into {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=2000, help="batch items per run")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--no-write", action="store_true", help="print only; leave results.json alone")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with valgrind instead")
+    parser.add_argument("--items", type=int, default=900, help="batch items per counted run (--instructions)")
+    parser.add_argument("--reply-words", type=int, default=16,
+                        help="words per canned reply (16: the least CPU a batch item costs, so the largest ratio)")
+    parser.add_argument("--only", nargs="*", choices=SIDES, default=None, help="sides to count (--instructions)")
+    parser.add_argument("--child", nargs=3, metavar=("SIDE", "N", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], int(args.child[1]), args.child[2], args.concurrency)
+        return
+    if args.instructions:
+        sides = tuple(args.only) if args.only else SIDES
+        if "off" not in sides:
+            sides = ("off", *sides)
+        _instructions(args.items, args.concurrency, not args.no_write, args.reply_words, sides)
+        return
 
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -105,7 +181,7 @@ def main() -> None:
         finally:
             instrumentor.uninstrument()
 
-    with canned_server(0.0, 16) as url:
+    with canned_server(0.0, args.reply_words) as url:
         for kwargs in sides.values():  # warm-up: imports, connections, caches
             run(kwargs, prompts[:200])
         for _ in range(args.rounds):
@@ -125,7 +201,7 @@ def main() -> None:
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "date": time.strftime("%Y-%m-%d"),
-        "n": args.n, "concurrency": args.concurrency, "rounds": args.rounds,
+        "n": args.n, "concurrency": args.concurrency, "rounds": args.rounds, "reply_words": args.reply_words,
         "us_per_item": {name: round(statistics.median(v), 1) for name, v in runs.items()},
         "ratio": round(ratio["traces"], 3),
         "ratio_with_sdk_metrics": round(ratio["traces_metrics"], 3),
@@ -142,7 +218,8 @@ def main() -> None:
     if not args.no_write:
         path = Path(HERE / "results.json")
         data = json.loads(path.read_text())
-        data["otel_overhead"] = result
+        kept = data.get("otel_overhead", {}).get("instructions")
+        data["otel_overhead"] = {**result, **({"instructions": kept} if kept else {})}
         path.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote otel_overhead into {path}")
 
