@@ -146,10 +146,10 @@ def main() -> None:
         _child(args.child[0], int(args.child[1]), args.child[2], args.concurrency)
         return
     if args.instructions:
-        sides = tuple(args.only) if args.only else SIDES
-        if "off" not in sides:
-            sides = ("off", *sides)
-        _instructions(args.items, args.concurrency, not args.no_write, args.reply_words, sides)
+        counted: tuple[str, ...] = tuple(args.only) if args.only else SIDES
+        if "off" not in counted:
+            counted = ("off", *counted)
+        _instructions(args.items, args.concurrency, not args.no_write, args.reply_words, counted)
         return
 
     from opentelemetry.sdk.metrics import MeterProvider
