@@ -76,7 +76,7 @@ def test_server_modules_do_not_import_httpx_or_pydantic() -> None:
     code = (
         "import os, sys, types; pkg = types.ModuleType('holysheep');"
         "pkg.__path__ = [os.path.abspath('src/holysheep')]; sys.modules['holysheep'] = pkg;"
-        "from holysheep.testing import _server, _faults, _http, _replies;"
+        "from holysheep.testing import _server, _faults, _http, _replies, _responses;"
         "print([m for m in sys.modules if m.split('.')[0] in ('httpx', 'pydantic')])"
     )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,9 +1,10 @@
 """One attempt of one batch item: send it, then finish it, retry it (backoff or pause) or stop the batch.
 
 ``AttemptRunner`` runs after the dispatcher has admitted an item. Each item holds the client's
-``CallPlan``: the client's ``Call`` writes the attempt headers and decides every retry (policy, delay,
-``on_retry`` hook, fallbacks). The runner only decides *when* a retry goes: a 429 or Retry-After
-pauses the whole batch, retries beyond the budget's share are paced, and an outage stops the batch.
+``CallPlan`` (made by ``ItemPlanner``, in ``item_plans``): the client's ``Call`` writes the attempt headers
+and decides every retry (policy, delay, ``on_retry`` hook, fallbacks). The runner only decides *when* a
+retry goes: a 429 or Retry-After pauses the whole batch, retries beyond the budget's share are paced, and
+an outage stops the batch.
 It also owns the batch's stop: once stopped, nothing more is sent and unfinished items end at once.
 """
 
@@ -12,32 +13,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from holysheep._core.call import Call, Outcome
-from holysheep._core.call_plan import CallPlan
-from holysheep._core.hooks import BatchContext
+from holysheep._core.call import Outcome
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
-from holysheep._core.structured import plan_parse, wants_parse
-from holysheep._core.tool_loop import RunTools, ToolRunResult, plan_tool_loop, wants_tool_loop
 from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
+from holysheep._engine.item_plans import ItemPlanner, request_of
 from holysheep._engine.limits import OutageDetector
 from holysheep._engine.options import BatchOptions
 from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
 from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND, SpendCap, output_token_bound
-from holysheep._engine.tool_calls import run_turn_async
 from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import (
     APIError,
     APIStatusError,
     AuthenticationError,
     ClientClosedError,
-    HolySheepError,
     InvalidRequestError,
 )
 from holysheep.types.chat import ChatCompletion
@@ -45,11 +39,7 @@ from holysheep.types.chat import ChatCompletion
 if TYPE_CHECKING:
     from holysheep.cache import ResponseCache
 
-__all__ = ["UNLIMITED_RETRIES", "AttemptRunner"]
-
-UNLIMITED_RETRIES = 1_000_000_000
-"""The batch's own retry count when neither the batch nor the item sets ``max_retries``: transient failures
-are retried until the item succeeds, ``retry_window_s`` passes, or the batch stops (an outage)."""
+__all__ = ["AttemptRunner"]
 
 logger = logging.getLogger("holysheep.batch")
 
@@ -72,103 +62,14 @@ class AttemptRunner:
         self._usage_capped = False
         self.abort: BaseException | None = None
         """Set once the batch stopped: the error every unfinished item ends with."""
-        self.batch_ctx: BatchContext | None = None
-        """The batch as hooks see it (None without hooks): every item's call belongs to it."""
-        self.tool_tasks: set[asyncio.Task[None]] = set()
-        """Agent items running their tools (cancelled when the batch is closed)."""
-        self._policies: dict[RetryPolicy, RetryPolicy] = {}
-
-    def _own_policy(self, plan: CallPlan) -> None:
-        """The batch's retry policy on a call that sets no ``max_retries`` of its own (the client's count
-        is for one interactive call, not for an item of a batch that must lose nothing)."""
-        call: Call = plan.call
-        if call.spec.options.max_retries is not None or plan.falls_back:
-            return  # an explicit per-item/per-batch count, or fallbacks (the router moves on after it)
-        policy = call.policy
-        own = self._policies.get(policy)
-        if own is None:
-            own = self._policies[policy] = replace(policy, max_retries=UNLIMITED_RETRIES)
-        call.policy = own
-
-    def _plan(self, item: BatchRequest) -> CallPlan | None:
-        plan: CallPlan | None = item.plan
-        if plan is None:
-            try:
-                plan = item.plan = self._sender.plan(self._request_of(item), idempotency_key=item.key)
-                if plan.ctx is not None:
-                    plan.ctx.batch = self.batch_ctx
-            except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
-                self._sink.finalize(item, None, exc)  # ends with it; nothing was sent, the batch goes on
-                return None
-            self._own_policy(plan)
-        return plan
-
-    @staticmethod
-    def _request_of(item: BatchRequest) -> Mapping[str, Any]:
-        """The create() arguments of the item's next request. An item with `response_format=Model` (or
-        `max_repairs`) runs parse()'s re-ask loop: its requests come from that loop."""
-        if item.request is not None:
-            return item.request
-        if item.steps is None and wants_tool_loop(item.params):  # an agent: its requests come from its loop
-            item.steps = plan_tool_loop(item.params).steps()
-            item.agent = True
-            item.request = next(item.steps)
-            return item.request
-        if item.steps is None and wants_parse(item.params):
-            item.steps = plan_parse(item.params).steps()
-            item.request = next(item.steps)
-            return item.request
-        if "max_repairs" in item.params:
-            return {k: v for k, v in item.params.items() if k != "max_repairs"}
-        return item.params
-
-    def _next_step(self, item: BatchRequest, response: Any) -> ChatCompletion | None:
-        """Feed a reply (or an agent's tool outcomes) to the item's loop: the final completion when it is done,
-        None when a next request was queued (re-ask or next turn, with its own idempotency key), the item's
-        tools are running, or the item failed."""
-        try:
-            step = item.steps.send(response)
-        except StopIteration as stop:
-            if isinstance(stop.value, ToolRunResult):
-                item.tool_run = stop.value
-                return stop.value.completion
-            parsed: ChatCompletion = stop.value
-            return parsed
-        except HolySheepError as exc:  # StructuredOutputError, RefusalError, MaxTurnsError: the item's own error
-            self._sink.finalize(item, None, exc)
-            return None
-        if isinstance(step, RunTools):  # an agent's tool calls: run them, then queue its next turn
-            task = asyncio.get_running_loop().create_task(self._run_tools(item, step))
-            self.tool_tasks.add(task)
-            task.add_done_callback(self.tool_tasks.discard)
-            return None
-        item.request = step
-        item.repairs += 1
-        suffix = "-turn" if item.agent else "-repair"
-        base = (item.key or "").split(suffix)[0]
-        item.key = f"{base}{suffix}{item.repairs + item.agent}" if base else None
-        item.plan = None
-        self._queue.retry_now(item)
-        return None
-
-    async def _run_tools(self, item: BatchRequest, step: RunTools) -> None:
-        """Run an agent item's tool calls (concurrently; slot-free), then feed the outcomes to its loop."""
-        try:
-            batch = self.batch_ctx
-            outcomes = await run_turn_async(step, batch.hooks if batch is not None else None, batch)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # pragma: no cover - each call's failure is already its outcome
-            self._sink.finalize(item, None, exc)
-            return
-        if self._next_step(item, outcomes) is not None:  # pragma: no cover - a loop never ends after tools
-            raise RuntimeError("a tool loop ended right after running tools")
+        self.planner = ItemPlanner(sender, queue=queue, sink=sink)
+        """Each item's next request (its CallPlan) and the steps of its re-ask or tool loop."""
 
     async def run(self, item: BatchRequest, charge: int) -> None:
         """Send one attempt of an admitted ``item`` (holding a concurrency slot and ``charge`` TPM tokens)."""
         admission = self._admission
         epoch = admission.limiter.epoch
-        plan = self._plan(item)
+        plan = self.planner.plan(item)
         if plan is None:  # the item's parameters are invalid: it is finished, nothing was sent
             self.refund(item)
             admission.release()
@@ -234,7 +135,7 @@ class AttemptRunner:
         if self.cache is not None and item.cache_key is not None:
             self._store(item.cache_key, response)
         if item.steps is not None:
-            parsed = self._next_step(item, response)
+            parsed = self.planner.next_step(item, response)
             if parsed is None:
                 return
             response = parsed
@@ -320,7 +221,7 @@ class AttemptRunner:
         """Look the item's next request up in the cache: True when that finished the item (a hit, or invalid
         parameters) or queued its next re-ask; False when it must be sent."""
         assert self.cache is not None
-        plan = self._plan(item)
+        plan = self.planner.plan(item)
         if plan is None:
             return True
         call = plan.call
@@ -330,7 +231,7 @@ class AttemptRunner:
         if response is None:
             return False
         if item.steps is not None:
-            parsed = self._next_step(item, response)
+            parsed = self.planner.next_step(item, response)
             if parsed is None:  # a re-ask was queued, or the item failed
                 return True
             response = parsed
@@ -350,7 +251,7 @@ class AttemptRunner:
         spend = self.spend
         assert spend is not None
         try:
-            params = self._request_of(item)
+            params = request_of(item)
         except Exception as exc:  # e.g. a response_format that is not a model
             self._sink.finalize(item, None, exc)
             return False

@@ -2,12 +2,13 @@
 
 The parts, each with its own state:
 
-- ``WorkQueue`` (``_work_queue``): retries first, then fresh inputs read lazily with bounded read-ahead;
-- ``Admission`` (``_admission``): the pause gate, concurrency slots and RPM/TPM buckets an item waits for;
-- ``AttemptRunner`` (``_attempts``): sends one attempt through the client's sender and settles it
+- ``WorkQueue`` (``work_queue``): retries first, then fresh inputs read lazily with bounded read-ahead;
+- ``Admission`` (``admission``): the pause gate, concurrency slots and RPM/TPM buckets an item waits for;
+- ``AttemptRunner`` (``attempts``): sends one attempt through the client's sender and settles it
   (``concurrency`` workers each take an item, get it admitted and send it, then take the next: a reply is
-  followed by the next request at once, as in a plain worker pool);
-- ``ResultSink`` (``_delivery``): every input ends as exactly one ``BatchResult``, delivered as it completes.
+  followed by the next request at once, as in a plain worker pool); its ``ItemPlanner`` (``item_plans``)
+  makes each item's next request and steps its re-ask or tool loop;
+- ``ResultSink`` (``delivery``): every input ends as exactly one ``BatchResult``, delivered as it completes.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._hooks: BatchContext | None = None
         if hooks is not None:
             model = (defaults or {}).get("model")
-            self._hooks = self._runner.batch_ctx = self._sink.batch_ctx = BatchContext(
+            self._hooks = self._runner.planner.batch_ctx = self._sink.batch_ctx = BatchContext(
                 hooks, total=total, concurrency=opts.concurrency, model=model if isinstance(model, str) else None)
             self._hooks.stats = self._stats
         self._tasks: set[asyncio.Task[None]] = set()
@@ -147,7 +148,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if self._closed:
             return
         self._closed = True
-        pending = (self._quota_check, *self._tasks, *self._runner.tool_tasks)
+        pending = (self._quota_check, *self._tasks, *self._runner.planner.tool_tasks)
         tasks = [t for t in pending if t is not None and not t.done()]
         for task in tasks:
             task.cancel()

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._faults import DEFAULT_FAULT_MIX, Fault, FaultPlan
-    from ._replies import Handler, RecordedRequest, ReplySpec, Response, ScriptedReply, StreamReply
+    from ._replies import ReplySpec, ScriptedReply
+    from ._responses import Handler, RecordedRequest, Response, StreamReply
     from ._script import Script, auto_reply, tool_call, tool_reply
     from ._serve import serve
     from ._server import FakeServer
@@ -49,12 +50,12 @@ _WHERE = {
     "DEFAULT_FAULT_MIX": "_faults",
     "Fault": "_faults",
     "FaultPlan": "_faults",
-    "Handler": "_replies",
-    "RecordedRequest": "_replies",
+    "Handler": "_responses",
+    "RecordedRequest": "_responses",
     "ReplySpec": "_replies",
-    "Response": "_replies",
+    "Response": "_responses",
     "ScriptedReply": "_replies",
-    "StreamReply": "_replies",
+    "StreamReply": "_responses",
     "FakeServer": "_server",
     "serve": "_serve",
     "Script": "_script",

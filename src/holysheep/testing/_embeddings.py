@@ -9,7 +9,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from ._replies import Response, error_response
+from ._responses import Response, error_response
 
 __all__ = ["DEFAULT_EMBEDDING_DIMENSIONS", "embedding_vector", "embeddings_endpoint"]
 

@@ -17,18 +17,15 @@ from typing import Any
 
 from ._faults import FaultPlan, apply_fault, fault_response, normalize_path
 from ._http import HTTPRequest, reset_connection, serve_connection, write_body, write_sse
-from ._replies import (
+from ._replies import ReplySpec, models_list, new_id, quota_object
+from ._responses import (
     Handler,
     RecordedRequest,
-    ReplySpec,
     Response,
     StreamReply,
     chat_endpoint,
     error_response,
     model_endpoint,
-    models_list,
-    new_id,
-    quota_object,
 )
 
 __all__ = ["Endpoint", "EndpointHandler"]

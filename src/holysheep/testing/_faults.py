@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Union
 
 from ._fault import Fault
-from ._replies import Response, StreamReply, dumps, error_body, error_response
+from ._replies import dumps, error_body
+from ._responses import Response, StreamReply, error_response
 
 __all__ = [
     "DEFAULT_FAULT_MIX",

@@ -16,7 +16,8 @@ from typing import Any
 
 from ._endpoints import EndpointHandler
 from ._faults import FaultPlan, FaultsArg, FaultSpec, normalize_path
-from ._replies import DEFAULT_MODELS, Handler, RecordedRequest, ReplySpec, new_api_key
+from ._replies import DEFAULT_MODELS, ReplySpec, new_api_key
+from ._responses import Handler, RecordedRequest
 
 __all__ = ["FakeServer"]
 

@@ -97,7 +97,8 @@ def holysheep_mock() -> Iterator[Any]:
         import respx
     except ImportError:  # pragma: no cover - depends on the environment
         pytest.skip("holysheep_mock needs respx: pip install respx (or the holysheep[dev] extra)")
-    from ._replies import DEFAULT_MODELS, StreamReply, chat_endpoint, models_list, new_id, quota_object
+    from ._replies import DEFAULT_MODELS, models_list, new_id, quota_object
+    from ._responses import StreamReply, chat_endpoint
 
     def chat(request: httpx.Request) -> httpx.Response:
         try:
