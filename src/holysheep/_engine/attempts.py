@@ -144,7 +144,8 @@ class AttemptRunner:
     def _cap_usage(self, item: BatchRequest, actual: int) -> int:
         """A reply's total tokens, at most what its request could use (`possible_tokens`), so one absurd
         ``usage`` cannot put the TPM bucket hours into debt; logged once per batch."""
-        cap = possible_tokens(item.params)
+        request = item.request
+        cap = possible_tokens(item.params if request is None else request)  # this turn's, with its transcript
         if actual <= cap:
             return actual
         if not self._usage_capped:

@@ -32,8 +32,8 @@ def is_embedding(params: Mapping[str, Any]) -> bool:
 class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
-    __slots__ = ("_est_tokens", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index", "invalid", "key",
-                 "params", "plan", "repairs", "request", "reserved", "steps", "tool_run")
+    __slots__ = ("_est_tokens", "_request", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index",
+                 "invalid", "key", "params", "plan", "repairs", "reserved", "steps", "tool_run")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
                  invalid: BaseException | None = None) -> None:
@@ -46,7 +46,7 @@ class BatchRequest:
         self.key: str | None = None
         self.plan: Any = None  # the client's CallPlan, made on the first attempt
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
-        self.request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
+        self._request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
         self.repairs = 0  # re-asks (structured output) or turns after the first (a tool loop)
         self.cache_key: str | None = None  # the response cache's key of its current request
         self.reserved = 0.0  # USD the cost cap holds for its request in flight
@@ -54,11 +54,24 @@ class BatchRequest:
         self.tool_run: Any = None  # ... and its ToolRunResult once it is done
         self._est_tokens: int | None = None if invalid is None else 0
 
+    @property
+    def request(self) -> dict[str, Any] | None:
+        """The create() arguments of the item's current request (a re-ask or a tool loop's turn), None until
+        its loop made one: ``params`` are sent as they are."""
+        return self._request
+
+    @request.setter
+    def request(self, value: dict[str, Any] | None) -> None:
+        self._request = value
+        self._est_tokens = None  # a later turn carries the transcript so far: its estimate is its own
+
     def token_estimate(self) -> int:
-        """The raw token estimate (worked out on first use: only TPM limits and the quota check need it)."""
+        """The raw token estimate of the current request (worked out on first use: only TPM limits and the
+        quota check need it)."""
         est = self._est_tokens
         if est is None:
-            est = self._est_tokens = estimate_tokens(self.params)
+            request = self._request
+            est = self._est_tokens = estimate_tokens(self.params if request is None else request)
         return est
 
     @property
