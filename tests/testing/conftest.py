@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -18,6 +20,18 @@ def client_for(server: FakeServer, **kwargs: object) -> httpx.Client:
     kwargs.setdefault("timeout", 5.0)
     headers = {"Authorization": f"Bearer {server.api_key}"}
     return httpx.Client(base_url=server.url, headers=headers, **kwargs)  # type: ignore[arg-type]
+
+
+class RecordedSleep:
+    """``FakeServer(sleep=RecordedSleep())``: each delay the server waits, in order, and slept for real (so
+    wall-clock lower bounds hold too)."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(seconds)
 
 
 def chat_body(content: str = "hello big world", **extra: object) -> dict[str, object]:

@@ -10,7 +10,7 @@ import pytest
 
 from holysheep.testing import FakeServer, RecordedRequest, Response, ScriptedReply
 
-from .conftest import chat_body, client_for
+from .conftest import RecordedSleep, chat_body, client_for
 
 REQ_ID = re.compile(r"^req_[0-9a-f]{32}$")
 
@@ -280,9 +280,11 @@ def test_custom_handler_overrides_and_falls_through(server: FakeServer) -> None:
 
 
 def test_latency_delays_each_response() -> None:
-    with FakeServer(latency=0.15) as server, client_for(server) as c:
+    sleep = RecordedSleep()
+    with FakeServer(latency=0.15, sleep=sleep) as server, client_for(server) as c:
         c.get("/models")  # connect first
         t0 = time.perf_counter()
         c.get("/models")
         elapsed = time.perf_counter() - t0
-    assert 0.15 <= elapsed < 1.0
+    assert sleep.delays == [0.15, 0.15]  # exactly the latency, once per response
+    assert elapsed >= 0.15

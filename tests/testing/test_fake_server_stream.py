@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -11,7 +10,7 @@ import httpx
 
 from holysheep.testing import FakeServer
 
-from .conftest import chat_body, client_for
+from .conftest import RecordedSleep, chat_body, client_for
 from .rawhttp import connect, read_response, request_bytes
 
 EVENT = re.compile(rb"data: (.+?)\n\n", re.S)
@@ -88,23 +87,27 @@ def test_empty_reply_streams_role_and_finish_only() -> None:
 
 
 def test_latency_and_chunk_delay_pace_the_stream() -> None:
-    """TTFT (first content) = latency; each later content event comes stream_chunk_delay after the last."""
-    server = FakeServer(reply="w1 w2 w3 w4 w5", latency=0.1, stream_chunk_delay=0.05)
+    """TTFT (first content) = latency; each later content event comes stream_chunk_delay after the last.
+
+    The schedule is checked exactly through the server's injected sleep: the delays it waited, in order,
+    and how many of them had passed when each word arrived (a loaded machine only makes them later)."""
+    sleep = RecordedSleep()
+    server = FakeServer(reply="w1 w2 w3 w4 w5", latency=0.1, stream_chunk_delay=0.05, sleep=sleep)
     with server, client_for(server) as c:
         c.get("/models")  # open the connection first
+        assert sleep.delays == [0.1]
         t0 = time.perf_counter()
-        stamps: list[tuple[float, str]] = []
+        stamps: list[tuple[float, int, str]] = []
         with c.stream("POST", "/chat/completions", json=chat_body(stream=True)) as r:
             for line in r.iter_lines():
                 if line.startswith("data: {"):
                     delta = json.loads(line[6:])["choices"][0]["delta"]
                     if delta.get("content"):
-                        stamps.append((time.perf_counter() - t0, delta["content"]))
-    assert [w for _, w in stamps] == ["w1 ", "w2 ", "w3 ", "w4 ", "w5"]
-    assert 0.1 <= stamps[0][0] < 0.15
-    gaps = [b[0] - a[0] for a, b in itertools.pairwise(stamps)]
-    assert all(0.035 <= g < 0.1 for g in gaps), gaps
-    assert 0.045 <= sum(gaps) / len(gaps) < 0.07, gaps
+                        stamps.append((time.perf_counter() - t0, len(sleep.delays) - 1, delta["content"]))
+    assert [w for _, _, w in stamps] == ["w1 ", "w2 ", "w3 ", "w4 ", "w5"]
+    assert sleep.delays[1:] == [0.1, 0.05, 0.05, 0.05, 0.05]  # the latency, then one delay before each later word
+    assert all(waited >= k + 1 for k, (_, waited, _) in enumerate(stamps))  # word k came after k + 1 of them
+    assert all(at >= 0.1 + 0.05 * k for k, (at, _, _) in enumerate(stamps))  # and so never early in real time
 
 
 def test_non_stream_flag_values_give_json(server: FakeServer) -> None:

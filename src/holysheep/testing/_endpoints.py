@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._faults import FaultPlan, apply_fault, fault_response, normalize_path
@@ -47,6 +47,7 @@ class EndpointHandler:
     require_auth: bool
     reply: ReplySpec
     latency: float
+    sleep: Callable[[float], Awaitable[None]]
     stream_chunk_delay: float
     words_per_chunk: int
     fault_plan: FaultPlan
@@ -112,7 +113,7 @@ class EndpointHandler:
         if gate is not None:  # FakeServer.hold(): wait for release()
             await gate.wait()
         if self.latency > 0:
-            await asyncio.sleep(self.latency)
+            await self.sleep(self.latency)
         if self.require_auth and not self._authorized(req.headers.get("authorization", "")):
             msg = "Incorrect API key provided. You can find your API key in the HolySheep dashboard."
             return await self._write(
@@ -252,6 +253,6 @@ class EndpointHandler:
             paced = range(2, result.content_events + 1)
             delay = self.stream_chunk_delay
             await write_sse(
-                writer, result.events, headers, keep_alive=keep, cut=cut, delay=delay, paced=paced
+                writer, result.events, headers, keep_alive=keep, cut=cut, delay=delay, paced=paced, sleep=self.sleep
             )
         return keep and not cut

@@ -185,9 +185,10 @@ async def write_sse(
     cut: bool = False,
     delay: float = 0.0,
     paced: range = range(0),
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
-    """Send an SSE response as a chunked body, one chunk per event, sleeping ``delay`` before each event
-    whose index is in ``paced``; with ``cut``, the body is left without its last chunk."""
+    """Send an SSE response as a chunked body, one chunk per event, sleeping ``delay`` (with ``sleep``) before
+    each event whose index is in ``paced``; with ``cut``, the body is left without its last chunk."""
     head = build_head(
         200,
         [
@@ -206,7 +207,7 @@ async def write_sse(
         for i, event in enumerate(events):
             if i in paced:
                 await writer.drain()
-                await asyncio.sleep(delay)
+                await sleep(delay)
             writer.write(encode_chunk(event))
         writer.write(end)
     await writer.drain()

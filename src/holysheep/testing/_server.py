@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._endpoints import EndpointHandler
@@ -27,6 +27,8 @@ class FakeServer(EndpointHandler):
 
     Use ``with FakeServer() as server:`` (or ``start()``/``stop()``) and point a client at
     ``server.url`` with ``server.api_key``. Options are plain attributes and may be changed while it runs.
+    ``sleep`` is what the server waits with (``latency``, ``stream_chunk_delay``), on its own loop thread:
+    a test can pass one that records each delay to check the schedule exactly.
     """
 
     def __init__(
@@ -53,12 +55,14 @@ class FakeServer(EndpointHandler):
         enforce_quota: bool = False,
         max_recorded: int | None = None,
         rpm_limit: float | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.host, self.port = host, port
         self.api_key = api_key if api_key is not None else new_api_key()
         self.require_auth = require_auth
         self.reply = reply
         self.latency, self.stream_chunk_delay = latency, stream_chunk_delay
+        self.sleep = sleep
         self.words_per_chunk = words_per_chunk
         self.fault_plan = FaultPlan(faults, rate=fault_rate, mix=fault_mix, seed=seed, paths=fault_paths)
         models = DEFAULT_MODELS if models is None else models
