@@ -11,6 +11,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     │                               to a non-loopback host
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     ├── ClientClosedError           a call on a client that was closed (also a RuntimeError)
+    ├── ResponseConsumedError       a with_streaming_response body read again after it was iterated or closed
     └── APIError                    the API (or the way to it) failed
         ├── APIStatusError          HTTP status >= 400 (one subclass per status family)
         │   └── NotFoundError       HTTP 404
@@ -56,6 +57,7 @@ __all__ = [
     "QuotaUnavailableError",
     "RateLimitError",
     "RedirectRefusedError",
+    "ResponseConsumedError",
     "ResponseTooLargeError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
@@ -114,6 +116,17 @@ class ClientClosedError(HolySheepError, RuntimeError):
         super().__init__(message or "This client was closed (close(), aclose() or the end of its `with` block), "
                                     "so it sends nothing more. Create a new client, or close this one only after "
                                     "its calls and batches have finished.")
+
+
+class ResponseConsumedError(HolySheepError, RuntimeError):
+    """The body of a ``with_streaming_response`` response was asked for again after it had been iterated
+    (``iter_bytes``/``iter_text``/``iter_lines``) or the response closed. Such a body is not kept (its memory
+    stays bounded); call ``read()`` or ``parse()`` first (then it is kept and iterating gives it again)."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "This response's body was already iterated (iter_bytes/iter_text/iter_lines) or "
+                                    "the response was closed, and it is not kept. Call read() or parse() before "
+                                    "iterating, or use with_raw_response, which reads the body up front.")
 
 
 class APIError(HolySheepError):

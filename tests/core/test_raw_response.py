@@ -73,7 +73,7 @@ def test_async_raw_and_streaming(server: FakeServer) -> None:
                 async with client.chat.completions.with_streaming_response.create(
                         model="m", messages=MESSAGES, stream=True) as response:
                     assert response.status_code == 200
-                    async with response.parse() as stream:
+                    async with await response.parse() as stream:
                         assert [c async for c in stream]
 
     asyncio.run(main())

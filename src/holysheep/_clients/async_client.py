@@ -16,12 +16,13 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
 from holysheep._clients.resources.tools import AsyncRunTools
+from holysheep._clients.streamed_response import AsyncStreamedAPIResponse
 from holysheep._clients.streaming import AsyncStream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.config import DEFAULT_LIMITS, ClientConfig
 from holysheep._core.fallback import CircuitBreaker, Fallback
-from holysheep._core.raw_response import RAW, APIResponse
+from holysheep._core.raw_response import RAW, APIResponse, RawMode
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
@@ -136,8 +137,9 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         self.embeddings = AsyncEmbeddings(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
-        if RAW.get():
-            return await self._execute_raw(spec)
+        mode = RAW.get()
+        if mode:
+            return await self._execute_raw(spec, mode)
         if self._cache is not None:  # (one attribute test when the cache is off)
             return await self._execute_cached(spec)
         plan = self.plan(spec)
@@ -161,12 +163,18 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
             self._cache_store(key, result)
         return result
 
-    async def _execute_raw(self, spec: RequestSpec) -> APIResponse[Any]:
-        """``with_raw_response``: the reply as an `APIResponse` (a stream's, around the primed stream)."""
-        plan = self.plan(dataclasses.replace(spec, raw=True))  # never from the response cache
+    async def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Any:
+        """``with_raw_response`` (``mode="raw"``): the reply as an `APIResponse` (a stream's, around the primed
+        stream). ``with_streaming_response`` (``"stream"``): a `AsyncStreamedAPIResponse` whose body is still unread
+        (a non-2xx status was retried or raised first, as for the plain call)."""
+        plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
         while (delay := plan.after(await self._attempt(plan.call))) is not None:
             await _sleep(delay)
         result = plan.result()
+        if mode == "stream":
+            if spec.stream:
+                return AsyncStreamedAPIResponse(result.response, result._call, value=result)
+            return AsyncStreamedAPIResponse(result, plan.call)
         if spec.stream:
             response = result.response
             return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)

@@ -17,10 +17,11 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import SyncStreamHelper
 from holysheep._clients.resources.structured import SyncParse
 from holysheep._clients.resources.tools import SyncRunTools
+from holysheep._clients.streamed_response import StreamedAPIResponse
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import SyncClosing
-from holysheep._core.raw_response import RAW, APIResponse
+from holysheep._core.raw_response import RAW, APIResponse, RawMode
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
 from holysheep.types.account import Model, Quota
@@ -112,8 +113,9 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         self.embeddings = Embeddings(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
-        if RAW.get():
-            return self._execute_raw(spec)
+        mode = RAW.get()
+        if mode:
+            return self._execute_raw(spec, mode)
         if self._cache is not None:  # (one attribute test when the cache is off)
             return self._execute_cached(spec)
         plan = self.plan(spec)
@@ -137,12 +139,18 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
             self._cache_store(key, result)
         return result
 
-    def _execute_raw(self, spec: RequestSpec) -> APIResponse[Any]:
-        """``with_raw_response``: the reply as an `APIResponse` (a stream's, around the primed stream)."""
-        plan = self.plan(dataclasses.replace(spec, raw=True))  # never from the response cache
+    def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Any:
+        """``with_raw_response`` (``mode="raw"``): the reply as an `APIResponse` (a stream's, around the primed
+        stream). ``with_streaming_response`` (``"stream"``): a `StreamedAPIResponse` whose body is still unread
+        (a non-2xx status was retried or raised first, as for the plain call)."""
+        plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
         while (delay := plan.after(self._attempt(plan.call))) is not None:
             time.sleep(delay)
         result = plan.result()
+        if mode == "stream":
+            if spec.stream:
+                return StreamedAPIResponse(result.response, result._call, value=result)
+            return StreamedAPIResponse(result, plan.call)
         if spec.stream:
             response = result.response
             return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)

@@ -119,8 +119,8 @@ class Call:
     """
 
     __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
-                 "idle_timeout", "policy", "rate_limits_free", "response_headers", "retries_taken", "served_by",
-                 "spec", "started_at", "status_code", "timeout")
+                 "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers", "retries_taken",
+                 "served_by", "spec", "started_at", "status_code", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
                  idempotency_key: str | None = None, rand: Callable[[], float] = random.random,
@@ -139,6 +139,9 @@ class Call:
         else:
             settings = config.call_settings[spec.stream] = _settings(config, opts, spec.stream)
         self.policy, self.timeout, self.deadline_s, self.idle_timeout = settings
+        self.lazy_body = spec.stream or spec.raw == "stream"
+        """True when a 2xx body is handed over unread (a stream, or ``with_streaming_response``): the backend
+        returns it as a byte stream. Error bodies are always read in full, so a status is decided here first."""
         self.served_by = served_by
         self.response_headers: Mapping[str, str] | None = None  # the last response's (rate-limit headers)
         self.retries_taken = 0
@@ -256,11 +259,12 @@ class Call:
         return Outcome(error=error, retry=True, delay=delay)
 
     def on_response(self, response: httpx.Response | RawResponse) -> Outcome:
-        """Decide on a response. For non-stream calls the body must already be read."""
+        """Decide on a response. Its body must already be read, unless it is a 2xx one and ``lazy_body``
+        (then the response goes to the caller unread: a stream, or ``with_streaming_response``)."""
         status = self.status_code = response.status_code
         self.response_headers = response.headers
         if status < 400:
-            if self.spec.stream:
+            if self.lazy_body:
                 return Outcome(value=response)
             try:
                 return Outcome(value=self._parse(response))
@@ -288,8 +292,22 @@ class Call:
         connection error (and, after the retries, let the router fall back)."""
         return self.decide(error)
 
+    def body_error(self, exc: Exception) -> tuple[APIError, BaseException | None]:
+        """The typed error, and a key-free cause to chain, for a transport failure (timeout, reset, bad
+        encoding) while the caller reads a body handed over unread (``with_streaming_response``). Mapped like
+        any transport failure, and never retried: the response was already the caller's."""
+        try:
+            request: httpx.Request | None = getattr(exc, "request", None)
+        except RuntimeError:  # an httpx error raised without a request (a deadline): give it the call's
+            request = self.httpx_request()
+            if isinstance(exc, httpx.RequestError):
+                exc.request = request  # masked by scrub_cause below
+        err = error_from_transport(exc, request or self.httpx_request(), api_key=self.api_key,
+                                   retries_taken=self.retries_taken, ca_source=self.config.network.ca_source)
+        return err, scrub_cause(exc, self.api_key)
+
     def _parse(self, response: httpx.Response | RawResponse) -> Any:
-        if self.spec.raw:
+        if self.spec.raw == "raw":
             from holysheep._core.raw_response import APIResponse
 
             return APIResponse(response.status_code, response.headers, response.content, call=self)
@@ -302,8 +320,10 @@ class Call:
         try:
             result = self.spec.parse(response.content)
         except NoAnswerError as exc:
+            how = ("it is retried like a transient failure" if not self.spec.raw else
+                   "it was not retried: with_raw_response/with_streaming_response hand the response over as it is")
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} carries no answer "
-                       f"({redact(str(exc), self.api_key)}); it is retried like a transient failure.")
+                       f"({redact(str(exc), self.api_key)}); {how}.")
         except (ValidationError, ValueError) as exc:
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
                        f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.")

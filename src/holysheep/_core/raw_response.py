@@ -1,4 +1,9 @@
-"""``with_raw_response`` / ``with_streaming_response``: the HTTP response, parsed only when asked (no I/O here)."""
+"""``with_raw_response`` / ``with_streaming_response``: the HTTP response, parsed only when asked (no I/O here).
+
+`BaseAPIResponse` holds what is known once the status line and headers have arrived (status, headers, the
+masked request, timing, retries); `APIResponse` adds a body read up front (``with_raw_response``). The lazy
+body of ``with_streaming_response`` is read by the client shells (``holysheep._clients.streamed_response``).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,20 @@ import datetime
 import json
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import httpx
 
-__all__ = ["RAW", "APIResponse"]
+__all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode"]
 
 R = TypeVar("R")
-RAW: ContextVar[bool] = ContextVar("holysheep_raw_response", default=False)
-"""Set by ``with_raw_response`` around one call: the client's shell then sends a raw ``RequestSpec``."""
+RawMode = Literal["", "raw", "stream"]
+"""How a call's reply comes back: ``""`` parsed (the plain call), ``"raw"`` as an `APIResponse` with its body
+read (``with_raw_response``), ``"stream"`` with its 2xx body left unread for the caller to pull
+(``with_streaming_response``)."""
+RAW: ContextVar[RawMode] = ContextVar("holysheep_raw_response", default="")
+"""Set by ``with_raw_response`` / ``with_streaming_response`` around one call: the client's shell then sends a
+``RequestSpec`` with this ``raw`` mode."""
 _UNSET: Any = object()
 
 
@@ -31,18 +41,16 @@ class _Call(Protocol):
     def parse_body(self, response: Any) -> Any: ...
 
 
-class APIResponse(Generic[R]):
-    """One call's HTTP response: ``status_code``, ``headers``, ``http_request`` (its key masked), ``elapsed``
-    (a ``timedelta``), ``retries_taken``, the body (``content``, ``text``, ``json()``), and ``parse()``: the
-    object the plain call would have returned (a stream, for ``stream=True``)."""
+class BaseAPIResponse(Generic[R]):
+    """What is known of a response once its status line and headers have arrived: ``status_code``,
+    ``headers``, ``http_request`` (its key masked), ``url``, ``method``, ``elapsed`` (a ``timedelta``, to the
+    headers), ``retries_taken`` and ``request_id``."""
 
-    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes | None, *, call: _Call,
-                 value: Any = _UNSET) -> None:
+    def __init__(self, status_code: int, headers: Mapping[str, str], *, call: _Call, value: Any = _UNSET) -> None:
         from holysheep._core.error_mapping import sanitized_request
 
         self.status_code = status_code
         self.headers = httpx.Headers(headers if isinstance(headers, httpx.Headers) else list(headers.items()))
-        self._content = content
         self._call = call
         self.http_request: httpx.Request = sanitized_request(call.httpx_request(), call.api_key)
         self.elapsed = datetime.timedelta(seconds=call.elapsed)
@@ -54,6 +62,30 @@ class APIResponse(Generic[R]):
         """The server's ``x-request-id``."""
         value: str | None = self.headers.get("x-request-id")
         return value
+
+    @property
+    def url(self) -> httpx.URL:
+        """The URL the request went to."""
+        return self.http_request.url
+
+    @property
+    def method(self) -> str:
+        """The request's HTTP method."""
+        return self.http_request.method
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} [{self.status_code}] {self.http_request.method} {self.http_request.url}>"
+
+
+class APIResponse(BaseAPIResponse[R]):
+    """One call's HTTP response (``with_raw_response``): the facts of `BaseAPIResponse`, the body (``content``,
+    ``text``, ``json()``, read before the response was handed over), and ``parse()``: the object the plain
+    call would have returned (a stream, for ``stream=True``)."""
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes | None, *, call: _Call,
+                 value: Any = _UNSET) -> None:
+        super().__init__(status_code, headers, call=call, value=value)
+        self._content = content
 
     @property
     def content(self) -> bytes:
@@ -92,6 +124,3 @@ class APIResponse(Generic[R]):
         close = getattr(self._value, "close", None)
         if self._value is not _UNSET and close is not None:
             await close()
-
-    def __repr__(self) -> str:
-        return f"<APIResponse [{self.status_code}] {self.http_request.method} {self.http_request.url}>"

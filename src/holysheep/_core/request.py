@@ -161,8 +161,9 @@ class RequestSpec:
     parse: Callable[[bytes], Any]
     stream: bool = False
     options: RequestOptions = NO_OPTIONS
-    raw: bool = False
-    """``with_raw_response``: the reply comes back as an `APIResponse` (parsed on ``.parse()``)."""
+    raw: str = ""
+    """``"raw"`` (``with_raw_response``): the reply comes back as an `APIResponse` (parsed on ``.parse()``);
+    ``"stream"`` (``with_streaming_response``): a 2xx body is handed over unread; ``""``: the parsed reply."""
 
     @property
     def model(self) -> str | None:

@@ -165,14 +165,14 @@ class AiohttpBackend:
         return value
 
     async def send(self, call: Call) -> httpx.Response | RawResponse:
-        """Begin and send the call's next attempt. A 2xx non-stream reply comes back as a light
-        ``RawResponse``; 2xx streams and errors (read in full) as ``httpx.Response``."""
+        """Begin and send the call's next attempt. A 2xx reply read here comes back as a light
+        ``RawResponse``; a 2xx ``lazy_body`` (unread) and errors (read in full) as ``httpx.Response``."""
         import asyncio
 
         if self.closed:
             raise ClientClosedError
         call.begin_attempt()
-        stream = call.spec.stream
+        lazy = call.lazy_body  # a 2xx body handed over unread (a stream, or with_streaming_response)
         session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
@@ -191,10 +191,10 @@ class AiohttpBackend:
             if resp.status in REDIRECT_STATUSES:
                 resp = await self._redirected(session, call, resp, timeout)
             limit = call.config.max_response_bytes
-            if not stream and resp.status < 400:
+            if not lazy and resp.status < 400:
                 return RawResponse(resp.status, resp.headers, await read_aiohttp_body(resp, limit))
             request = call.httpx_request()
-            if stream and resp.status < 400:  # raw bytes: the stream shell inflates them (bounded)
+            if lazy and resp.status < 400:  # raw bytes: the shell inflates them (bounded) as the caller reads
                 headers = [(k, v) for k, v in resp.raw_headers if k.lower() not in _DROP_STREAM]
                 return httpx.Response(resp.status, headers=headers, stream=_AioStream(resp, request),
                                       request=request)

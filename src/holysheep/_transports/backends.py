@@ -1,8 +1,9 @@
 """The backend seam: how a shell sends one attempt of a ``Call``, over httpx or aiohttp.
 
-A backend's ``send(call)`` begins the call's next attempt and returns a fully read response (or, for
-a 2xx stream, one whose body is a byte stream), or raises an ``httpx.RequestError`` that carries the
-attempt's request. Error responses to streams are read in full. The shells never branch on transport.
+A backend's ``send(call)`` begins the call's next attempt and returns a fully read response (or, when
+``call.lazy_body`` and the status is 2xx, one whose body is an unread byte stream: a stream, or
+``with_streaming_response``), or raises an ``httpx.RequestError`` that carries the attempt's request. Error
+responses are always read in full. The shells never branch on transport.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ class SyncHttpxBackend:
                             follow_redirects=True, event_hooks={"response": [check_redirect]})
 
     def send(self, call: Call) -> Response:
-        """Send one attempt; bodies (non-stream, or an error to a stream) are read within
-        ``max_response_bytes`` and the attempt's deadline."""
+        """Send one attempt; bodies (all but a 2xx ``lazy_body``) are read within ``max_response_bytes`` and the
+        attempt's deadline."""
         if self.closed:
             raise ClientClosedError
         http = self.pool.get()
@@ -120,7 +121,7 @@ class SyncHttpxBackend:
                 response = http.send(request, stream=True)
             except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
                 raise httpx.ConnectError(str(exc), request=request) from exc
-        if not call.spec.stream or response.status_code >= 400:
+        if not call.lazy_body or response.status_code >= 400:
             read_body(response, call.config.max_response_bytes, deadline)  # bounded; closes the response
         return response
 
@@ -192,7 +193,7 @@ class AsyncHttpxBackend:
                 response = await http.send(request, stream=True)
             except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
                 raise httpx.ConnectError(str(exc), request=request) from exc
-            if not call.spec.stream or response.status_code >= 400:
+            if not call.lazy_body or response.status_code >= 400:
                 await read_body_async(response, call.config.max_response_bytes)  # bounded; closes the response
             return response
         finally:

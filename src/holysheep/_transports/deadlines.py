@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-__all__ = ["Deadline", "DeadlineTimer", "IdleClock", "deadline_error", "within_deadline"]
+__all__ = ["Deadline", "DeadlineTimer", "IdleClock", "ReadBudget", "deadline_error", "within_deadline"]
 
 _T = TypeVar("_T")
 
@@ -35,6 +35,43 @@ class Deadline:
 
 def deadline_error(seconds: float | None) -> httpx.ReadTimeout:
     return httpx.ReadTimeout(f"the attempt took longer than its {seconds:g} s deadline (timeout=)")
+
+
+class ReadBudget:
+    """What is left of an attempt's deadline for a body the caller reads at its own pace
+    (``with_streaming_response``): only the time spent waiting on the server counts (the time to the headers,
+    then each read), never the caller's own time between reads. ``clock`` is injectable for tests."""
+
+    __slots__ = ("_clock", "_started", "left", "seconds")
+
+    def __init__(self, seconds: float | None, spent: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.left = None if seconds is None else seconds - spent
+        self._clock = clock
+        self._started = 0.0
+
+    def begin(self) -> float | None:
+        """Start a read: the seconds it may take (None: no deadline); ``httpx.ReadTimeout`` when none are left."""
+        left = self.left
+        if left is not None and left <= 0:
+            raise deadline_error(self.seconds)
+        self._started = self._clock()
+        return left
+
+    def end(self) -> None:
+        """A read returned: charge its time; ``httpx.ReadTimeout`` when it went past what was left."""
+        if self.left is not None:
+            self.left -= self._clock() - self._started
+            if self.left < 0:
+                raise deadline_error(self.seconds)
+
+    def timed_out(self) -> httpx.ReadTimeout | None:
+        """After a read timed out: the deadline's own error when it was the budget that ran out (a socket
+        timeout set to what was left may fire a few milliseconds early), None for httpx's per-read timeout."""
+        if self.left is None:
+            return None
+        self.left -= self._clock() - self._started
+        return deadline_error(self.seconds) if self.left < 0.005 else None
 
 
 _PENDING, _DONE, _FIRED = 0, 1, 2
@@ -129,10 +166,11 @@ def _deadline_timer(loop: Any) -> DeadlineTimer:
     return timer
 
 
-async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T:
+async def within_deadline(awaitable: Awaitable[_T], seconds: float | None, shown: float | None = None) -> _T:
     """Await ``awaitable``, abandoning it (cancelled, connection closed) after ``seconds``.
 
-    Expiry raises ``httpx.ReadTimeout``, which the shells map to a retryable `APITimeoutError`.
+    Expiry raises ``httpx.ReadTimeout``, which the shells map to a retryable `APITimeoutError`; its message
+    names ``shown`` (the whole deadline, when ``seconds`` is what is left of it) or ``seconds``.
     """
     if seconds is None:
         return await awaitable
@@ -151,7 +189,7 @@ async def within_deadline(awaitable: Awaitable[_T], seconds: float | None) -> _T
         uncancel = getattr(task, "uncancel", None)
         if uncancel is not None:
             uncancel()
-        raise deadline_error(seconds) from None
+        raise deadline_error(seconds if shown is None else shown) from None
     finally:
         timer.done(entry)
 

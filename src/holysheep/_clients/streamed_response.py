@@ -1,0 +1,259 @@
+"""``with_streaming_response``: a response handed over before its body is read (openai-python's ``APIResponse``
+and ``AsyncAPIResponse``). The status was decided (retried, or raised as a typed error) before it came here;
+the body is read only when the caller asks, within ``max_response_bytes`` and the attempt's deadline, and leaving
+the ``with`` block unread closes the connection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import httpx
+
+from holysheep._core.body_chunks import LineSplitter, Rechunker, text_decoder
+from holysheep._core.call import RawResponse
+from holysheep._core.raw_response import _UNSET, BaseAPIResponse
+from holysheep._exceptions import InvalidRequestError, ResponseConsumedError
+from holysheep._transports.deadlines import ReadBudget
+from holysheep._transports.lazy_body import aiter_body, iter_body
+
+if TYPE_CHECKING:
+    from holysheep._core.call import Call
+
+__all__ = ["AsyncStreamedAPIResponse", "StreamedAPIResponse"]
+
+R = TypeVar("R")
+
+
+def _stream_body() -> NoReturn:
+    raise InvalidRequestError(
+        "This is a stream=True response: its events come from parse() (iterate the stream it returns); read(), "
+        "text(), json() and iter_bytes()/iter_text()/iter_lines() give the body of a call without stream=True.")
+
+
+class _Lazy(BaseAPIResponse[R]):
+    """What the sync and async responses share: the unread httpx response, the call, the byte and time bounds.
+    ``value``: the stream already made of the response (``stream=True``), whose events ``parse()`` gives."""
+
+    def __init__(self, response: httpx.Response, call: Call, *, value: Any = _UNSET) -> None:
+        super().__init__(response.status_code, response.headers, call=call, value=value)
+        self._http = response
+        self._response = response if value is _UNSET else None  # None: the body belongs to the stream
+        self._lazy_call = call
+        self._budget = ReadBudget(call.deadline_s, call.elapsed)  # the time to the headers is spent already
+        self._content: bytes | None = None
+        self._taken = False  # the body was iterated (or the response closed) without being kept
+
+    @property
+    def is_closed(self) -> bool:
+        """True once the body was read to its end or the response closed (its connection released)."""
+        return self._http.is_closed
+
+    def _start(self) -> httpx.Response | None:
+        """The response to read from, or None when the body was read and kept; raises when it cannot be read."""
+        if self._response is None:
+            _stream_body()
+        if self._content is not None:
+            return None
+        if self._taken:
+            raise ResponseConsumedError
+        self._taken = True
+        return self._response
+
+    def _fail(self, failure: httpx.RequestError) -> NoReturn:
+        """Raise a transport failure while reading as the call's typed error (never retried). Called outside the
+        ``except`` block, so that no ``__context__`` keeps the raw request (and its key)."""
+        error, cause = self._lazy_call.body_error(failure)
+        raise error from cause
+
+    def _parsed(self, content: bytes) -> R:
+        if self._value is _UNSET:  # the plain call's parser: same typed result, same errors
+            self._value = self._lazy_call.parse_body(RawResponse(self.status_code, self.headers, content))
+        value: R = self._value
+        return value
+
+    def _text(self, content: bytes) -> str:
+        return text_decoder(self.headers).decode(content, final=True)
+
+
+class StreamedAPIResponse(_Lazy[R]):
+    """The response of ``with_streaming_response`` on a sync client: the status and headers are known, the body
+    is read when asked (``read()``, ``text()``, ``json()``, ``parse()``) or streamed (``iter_bytes()``,
+    ``iter_text()``, ``iter_lines()``), within ``max_response_bytes`` and the call's ``timeout``. For
+    ``stream=True``, ``parse()`` gives the event stream."""
+
+    def _pieces(self) -> Iterator[bytes]:
+        response = self._start()
+        if response is None:
+            assert self._content is not None
+            if self._content:
+                yield self._content
+            return
+        failure: httpx.RequestError | None = None
+        try:
+            yield from iter_body(response, self._lazy_call.config.max_response_bytes, self._budget)
+        except httpx.RequestError as exc:
+            failure = exc
+        if failure is not None:
+            self._fail(failure)
+
+    def read(self) -> bytes:
+        """The whole body (read once, then kept). Raises `ResponseTooLargeError` past ``max_response_bytes``,
+        `APITimeoutError` when the server takes longer than the call's ``timeout``, `ResponseConsumedError`
+        after iterating."""
+        if self._content is None:
+            self._content = b"".join(self._pieces())
+        return self._content
+
+    def text(self) -> str:
+        """The body as text (the ``Content-Type`` charset, else UTF-8)."""
+        return self._text(self.read())
+
+    def json(self) -> Any:
+        """The body decoded as JSON."""
+        return json.loads(self.read())
+
+    def parse(self) -> R:
+        """What the plain call returns (a ``ChatCompletion``, a model list, ...; the stream for ``stream=True``),
+        parsed once, with the same errors: `APIResponseValidationError` for a body that is not the expected
+        JSON or a 200 that carries no answer (not retried here: the response was already handed over)."""
+        if self._response is None:
+            value: R = self._value
+            return value
+        return self._parsed(self.read())
+
+    def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        """The body's decoded bytes as they arrive (in chunks of ``chunk_size`` bytes when given). The body is
+        not kept: a second read raises `ResponseConsumedError`."""
+        return self._chunks(Rechunker(chunk_size))  # chunk_size is checked now, not on the first chunk
+
+    def _chunks(self, chunker: Rechunker) -> Iterator[bytes]:
+        for piece in self._pieces():
+            yield from chunker.feed(piece)
+        yield from chunker.flush()
+
+    def iter_text(self, chunk_size: int | None = None) -> Iterator[str]:
+        """The body as text, piece by piece (a character split across pieces is kept whole)."""
+        return self._texts(self.iter_bytes(chunk_size))
+
+    def _texts(self, chunks: Iterator[bytes]) -> Iterator[str]:
+        decoder = text_decoder(self.headers)
+        for data in chunks:
+            text = decoder.decode(data)
+            if text:
+                yield text
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+
+    def iter_lines(self) -> Iterator[str]:
+        """The body's lines as they arrive, without their line endings."""
+        lines = LineSplitter()
+        for text in self.iter_text():
+            yield from lines.feed(text)
+        yield from lines.flush()
+
+    def close(self) -> None:
+        """Release the connection; an unread body is not read (the connection is closed). Idempotent."""
+        if self._content is None:
+            self._taken = True
+        if self._response is not None:
+            self._response.close()
+        else:
+            close = getattr(self._value, "close", None)
+            if close is not None:
+                close()
+
+
+
+class AsyncStreamedAPIResponse(_Lazy[R]):
+    """`StreamedAPIResponse` for ``AsyncClient`` (both transports): ``await response.read()``, ``.text()``,
+    ``.json()``, ``.parse()``, ``async for ... in response.iter_bytes()`` (``iter_text``, ``iter_lines``)."""
+
+    async def _pieces(self) -> AsyncIterator[bytes]:
+        response = self._start()
+        if response is None:
+            assert self._content is not None
+            if self._content:
+                yield self._content
+            return
+        failure: httpx.RequestError | None = None
+        try:
+            async for piece in aiter_body(response, self._lazy_call.config.max_response_bytes, self._budget):
+                yield piece
+        except httpx.RequestError as exc:
+            failure = exc
+        if failure is not None:
+            self._fail(failure)
+
+    async def read(self) -> bytes:
+        """The whole body (read once, then kept); the errors of `StreamedAPIResponse.read`."""
+        if self._content is None:
+            self._content = b"".join([piece async for piece in self._pieces()])
+        return self._content
+
+    async def text(self) -> str:
+        """The body as text (the ``Content-Type`` charset, else UTF-8)."""
+        return self._text(await self.read())
+
+    async def json(self) -> Any:
+        """The body decoded as JSON."""
+        return json.loads(await self.read())
+
+    async def parse(self) -> R:
+        """What the plain call returns, parsed once, with its errors (see `StreamedAPIResponse.parse`)."""
+        if self._response is None:
+            value: R = self._value
+            return value
+        return self._parsed(await self.read())
+
+    def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """The body's decoded bytes as they arrive (in chunks of ``chunk_size`` bytes when given); not kept."""
+        return self._chunks(Rechunker(chunk_size))
+
+    async def _chunks(self, chunker: Rechunker) -> AsyncIterator[bytes]:
+        async for piece in self._pieces():
+            for chunk in chunker.feed(piece):
+                yield chunk
+        for chunk in chunker.flush():
+            yield chunk
+
+    def iter_text(self, chunk_size: int | None = None) -> AsyncIterator[str]:
+        """The body as text, piece by piece."""
+        return self._texts(self.iter_bytes(chunk_size))
+
+    async def _texts(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+        decoder = text_decoder(self.headers)
+        async for data in chunks:
+            text = decoder.decode(data)
+            if text:
+                yield text
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+
+    async def iter_lines(self) -> AsyncIterator[str]:
+        """The body's lines as they arrive, without their line endings."""
+        lines = LineSplitter()
+        async for text in self.iter_text():
+            for line in lines.feed(text):
+                yield line
+        for line in lines.flush():
+            yield line
+
+    async def close(self) -> None:
+        """Release the connection; an unread body is not read (the connection is closed). Idempotent."""
+        if self._content is None:
+            self._taken = True
+        if self._response is not None:
+            await self._response.aclose()
+        else:
+            close = getattr(self._value, "close", None)
+            if close is not None:
+                await close()
+
+    async def aclose(self) -> None:
+        """The same as ``close()``."""
+        await self.close()
+

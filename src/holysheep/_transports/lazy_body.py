@@ -1,0 +1,93 @@
+"""A body handed over unread (``with_streaming_response``), read as the caller pulls it, with the same bounds as
+a body read up front: at most ``max_response_bytes`` decoded bytes (compressed bodies inflate 64 KiB at a time)
+and what is left of the attempt's deadline (`ReadBudget`: the server's time, not the caller's)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+
+from holysheep._transports.body import BoundedDecoder, _check_in_memory, _in_memory, too_large
+from holysheep._transports.deadlines import ReadBudget, within_deadline
+from holysheep._transports.sync_deadline import attempt_deadline
+
+__all__ = ["aiter_body", "iter_body"]
+
+
+class _Counter:
+    __slots__ = ("limit", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+
+    def add(self, piece: bytes) -> bytes:
+        self.total += len(piece)
+        if self.total > self.limit:
+            raise too_large(self.limit)
+        return piece
+
+
+def iter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> Iterator[bytes]:
+    """The decoded body of a streamed httpx response, piece by piece as the caller asks. Raises
+    `ResponseTooLargeError` once more than ``limit`` bytes have come, ``httpx.ReadTimeout`` once the server has
+    used up ``budget`` (every socket read of the SDK's own pool waits at most what is left), and the transport's
+    ``httpx.RequestError``; always closes the response (at the end, on an error, or when the caller stops)."""
+    try:
+        if _in_memory(response):  # a test double's response, built already read
+            _check_in_memory(response, limit)
+            if response.content:
+                yield response.content
+            return
+        decoder = BoundedDecoder(response.headers.get("content-encoding"))
+        count = _Counter(limit)
+        raw = response.iter_raw()
+        while True:
+            with attempt_deadline(budget.begin()):
+                try:
+                    data = next(raw, None)
+                except httpx.ReadTimeout:
+                    ran_out = budget.timed_out()  # the deadline, not httpx's per-read timeout: say so
+                    if ran_out is None:
+                        raise
+                    failure = ran_out
+                else:
+                    failure = None
+            if failure is not None:
+                raise failure
+            if data is None:
+                break
+            budget.end()
+            for piece in decoder.decode(data):
+                yield count.add(piece)
+        for piece in decoder.flush():
+            yield count.add(piece)
+    finally:
+        response.close()
+
+
+async def aiter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> AsyncIterator[bytes]:
+    """`iter_body` for an async httpx response (also the aiohttp backend's): each read is abandoned (and the
+    connection closed) when it would take longer than what is left of ``budget``."""
+    try:
+        if _in_memory(response):
+            _check_in_memory(response, limit)
+            if response.content:
+                yield response.content
+            return
+        decoder = BoundedDecoder(response.headers.get("content-encoding"))
+        count = _Counter(limit)
+        raw = response.aiter_raw()
+        while True:
+            try:
+                data = await within_deadline(raw.__anext__(), budget.begin(), budget.seconds)
+            except StopAsyncIteration:
+                break
+            budget.end()
+            for piece in decoder.decode(data):
+                yield count.add(piece)
+        for piece in decoder.flush():
+            yield count.add(piece)
+    finally:
+        await response.aclose()
