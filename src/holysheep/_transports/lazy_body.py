@@ -44,6 +44,7 @@ def iter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> Itera
         count = _Counter(limit)
         raw = response.iter_raw()
         while True:
+            failure: httpx.ReadTimeout | None = None
             with attempt_deadline(budget.begin()):
                 try:
                     data = next(raw, None)
@@ -52,8 +53,6 @@ def iter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> Itera
                     if ran_out is None:
                         raise
                     failure = ran_out
-                else:
-                    failure = None
             if failure is not None:
                 raise failure
             if data is None:
