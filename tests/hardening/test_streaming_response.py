@@ -278,18 +278,18 @@ def test_the_deadline_applies_to_the_server_not_to_the_caller(kind: str) -> None
 
     async def body(client: Any, is_async: bool) -> None:
         async with opened(client.models.with_streaming_response.list(), is_async) as response:
-            time.sleep(0.6)  # longer than the timeout, spent by the caller: not counted
+            time.sleep(1.5)  # longer than the timeout, spent by the caller: not counted
             assert [m.id for m in await aw(response.parse())] == ["m"]
         started = time.monotonic()
         async with opened(streaming(client), is_async) as response:
-            with pytest.raises(APITimeoutError, match=r"its 0\.4 s deadline") as info:
+            with pytest.raises(APITimeoutError, match=r"its 1 s deadline") as info:
                 await aw(response.read())
         assert time.monotonic() - started < 5
         assert_clean(info.value)
         assert info.value.request is not None and info.value.request.headers["authorization"] == "Bearer hs_...WXYZ"
 
     with HostileServer(scenario) as srv:
-        run(kind, srv.url, body, timeout=0.4)
+        run(kind, srv.url, body, timeout=1)
         assert srv.closed_by_client.wait(5)
         assert len(srv.requests) == 2  # the timeout while reading was not retried
 
