@@ -234,13 +234,14 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         return AsyncSender(self)
 
     @classmethod
-    def from_config(cls, config: ClientConfig, *, http_backend: Literal["httpx", "aiohttp"] = "aiohttp",
+    def from_config(cls, config: ClientConfig, *, http_backend: Literal["httpx", "aiohttp"] | None = None,
                     fallbacks: Sequence[Fallback] | None = None,
                     circuit_breaker: CircuitBreaker | None = None) -> AsyncClient:
         """A new ``AsyncClient`` (with its own connection pool) built from another client's ``config``."""
         kwargs = config_kwargs(config)
-        client: AsyncClient = quiet_build(cls, **kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker,
-                                          http_backend=http_backend)
+        if http_backend is not None:  # left out: the default (aiohttp; httpx when the config has http2=True)
+            kwargs["http_backend"] = http_backend
+        client: AsyncClient = quiet_build(cls, **kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker)
         return client
 
 

@@ -13,7 +13,7 @@ from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, Timeo
 from holysheep._core.fallback import CircuitBreaker, Router
 from holysheep._core.keys import mask_key
 from holysheep._core.log import setup_logging
-from holysheep._core.option_checks import check_choice
+from holysheep._core.option_checks import check_choice, http2_backend
 from holysheep._core.request import RequestSpec
 from holysheep._transports.backends import LazyPool
 
@@ -57,6 +57,17 @@ def _warn_unverified(what: str) -> None:
                "API key. Remove it unless this is a test, or pass verify='/path/to/ca.pem' for a private CA.")
     logger.warning(message)
     warnings.warn(message, stacklevel=4)  # the line that built the client
+
+
+def _warn_plain_http2() -> None:
+    import warnings
+
+    from holysheep._core.log import logger
+
+    message = ("http2=True is offered by TLS (ALPN) only: this http:// base_url is sent over HTTP/1.1. Use "
+               "https:// for HTTP/2.")
+    logger.warning(message)
+    warnings.warn(message, stacklevel=4)
 
 
 def _warn_if_tls_unverified(http_client: object) -> None:
@@ -105,6 +116,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
         "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks, "proxy": c.network.proxy,
         "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
+        "http2": c.network.http2,
     }
 
 
@@ -153,8 +165,9 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
                 ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
-                environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None`` and ``http_backend``
-                (``AsyncClient``: ``"aiohttp"`` or ``"httpx"``; ``Client``: ``"httpx"``). A misspelt one is a
+                environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
+                HTTP/2; httpx only, needs ``holysheep[http2]``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
+                or ``"httpx"``, and ``"httpx"`` when ``http2=True``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
         setup_logging()
@@ -162,11 +175,16 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         check_option_names(type(self).__name__, settings)
         fallbacks = settings.pop("fallbacks", None)
         circuit_breaker = settings.pop("circuit_breaker", None)
+        backend_given = "http_backend" in settings
         http_backend = settings.pop("http_backend", self._http_backends[0])
         cache = settings.pop("cache", None)
         self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
                                    default_headers=default_headers, **settings)
         check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
+        if self._config.network.http2:
+            http_backend = http2_backend(http_backend, backend_given, http_client is not None)
+            if self._config.base_url.scheme == "http":
+                _warn_plain_http2()
         kind = self._http_client_type
         if http_client is not None and not isinstance(http_client, kind):
             from holysheep._exceptions import InvalidRequestError

@@ -63,7 +63,12 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     `(cert_file, key_file)` or `(cert_file, key_file, password)`."""
     http_backend: _BackendT
     """What sends the requests: `Client` always uses `"httpx"`; `AsyncClient` uses `"aiohttp"` (default)
-    or `"httpx"` (an `http_client=` passed in is always used as it is)."""
+    or `"httpx"` (an `http_client=` passed in is always used as it is). With `http2=True` it is `"httpx"`."""
+    http2: bool
+    """Offer HTTP/2 (by TLS ALPN) on the SDK's own httpx pool (default `False`). Needs the `h2` package
+    (`pip install "holysheep[http2]"`). On `AsyncClient` it selects `http_backend="httpx"` (aiohttp speaks
+    HTTP/1.1 only); `http_backend="aiohttp"` or an `http_client=` with it is an `InvalidRequestError`.
+    See `docs/performance.md` for when it helps."""
     hooks: Sequence[Any] | None
     """Objects told about every call, stream, batch item and tool call (`holysheep.Hooks` subclasses; default
     `None`); kept by `with_options`, the batch and fallbacks. See `docs/observability.md`."""

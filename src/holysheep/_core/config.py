@@ -293,6 +293,7 @@ def make_config(
     trust_env: bool = True,
     verify: Any = True,
     cert: Any = None,
+    http2: bool = False,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
     the clients' defaults)."""
@@ -330,7 +331,7 @@ def make_config(
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
     hook_set = check_hooks(hooks)
-    network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert)
+    network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert, http2=http2)
     secret = SecretKey(key)
     return ClientConfig(
         api_key=secret,

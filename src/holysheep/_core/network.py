@@ -155,6 +155,8 @@ class NetworkSettings:
     capath: str | None = None
     ca_source: str = "certifi"
     """Which CA store is trusted, in words (errors quote it)."""
+    http2: bool = False
+    """Offer HTTP/2 by ALPN on TLS connections (``http2=``; httpx transports only, needs the ``h2`` package)."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     @property
@@ -166,7 +168,8 @@ class NetworkSettings:
         return f"NetworkSettings(proxy={proxy!r}, trust_env={self.trust_env}, ca={self.ca_source!r})"
 
 
-DEFAULT_NETWORK_ARGS: dict[str, Any] = {"proxy": None, "trust_env": True, "verify": True, "cert": None}
+DEFAULT_NETWORK_ARGS: dict[str, Any] = {"proxy": None, "trust_env": True, "verify": True, "cert": None,
+                                        "http2": False}
 
 
 def _check_proxy_url(proxy: object) -> str:
@@ -250,11 +253,13 @@ def _ca_from(verify: object, trust_env: bool, env: Mapping[str, str]) -> tuple[s
 
 
 def make_network(*, proxy: object = None, trust_env: object = True, verify: object = True, cert: object = None,
-                 env: Mapping[str, str] | None = None) -> NetworkSettings:
+                 http2: object = False, env: Mapping[str, str] | None = None) -> NetworkSettings:
     """Validate the network options and resolve the environment (read once, here). Raises
     `InvalidRequestError` naming the option or environment variable."""
     if not isinstance(trust_env, bool):
         raise InvalidRequestError(f"trust_env must be True or False, got {trust_env!r}.", field="trust_env")
+    if not isinstance(http2, bool):
+        raise InvalidRequestError(f"http2 must be True or False, got {http2!r}.", field="http2")
     environ = os.environ if env is None else env
     if proxy is not None:
         url = _check_proxy_url(proxy)
@@ -272,7 +277,7 @@ def make_network(*, proxy: object = None, trust_env: object = True, verify: obje
                                               field="HTTPS_PROXY") from None
     cafile, capath, source = _ca_from(verify, trust_env, environ)
     return NetworkSettings(proxy=url, trust_env=trust_env, verify=verify, cert=_check_cert(cert), routes=routes,
-                           cafile=cafile, capath=capath, ca_source=source)
+                           cafile=cafile, capath=capath, ca_source=source, http2=http2)
 
 
 DEFAULT_NETWORK = NetworkSettings(ca_source="certifi")

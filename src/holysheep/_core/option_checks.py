@@ -17,6 +17,7 @@ __all__ = [
     "check_max_retries",
     "check_non_negative",
     "check_positive_or_none",
+    "http2_backend",
 ]
 
 
@@ -63,3 +64,23 @@ def check_choice(value: object, name: str, choices: tuple[Any, ...]) -> None:
     if value not in choices:
         names = ", ".join(repr(c) for c in choices)
         raise InvalidRequestError(f"{name} must be one of {names}, got {value!r}.", field=name)
+
+
+def http2_backend(http_backend: str, backend_given: bool, has_http_client: bool) -> str:
+    """The backend an ``http2=True`` client sends with: httpx (aiohttp speaks HTTP/1.1 only). Left out,
+    ``http_backend`` becomes ``"httpx"``; ``http_backend="aiohttp"``, an ``http_client`` or a missing ``h2``
+    package is an `InvalidRequestError` (before any request)."""
+    if has_http_client:
+        raise InvalidRequestError(
+            "http2=True does not apply to an http_client you pass (it is used as it is). Build that client with "
+            "httpx's own http2=True, or leave http_client out.", field="http2")
+    if backend_given and http_backend != "httpx":
+        raise InvalidRequestError(
+            f"http2=True needs http_backend=\"httpx\": http_backend={http_backend!r} speaks HTTP/1.1 only. Pass "
+            "http_backend=\"httpx\" (or leave http_backend out: http2=True then selects httpx).", field="http2")
+    import importlib.util
+
+    if importlib.util.find_spec("h2") is None:
+        raise InvalidRequestError("http2=True needs the h2 package: pip install \"holysheep[http2]\" (or "
+                                  "pip install \"h2>=4\").", field="http2")
+    return "httpx"

@@ -33,6 +33,10 @@ SHARD_CONNECTIONS = 4
 per request, so the SDK's own async httpx path spreads requests over many small pools (which share one
 TLS context). Measured at 64 in flight (valgrind instructions per request): one pool of 1000 22.9M,
 shards of 16 8.6M, of 8 5.3M, of 4 3.6M, of 2 3.0M."""
+H2_SHARD_STREAMS = 100
+"""Requests in flight per shard with ``http2=True``: one HTTP/2 connection carries them all (httpcore opens
+at most 100 streams on a connection and queues the rest, so a shard holds no more). Its pool may still
+open up to this many connections when the server answers ALPN with HTTP/1.1."""
 
 
 class LazyPool(Generic[_P]):
@@ -147,7 +151,8 @@ class AsyncHttpxBackend:
         self.custom = http_client is not None
         self._timeout = timeout
         self._network = network
-        self._max_shards = max(1, max_connections // SHARD_CONNECTIONS)
+        self._per_shard = H2_SHARD_STREAMS if network.http2 else SHARD_CONNECTIONS
+        self._max_shards = max(1, -(-max_connections // self._per_shard))
         self.shards: list[httpx.AsyncClient] = [http_client] if http_client is not None else []
         self._busy: list[int] = [0] * len(self.shards)
         self.closed = False
@@ -155,12 +160,12 @@ class AsyncHttpxBackend:
     def ensure_connections(self, n: int) -> None:
         """Let the SDK's sharded pool hold at least ``n`` connections; never lowers it (a caller's
         ``http_client`` keeps its own limits)."""
-        self._max_shards = max(self._max_shards, -(-n // SHARD_CONNECTIONS))
+        self._max_shards = max(self._max_shards, -(-n // self._per_shard))
 
     def _new_shard(self) -> httpx.AsyncClient:
         from holysheep._transports.routing import async_transport  # its TLS context is built once per client
 
-        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
+        limits = httpx.Limits(max_connections=self._per_shard, max_keepalive_connections=self._per_shard)
         return httpx.AsyncClient(timeout=self._timeout, transport=async_transport(self._network, limits),
                                  trust_env=False, follow_redirects=True,
                                  event_hooks={"response": [check_redirect_async]})
@@ -174,7 +179,7 @@ class AsyncHttpxBackend:
 
     def _pick(self) -> int:
         busy = self._busy
-        if not busy or (min(busy) >= SHARD_CONNECTIONS and len(busy) < self._max_shards and not self.custom):
+        if not busy or (min(busy) >= self._per_shard and len(busy) < self._max_shards and not self.custom):
             self.shards.append(self._new_shard() if busy or not self.custom else self.shards[0])
             busy.append(0)
             return len(busy) - 1

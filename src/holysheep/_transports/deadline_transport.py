@@ -54,11 +54,12 @@ class DeadlineNetworkBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def make_transport(limits: httpx.Limits, *, verify: typing.Any = True, proxy: str | None = None
-                   ) -> httpx.HTTPTransport:
+def make_transport(limits: httpx.Limits, *, verify: typing.Any = True, proxy: str | None = None,
+                   http2: bool = False) -> httpx.HTTPTransport:
     """An ``httpx.HTTPTransport`` whose connections read through ``DeadlineNetworkBackend`` (TLS with
-    ``verify``, an ``ssl.SSLContext``; through ``proxy`` when given)."""
-    transport = httpx.HTTPTransport(limits=limits, verify=verify, proxy=httpx.Proxy(proxy) if proxy else None)
+    ``verify``, an ``ssl.SSLContext``; through ``proxy`` when given; HTTP/2 offered by ALPN with ``http2``)."""
+    transport = httpx.HTTPTransport(limits=limits, verify=verify, proxy=httpx.Proxy(proxy) if proxy else None,
+                                    http2=http2)
     pool = getattr(transport, "_pool", None)  # httpx does not pass a network backend through
     if isinstance(pool, httpcore.ConnectionPool) and hasattr(pool, "_network_backend"):
         pool._network_backend = DeadlineNetworkBackend()

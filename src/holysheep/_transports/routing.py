@@ -59,9 +59,10 @@ def sync_transport(network: NetworkSettings, limits: httpx.Limits) -> httpx.Base
     from holysheep._transports.deadline_transport import make_transport
 
     ctx = ssl_context(network)
+    http2 = network.http2
     if not network.uses_proxy:  # the usual case: no routing step per request
-        return make_transport(limits, verify=ctx)
-    return RoutedTransport(network, lambda proxy: make_transport(limits, verify=ctx, proxy=proxy))
+        return make_transport(limits, verify=ctx, http2=http2)
+    return RoutedTransport(network, lambda proxy: make_transport(limits, verify=ctx, proxy=proxy, http2=http2))
 
 
 def async_transport(network: NetworkSettings, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
@@ -69,7 +70,7 @@ def async_transport(network: NetworkSettings, limits: httpx.Limits) -> httpx.Asy
     ctx = ssl_context(network)
 
     def make(proxy: str | None) -> httpx.AsyncBaseTransport:
-        kwargs: dict[str, Any] = {"limits": limits, "verify": ctx}
+        kwargs: dict[str, Any] = {"limits": limits, "verify": ctx, "http2": network.http2}
         if proxy is not None:
             kwargs["proxy"] = httpx.Proxy(proxy)
         return httpx.AsyncHTTPTransport(**kwargs)
