@@ -222,5 +222,6 @@ def test_http2_with_your_own_http_client_and_bad_values_are_refused(cls: type) -
 
 def test_plain_http_base_url_warns() -> None:
     pytest.importorskip("h2", reason="the dev extra installs h2")
-    with pytest.warns(UserWarning, match="ALPN"):
+    with pytest.warns(UserWarning, match="ALPN") as record:
         Client(api_key="sk-test", base_url="http://127.0.0.1:9/v1", http2=True)
+    assert record[0].filename == __file__  # points at the line that built the client

@@ -67,7 +67,7 @@ def _warn_plain_http2() -> None:
     message = ("http2=True is offered by TLS (ALPN) only: this http:// base_url is sent over HTTP/1.1. Use "
                "https:// for HTTP/2.")
     logger.warning(message)
-    warnings.warn(message, stacklevel=4)
+    warnings.warn(message, stacklevel=3)  # the line that built the client
 
 
 def _warn_if_tls_unverified(http_client: object) -> None:
