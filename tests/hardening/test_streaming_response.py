@@ -96,13 +96,13 @@ def test_the_body_is_read_only_when_asked_and_streams_as_it_arrives(kind: str) -
                 f"content-length: {len(first + second)}\r\n\r\n".encode())
         await w.drain()
         await until(send_first)  # the body is held until the test asks for it
+        sent.append(first)  # noted before the write: the client may read it before drain() returns here
         w.write(first)
         await w.drain()
-        sent.append(first)
         await until(send_second)
+        sent.append(second)
         w.write(second)
         await w.drain()
-        sent.append(second)
 
     async def body(client: Any, is_async: bool) -> None:
         # with a 5 s timeout, an SDK that read the body up front would time out here instead of returning
