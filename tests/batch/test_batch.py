@@ -7,7 +7,6 @@ import asyncio
 import io
 import itertools
 import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +23,7 @@ from holysheep.batch import (
 )
 from holysheep.testing import FakeServer, Fault
 
-from .conftest import MODEL, async_client, chat_requests, sync_client
+from .conftest import MODEL, ClockedEngine, async_client, chat_requests, sync_client
 
 
 def _content(result: Any) -> str:
@@ -158,32 +157,49 @@ async def test_rpm_limit_paces_the_dispatch_on_an_exact_schedule() -> None:
     assert len(chat_requests(server)) == 30
 
 
-async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer) -> None:
-    # Each request is estimated at ~1,002 tokens but uses ~4: without reconciliation, 40 requests at
-    # 60,000 TPM (1,000 per second) would take ~40 s.
+async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer, engine_clock: ClockedEngine) -> None:
+    """Each request is estimated at 1,002 tokens (max_tokens=1000) but uses a few: at 60,000 TPM (1,000 per
+    second, a burst of 1,000) the uncorrected charges would make 39 of the 40 requests wait ~1 s each on the
+    bucket. The probe (rpm="auto") is charged its 1,002 and its usage comes back; from then on the estimator's
+    factor sits at its floor (0.05: 50 tokens) and each reply gives back what its request did not use. So on
+    the engine's clock nothing ever waits: every request goes out at t=0, and the bucket was charged exactly
+    the tokens the replies reported."""
     async with async_client(server) as client:
-        start = time.monotonic()
         results = await client.chat.completions.batch([f"t{i}" for i in range(40)], model=MODEL, concurrency=8,
                                                       tpm=60_000, max_tokens=1000)
     assert len(results.responses) == 40
-    assert time.monotonic() - start < 5
-    assert results.summary().total_tokens == sum(r.response.usage.total_tokens for r in results)
+    clock, (it,) = engine_clock.clock, engine_clock.iterators
+    assert clock.sleeps == [] and [s.at for s in engine_clock.sent] == [0.0] * 40  # no bucket wait at all
+    assert [s.status for s in engine_clock.sent] == [200] * 40 and len(chat_requests(server)) == 40
+    estimator, bucket = it.admission.estimator, it.admission.tpm
+    assert (estimator.samples, estimator.factor) == (40, 0.05)
+    assert estimator.estimate(1002) == 50  # each request after the probe was charged 50, not 1,002
+    used = sum(r.response.usage.total_tokens for r in results)
+    assert results.summary().total_tokens == used
+    assert bucket is not None and bucket.level == pytest.approx(1000 - used, abs=1e-9)  # charged the actual use
 
 
-async def test_429_pauses_the_whole_batch_and_aimd_shows_in_summary() -> None:
-    with FakeServer(latency=0.02, faults=[Fault.status(429, retry_after=0.3)]) as server:
+async def test_429_pauses_the_whole_batch_and_aimd_shows_in_summary(engine_clock: ClockedEngine) -> None:
+    """The first request (the rpm="auto" probe) gets a 429 with Retry-After: 0.3. On the engine's clock the
+    whole batch waits exactly 0.3 s (the pause gate's naps): nothing goes out before, and the retry and all
+    29 others go out at t=0.3; the concurrency halves once (8 -> 4) and the summary says so."""
+    with FakeServer(faults=[Fault.status(429, retry_after=0.3)]) as server:
         async with async_client(server) as client:
             results = await client.chat.completions.batch([f"w{i}" for i in range(30)], model=MODEL,
                                                           concurrency=8, check_quota=False)
     assert all(r.ok for r in results)
-    reqs = chat_requests(server)
-    limited = next(r for r in reqs if r.status == 429)
-    assert limited.finished_at is not None
-    during = [r for r in reqs if limited.finished_at + 0.02 < r.started_at < limited.finished_at + 0.27]
-    assert during == []  # nobody was dispatched during the Retry-After
+    sent, clock = engine_clock.sent, engine_clock.clock
+    assert [r.status for r in chat_requests(server)].count(429) == 1 and len(chat_requests(server)) == 31
+    (limited, *after) = sent
+    assert (limited.at, limited.status, limited.body["messages"][0]["content"]) == (0.0, 429, "w0")
+    assert [s.at for s in after] == pytest.approx([0.3] * 30, abs=1e-9)  # nobody went out during the pause
+    assert [s.status for s in after] == [200] * 30
+    assert sorted(s.body["messages"][0]["content"] for s in after) == sorted(f"w{i}" for i in range(30))
+    assert sum(clock.sleeps) == pytest.approx(0.3, abs=1e-9) and max(clock.sleeps) <= 0.1  # the gate's naps
+    assert results[0].attempts == 2 and all(r.attempts == 1 for r in results[1:])
     s = results.summary()
     assert (s.rate_limited, s.retries, s.concurrency_decreases, s.concurrency_min) == (1, 1, 1, 4)
-    assert s.pauses == 1 and s.paused_s == pytest.approx(0.3, abs=0.05)
+    assert (s.pauses, s.paused_s) == (1, 0.3)
     assert "(concurrency 8, lowered to 4 after rate limits)" in str(s) and "paused 1 time (0.3 s)" in str(s)
 
 
@@ -242,17 +258,22 @@ async def test_quota_exhausted_stops_without_retries() -> None:
     assert results.summary().stop_reason is not None and "quota" in results.summary().stop_reason
 
 
-async def test_401_stops_after_the_probe_and_the_quota_check() -> None:
-    """rpm="auto" (the default): the quota check runs alongside the probe, so a rejected key costs one request."""
+async def test_401_stops_after_the_probe_and_the_quota_check(engine_clock: ClockedEngine) -> None:
+    """rpm="auto" (the default): the quota check runs alongside the probe, so a rejected key costs one request;
+    the other 499 items end with the same error at once: the engine never waits (no pause, no bucket, no
+    retry) and nothing else goes out."""
     with FakeServer() as server:
         async with async_client(server, api_key="wrong-key") as client:
-            start = time.monotonic()
             results = await client.chat.completions.batch([f"a{i}" for i in range(500)], model=MODEL)
-    assert time.monotonic() - start < 2
     assert all(isinstance(r.error, AuthenticationError) for r in results) and len(results) == 500
     assert len(chat_requests(server)) == 1 and results.summary().requests == 1
+    assert [(s.at, s.status, s.body["messages"][0]["content"]) for s in engine_clock.sent] == [(0.0, 401, "a0")]
+    assert engine_clock.clock.sleeps == []  # the engine never waited for anything on its clock
+    assert results[0].attempts == 1 and all(r.attempts == 0 for r in results[1:])
+    s = results.summary()
+    assert (s.retries, s.pauses, s.rate_limited) == (0, 0, 0)
     assert [r.path for r in server.requests].count("/v1/quota") == 1
-    assert "401" in str(results.summary().stop_reason)
+    assert "401" in str(s.stop_reason)
 
 
 @pytest.mark.parametrize("options", [{"rpm": 600, "tpm": None}, {"rpm": None, "tpm": None}, {"require_quota": True}])
