@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import time
+import threading
 import zlib
 
 import pytest
@@ -17,6 +17,7 @@ from .hostile import HostileServer, Req, fixed, head, write_forever
 
 CHUNK = json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
                     "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]})
+DEADLINE = r"the attempt took longer than its 1\.5 s deadline"
 COMPLETION = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
                          "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
                                       "finish_reason": "stop"}]}).encode()
@@ -35,16 +36,15 @@ def gzip_zeros(n: int) -> bytes:
 def test_endless_sse_line_is_too_large_and_closes_the_connection(kind: str) -> None:
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
         w.write(head(content_type="text/event-stream") + b"data: ")
-        await write_forever(w, b"x" * 65536)
+        # hang guard: 16x the cap, then the body ends (a client that missed the cap would fail otherwise)
+        await write_forever(w, b"x" * 65536, limit=16 << 20)
 
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
         with pytest.raises(ResponseTooLargeError) as info:
             chat(kind, srv.url, stream=True, client_kw={"max_sse_event_bytes": 1 << 20})
         assert info.value.limit == 1 << 20
         assert "max_sse_event_bytes" in str(info.value)
         assert srv.closed_by_client.wait(5), "the SDK did not close the connection"
-        assert time.monotonic() - started < 10
         assert len(srv.requests) == 1  # not retried
 
 
@@ -72,14 +72,15 @@ def test_gzip_sse_bomb_is_capped(kind: str) -> None:
 def test_comment_lines_do_not_reset_stream_idle_timeout(kind: str) -> None:
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
         w.write(head(content_type="text/event-stream") + f"data: {CHUNK}\n\n".encode())
-        await write_forever(w, b": keep-alive\n\n", pause=0.1)
+        # hang guard: comments for 10 s (10x the idle limit), then the body ends without [DONE]: a client whose
+        # idle clock the comments reset would raise StreamInterruptedError after 10 s, not the idle timeout
+        await write_forever(w, b": keep-alive\n\n", pause=0.1, limit=100 * len(b": keep-alive\n\n"))
 
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
         with pytest.raises(StreamIdleTimeoutError, match="no event for 1 s"):
             chat(kind, srv.url, stream=True, stream_idle_timeout=1)
-        assert time.monotonic() - started < 5
         assert srv.closed_by_client.wait(5)
+        assert len(srv.requests) == 1
 
 
 # --- non-stream bodies: max_response_bytes after decompression --------------------------------------
@@ -124,30 +125,32 @@ def test_gzip_body_under_the_limit_is_decoded(kind: str) -> None:
 def test_trickled_body_is_cut_at_the_attempt_deadline(kind: str) -> None:
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
         w.write(head())
-        await write_forever(w, b" ", pause=0.25)  # a byte every 0.25 s: no read ever times out
+        # a byte every 0.25 s: no read ever times out. Hang guard: 60 bytes (15 s, 10x the deadline), then the
+        # body ends: a client without the deadline gets a body of spaces (a JSON error), not a timeout
+        await write_forever(w, b" ", pause=0.25, limit=60)
 
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
-        with pytest.raises(APITimeoutError, match="deadline"):
+        with pytest.raises(APITimeoutError, match=DEADLINE):
             chat(kind, srv.url, client_kw={"timeout": 1.5})
-        elapsed = time.monotonic() - started
-    assert elapsed < 3.0, elapsed
+        assert srv.closed_by_client.wait(5), "the SDK did not close the connection"
+        assert len(srv.requests) == 1
 
 
 def test_trickled_headers_are_cut_at_the_attempt_deadline(kind: str) -> None:
     """Every transport, the sync one included: its own pool reads through a deadline-aware socket backend."""
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
-        for byte in b"HTTP/1.1 200 OK\r\nx-pad: " + b"a" * 100:
+        # a byte every 0.25 s. Hang guard: 60 bytes (15 s, 10x the deadline), then the connection closes with
+        # the head unfinished: a client without the deadline gets a connection error, not a timeout
+        for byte in (b"HTTP/1.1 200 OK\r\nx-pad: " + b"a" * 100)[:60]:
             w.write(bytes([byte]))
             await w.drain()
             await asyncio.sleep(0.25)
 
+    # the sync transport's deadline-aware socket shortens the socket timeout to the deadline: a plain "timed out"
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
-        with pytest.raises(APITimeoutError):
+        with pytest.raises(APITimeoutError, match="Request timed out" if kind == "sync" else DEADLINE):
             chat(kind, srv.url, client_kw={"timeout": 1.5})
-        elapsed = time.monotonic() - started
-    assert elapsed < 3.0, elapsed
+        assert len(srv.requests) == 1
 
 
 def test_normal_reply_passes(kind: str) -> None:
@@ -159,30 +162,49 @@ def test_normal_reply_passes(kind: str) -> None:
 
 
 def test_attempt_deadline_does_not_cut_a_live_stream(kind: str) -> None:
-    """For a stream the deadline covers the time to the headers; events that keep coming are not cut."""
+    """For a stream the deadline covers the time to the headers; events that keep coming are not cut: the
+    server writes 5 events, then comment lines every 0.2 s (well inside the 1 s read timeout) until the 1 s
+    deadline has passed on its own clock (1.5 s), then 5 more events and [DONE]: all 10 arrive."""
+    written = []
+
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         w.write(head(content_type="text/event-stream"))
-        for _ in range(10):
+        for i in range(10):
+            if i == 5:
+                while loop.time() - start < 1.5:  # past the deadline before the second half
+                    w.write(b": keep-alive\n\n")
+                    await w.drain()
+                    await asyncio.sleep(0.2)
             w.write(f"data: {CHUNK}\n\n".encode())
             await w.drain()
-            await asyncio.sleep(0.2)
+            written.append(loop.time() - start)
         w.write(b"data: [DONE]\n\n")
 
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
         chunks = chat(kind, srv.url, stream=True, client_kw={"timeout": 1})
-        assert time.monotonic() - started > 1.5
-    assert len(chunks) == 10
+    assert len(chunks) == 10 and len(srv.requests) == 1
+    assert len(written) == 10 and all(t >= 1.5 for t in written[5:])  # half of them sent after the deadline
 
 
 def test_a_server_holding_the_connection_after_done_is_not_waited_for(kind: str) -> None:
+    """After [DONE] the client returns while the server still holds the body open (it holds it until the test
+    lets go, or 30 s as a hang guard): the result came back without waiting for the end of the body."""
+    let_go, gave_up = threading.Event(), threading.Event()
+
     async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
         w.write(head(content_type="text/event-stream") + f"data: {CHUNK}\n\ndata: [DONE]\n\n".encode())
         await w.drain()
-        await asyncio.sleep(30)  # the body never ends
+        for _ in range(300):  # the body does not end until the test lets go
+            if let_go.is_set():
+                return
+            await asyncio.sleep(0.1)
+        gave_up.set()
 
     with HostileServer(scenario) as srv:
-        started = time.monotonic()
         chunks = chat(kind, srv.url, stream=True)  # default timeout: 600 s per read
-        assert time.monotonic() - started < 3
-    assert len(chunks) == 1
+        held = not gave_up.is_set()  # the body was still open when the client returned
+        let_go.set()
+    assert held, "the client waited for the end of the body after [DONE]"
+    assert len(chunks) == 1 and len(srv.requests) == 1
