@@ -16,13 +16,13 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
 from holysheep._clients.resources.tools import AsyncRunTools
-from holysheep._clients.streamed_response import AsyncStreamedAPIResponse
+from holysheep._clients.streamed_response import AsyncStreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import AsyncStream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.config import DEFAULT_LIMITS, ClientConfig
 from holysheep._core.fallback import CircuitBreaker, Fallback
-from holysheep._core.raw_response import RAW, APIResponse, RawMode
+from holysheep._core.raw_response import RAW, RawMode
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
@@ -170,16 +170,7 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
         while (delay := plan.after(await self._attempt(plan.call))) is not None:
             await _sleep(delay)
-        result = plan.result()
-        if mode == "stream":
-            if spec.stream:
-                return AsyncStreamedAPIResponse(result.response, result._call, value=result)
-            return AsyncStreamedAPIResponse(result, plan.call)
-        if spec.stream:
-            response = result.response
-            return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)
-        raw: APIResponse[Any] = result
-        return raw
+        return raw_reply(plan.result(), plan.call, spec.stream, mode, AsyncStreamedAPIResponse)
 
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""

@@ -17,11 +17,11 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import SyncStreamHelper
 from holysheep._clients.resources.structured import SyncParse
 from holysheep._clients.resources.tools import SyncRunTools
-from holysheep._clients.streamed_response import StreamedAPIResponse
+from holysheep._clients.streamed_response import StreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import SyncClosing
-from holysheep._core.raw_response import RAW, APIResponse, RawMode
+from holysheep._core.raw_response import RAW, RawMode
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
 from holysheep.types.account import Model, Quota
@@ -146,16 +146,7 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
         while (delay := plan.after(self._attempt(plan.call))) is not None:
             time.sleep(delay)
-        result = plan.result()
-        if mode == "stream":
-            if spec.stream:
-                return StreamedAPIResponse(result.response, result._call, value=result)
-            return StreamedAPIResponse(result, plan.call)
-        if spec.stream:
-            response = result.response
-            return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)
-        raw: APIResponse[Any] = result
-        return raw
+        return raw_reply(plan.result(), plan.call, spec.stream, mode, StreamedAPIResponse)
 
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""

@@ -13,7 +13,7 @@ import httpx
 
 from holysheep._core.body_chunks import LineSplitter, Rechunker, text_decoder
 from holysheep._core.call import RawResponse
-from holysheep._core.raw_response import _UNSET, BaseAPIResponse
+from holysheep._core.raw_response import _UNSET, APIResponse, BaseAPIResponse, RawMode
 from holysheep._exceptions import InvalidRequestError, ResponseConsumedError
 from holysheep._transports.deadlines import ReadBudget
 from holysheep._transports.lazy_body import aiter_body, iter_body
@@ -21,7 +21,7 @@ from holysheep._transports.lazy_body import aiter_body, iter_body
 if TYPE_CHECKING:
     from holysheep._core.call import Call
 
-__all__ = ["AsyncStreamedAPIResponse", "StreamedAPIResponse"]
+__all__ = ["AsyncStreamedAPIResponse", "StreamedAPIResponse", "raw_reply"]
 
 R = TypeVar("R")
 
@@ -257,3 +257,17 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
         """The same as ``close()``."""
         await self.close()
 
+
+
+def raw_reply(result: Any, call: Call, stream: bool, mode: RawMode, streamed: type[_Lazy[Any]]) -> Any:
+    """What ``with_raw_response`` (``mode="raw"``) or ``with_streaming_response`` (``"stream"``) hands over for a
+    finished call's ``result``: ``streamed`` (the sync or the async class) around the unread response or the
+    primed stream, or an `APIResponse` (around the primed stream when ``stream`` is set)."""
+    if mode == "stream":
+        if stream:
+            return streamed(result.response, result._call, value=result)
+        return streamed(result, call)
+    if stream:
+        response = result.response
+        return APIResponse(response.status_code, response.headers, None, call=result._call, value=result)
+    return result
