@@ -233,6 +233,8 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         if http_backend is not None:  # left out: the default (aiohttp; httpx when the config has http2=True)
             kwargs["http_backend"] = http_backend
         client: AsyncClient = quiet_build(cls, **kwargs, fallbacks=fallbacks, circuit_breaker=circuit_breaker)
+        if client._config.clock is not config.clock:
+            client._use_clock(config.clock)
         return client
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
@@ -276,6 +276,14 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         """Whether an ``http_client`` was passed in (then it is used as it is)."""
         return self._http_client is not None
 
+    def _use_clock(self, clock: Callable[[], float]) -> None:
+        """Test seam (private): read every time a call measures (``elapsed_s``, ``StreamMetrics``, the hook
+        events' ``elapsed_s``) from ``clock`` (monotonic seconds) instead of ``time.perf_counter``. Copies made
+        by ``with_options`` and ``AsyncClient.from_config`` keep it; fallbacks share it."""
+        self._config = self._config.replace(clock=clock)
+        if self._router is not None:
+            self._router = Router(self._config, list(self._fallbacks), self._router.breaker)
+
     def plan(self, spec: RequestSpec, *, idempotency_key: str | None = None) -> CallPlan:
         """A ``CallPlan`` for ``spec`` on this client: its retry policy, hook and fallbacks."""
         return CallPlan(self._config, spec, self._router, idempotency_key=idempotency_key)
@@ -325,6 +333,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         new: _Self = quiet_build(cls, **kwargs, http_client=self._http_client)  # through __init__: all checked
         new._backend = self._backend  # share the connection pool; the copy does not own it
         new._owns_http = False
+        if new._config.clock is not self._config.clock:
+            new._use_clock(self._config.clock)
         return new
 
     copy = with_options

@@ -200,7 +200,7 @@ class _StreamBase(Generic[_T]):
         self.response = response
         self._call = call
         self._state = StreamState(call.started_at, secret=call.api_key,
-                                  max_event_bytes=call.config.max_sse_event_bytes)
+                                  max_event_bytes=call.config.max_sse_event_bytes, clock=call.config.clock)
         self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
         self._head_error: BaseException | None = None
 
@@ -227,7 +227,7 @@ class _StreamBase(Generic[_T]):
     def _first_chunk(self) -> None:
         ctx = self._call.ctx
         assert ctx is not None
-        ctx.stream_event("on_stream_first_chunk", StreamEvent(ctx, self._head[0], time.perf_counter()))
+        ctx.stream_event("on_stream_first_chunk", StreamEvent(ctx, self._head[0], ctx.clock()))
 
     def _final(self) -> ChatCompletion:
         completion = self._state.final_completion()

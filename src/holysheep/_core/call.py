@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -115,7 +114,7 @@ class Call:
     and one ``idempotency-key`` for every attempt, generated unless given) and the only place that
     decides whether a failed attempt is retried (through ``is_retryable``), how long to wait, and
     calls the ``on_retry`` hook. ``served_by`` names the endpoint (``"primary"`` or a fallback);
-    ``rand`` is the jitter source (injectable for tests).
+    ``rand`` is the jitter source (injectable for tests); times come from ``config.clock``.
     """
 
     __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
@@ -191,7 +190,7 @@ class Call:
             url = self._url
             self.ctx.request_sent(self.retries_taken, self.served_by, self._url_str, url.host,
                                   url.port or (443 if url.scheme == "https" else 80))
-        self.started_at = time.perf_counter()
+        self.started_at = self.config.clock()
         if logger.isEnabledFor(10):
             logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
 
@@ -230,7 +229,7 @@ class Call:
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started_at
+        return self.config.clock() - self.started_at
 
     def decide(self, error: APIError, server_delay: float | None = None) -> Outcome:
         """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.

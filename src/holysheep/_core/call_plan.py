@@ -49,7 +49,7 @@ class CallPlan:
         if config.hooks is not None or GLOBAL.set is not None:
             hooks = active_hooks(config.hooks)
             assert hooks is not None
-            ctx = CallContext(hooks, spec.method, spec.path, spec.body, spec.stream)
+            ctx = CallContext(hooks, spec.method, spec.path, spec.body, spec.stream, config.clock)
         self.ctx = ctx
         if router is None:
             self._endpoints: Sequence[Endpoint] = ()  # shared, not a new list per call

@@ -6,6 +6,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -218,6 +219,9 @@ class ClientConfig:
     """The client's hooks (``Client(hooks=[...])``), or None."""
     network: NetworkSettings = DEFAULT_NETWORK
     """Proxy and TLS settings (``proxy=``, ``trust_env=``, ``verify=``, ``cert=`` and the environment)."""
+    clock: Callable[[], float] = field(default=time.perf_counter, repr=False, compare=False)
+    """Monotonic seconds for everything a call measures: attempt start, ``elapsed_s``, stream metrics and hook
+    events. Not a client argument: tests set it through ``BaseClient._use_clock`` to assert exact times."""
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
@@ -237,6 +241,9 @@ class ClientConfig:
             changes["timeout"] = normalize_timeout(changes["timeout"])
         if "hooks" in changes:
             changes["hooks"] = check_hooks(changes["hooks"])
+        if "clock" in changes and not callable(changes["clock"]):
+            raise InvalidRequestError(f"clock must be a callable returning seconds, got "
+                                      f"{type(changes['clock']).__name__}.", field="clock")
         for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
             if name in changes:
                 _check_non_negative(name, changes[name])
@@ -294,6 +301,7 @@ def make_config(
     verify: Any = True,
     cert: Any = None,
     http2: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
     the clients' defaults)."""
@@ -350,4 +358,5 @@ def make_config(
         max_sse_event_bytes=max_sse_event_bytes,
         hooks=hook_set,
         network=network,
+        clock=clock,
     )

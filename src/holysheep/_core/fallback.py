@@ -151,6 +151,7 @@ class Router:
             initial_retry_delay=primary.initial_retry_delay, max_retry_delay=primary.max_retry_delay,
             max_retry_after=primary.max_retry_after, stream_idle_timeout=primary.stream_idle_timeout,
             default_headers=None, allow_insecure_http=fb.allow_insecure_http, on_retry=primary.on_retry,
+            clock=primary.clock,  # one clock for the whole call, whichever endpoint serves it
         )
         if not isinstance(fb.models, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in fb.models.items()):

@@ -7,7 +7,7 @@ objects it passes around. A context reaches its hooks through the ``Emitter`` pr
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -44,17 +44,19 @@ class Emitter(Protocol):
 
 # ---------------------------------------------------------------------------------------------- contexts
 class BatchContext:
-    """One batch, as hooks see it: ``state`` is a dict a hook may keep its own data in (key it by the hook)."""
+    """One batch, as hooks see it: ``state`` is a dict a hook may keep its own data in (key it by the hook).
+    ``started_at`` is read from ``clock`` (the engine's)."""
 
     __slots__ = ("__weakref__", "concurrency", "ended", "hooks", "model", "started_at", "state", "stats", "total")
 
-    def __init__(self, hooks: Emitter, *, total: int | None, concurrency: int, model: str | None) -> None:
+    def __init__(self, hooks: Emitter, *, total: int | None, concurrency: int, model: str | None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.hooks = hooks
         self.total = total
         self.concurrency = concurrency
         self.model = model
         self.stats: Any = None
-        self.started_at = time.perf_counter()
+        self.started_at = clock()
         self.state: dict[Any, Any] = {}
         self.ended = False
 
@@ -65,15 +67,17 @@ class CallContext:
 
     ``operation`` is ``"chat"``, ``"embeddings"``, ... (from the path); ``body`` is the request body as
     sent to the primary (it holds the messages: a hook that records it must honour its own privacy
-    switch); ``batch`` is the ``BatchContext`` of the batch the call belongs to, if any.
+    switch); ``batch`` is the ``BatchContext`` of the batch the call belongs to, if any. ``clock`` (the
+    client config's) gives ``started_at`` and every event's ``elapsed_s``.
     """
 
-    __slots__ = ("_pending", "attempts", "batch", "body", "hooks", "live", "method", "operation", "path",
+    __slots__ = ("_pending", "attempts", "batch", "body", "clock", "hooks", "live", "method", "operation", "path",
                  "started_at", "state", "stream")
 
     def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, Any] | None,
-                 stream: bool) -> None:
+                 stream: bool, clock: Callable[[], float] = time.perf_counter) -> None:
         self.hooks = hooks
+        self.clock = clock
         self.method = method
         self.path = path
         self.operation = _operation(path)
@@ -95,7 +99,7 @@ class CallContext:
     # ---- what the core calls
     def request_sent(self, attempt_retries: int, served_by: str, url: str, host: str, port: int) -> None:
         if self.attempts == 0:
-            self.started_at = time.perf_counter()
+            self.started_at = self.clock()
         self.attempts += 1
         self._pending = None  # a stream that ended before its first event is retried: forget its end
         self.hooks.emit("on_request", RequestEvent(self, self.attempts, attempt_retries, served_by, url, host, port))
@@ -156,7 +160,7 @@ class ResponseEvent:
         self.ctx, self.outcome, self.attempt = ctx, outcome, ctx.attempts
         self.status_code, self.request_id, self.retries_taken = status_code, request_id, retries_taken
         self.served_by, self.error, self.response, self.delay_s = served_by, error, response, delay_s
-        self.elapsed_s = time.perf_counter() - ctx.started_at
+        self.elapsed_s = ctx.clock() - ctx.started_at
 
 
 class StreamEvent:
@@ -178,7 +182,8 @@ class StreamEndEvent:
 
     def __init__(self, ctx: CallContext, state: StreamState, error: BaseException | None, closed: bool) -> None:
         self.ctx, self._state, self.error, self.closed = ctx, state, error, closed
-        self.elapsed_s = (state.ended_at or time.perf_counter()) - ctx.started_at
+        end = state.ended_at
+        self.elapsed_s = (end if end is not None else ctx.clock()) - ctx.started_at
 
     @property
     def metrics(self) -> StreamMetrics:
@@ -238,24 +243,25 @@ class BatchItemEvent:
 class ToolEvent:
     """A tool call run by the tool runner: ``name``, ``call_id``, ``arguments`` (a JSON string), ``batch`` (the
     batch whose item runs it, or None), and on ``on_tool_end`` ``result`` or ``error`` and ``elapsed_s``.
-    ``state`` is shared by the start and end events."""
+    ``state`` is shared by the start and end events; ``elapsed_s`` is read from ``clock`` (the tool runner's)."""
 
-    __slots__ = ("arguments", "batch", "call_id", "elapsed_s", "error", "hooks", "name", "result", "started_at",
-                 "state")
+    __slots__ = ("_clock", "arguments", "batch", "call_id", "elapsed_s", "error", "hooks", "name", "result",
+                 "started_at", "state")
 
     def __init__(self, hooks: Emitter, name: str, call_id: str | None, arguments: str | None,
-                 batch: BatchContext | None = None) -> None:
+                 batch: BatchContext | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         self.hooks = hooks
+        self._clock = clock
         self.batch = batch
         self.name, self.call_id, self.arguments = name, call_id, arguments
         self.result: Any = None
         self.error: BaseException | None = None
-        self.started_at = time.perf_counter()
+        self.started_at = clock()
         self.elapsed_s = 0.0
         self.state: dict[Any, Any] = {}
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         """The tool returned ``result`` (or raised ``error``): tell the hooks."""
         self.result, self.error = result, error
-        self.elapsed_s = time.perf_counter() - self.started_at
+        self.elapsed_s = self._clock() - self.started_at
         self.hooks.emit("on_tool_end", self)

@@ -1,8 +1,9 @@
 """Hooks: the one place where the clients, the batch and the tool runner report what happens to a call.
 
-Pure code: no I/O, no clock but ``time.perf_counter``. A ``HookSet`` is built once per client (and once for
-the process-wide hooks an instrumentor registers); a call that has no hooks carries ``ctx = None`` and pays
-one ``is None`` test per step. A hook that raises is logged once and never breaks the call.
+Pure code: no I/O, and no clock of its own: the contexts and events read the clock they are given (the
+client config's ``clock``, ``time.perf_counter`` unless a test injects one). A ``HookSet`` is built once per
+client (and once for the process-wide hooks an instrumentor registers); a call that has no hooks carries
+``ctx = None`` and pays one ``is None`` test per step. A hook that raises is logged once and never breaks the call.
 
 Order of the events of one logical call (retries and fallbacks included)::
 
@@ -12,6 +13,7 @@ Order of the events of one logical call (retries and fallbacks included)::
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -90,12 +92,14 @@ _METHODS = ("on_request", "on_response", "on_stream_first_chunk", "on_stream_end
 
 
 def tool_started(hooks: Emitter | None, name: str, call_id: str | None, arguments: str | None,
-                 batch: BatchContext | None = None) -> ToolEvent | None:
+                 batch: BatchContext | None = None, *,
+                 clock: Callable[[], float] = time.perf_counter) -> ToolEvent | None:
     """The tool runner is about to run a call: its ``ToolEvent`` (call ``finish`` on it afterwards), or None
-    when no hook listens to tools. ``batch``: the batch whose item runs it, if any."""
+    when no hook listens to tools. ``batch``: the batch whose item runs it, if any; ``clock``: where its
+    ``elapsed_s`` is read (the tool runner's)."""
     if hooks is None or not (hooks.wants("on_tool_start") or hooks.wants("on_tool_end")):
         return None
-    event = ToolEvent(hooks, name, call_id, arguments, batch)
+    event = ToolEvent(hooks, name, call_id, arguments, batch, clock)
     hooks.emit("on_tool_start", event)
     return event
 

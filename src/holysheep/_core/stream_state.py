@@ -6,6 +6,7 @@ import itertools
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,14 +58,18 @@ def _key_without_index(calls: dict[int, dict[str, Any]], call_id: str | None) ->
 
 
 class StreamState:
-    """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion."""
+    """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion.
 
-    __slots__ = ("_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
+    ``started_at`` and every time it stamps are read from ``clock`` (monotonic seconds: the client config's
+    ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
+
+    __slots__ = ("_clock", "_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
                  "_refusals", "_roles", "_secret", "_texts", "_tools", "_usage", "_validate", "chunks", "done",
                  "ended_at", "finish", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
-                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES) -> None:
+                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock  # bound once: one slot read per output chunk, as the module-global lookup was
         self._decoder = SSEDecoder(max_line_bytes=max_event_bytes, max_event_bytes=max_event_bytes)
         self._secret = secret  # redacted out of every server text an error carries
         self.started_at = started_at
@@ -107,7 +112,7 @@ class StreamState:
 
     def mark_end(self) -> None:
         if self.ended_at is None:
-            self.ended_at = time.perf_counter()
+            self.ended_at = self._clock()
 
     def _events(self, events: list[ServerSentEvent]) -> list[ChatCompletionChunk]:
         out: list[ChatCompletionChunk] = []
@@ -201,7 +206,7 @@ class StreamState:
             if choice.finish_reason is not None:
                 self.finish[idx] = choice.finish_reason
         if got_content or got_reasoning:
-            now = time.perf_counter()
+            now = self._clock()
             self._content_times.append(now)
             if got_reasoning and self._first_reasoning is None:
                 self._first_reasoning = now

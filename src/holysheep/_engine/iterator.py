@@ -86,7 +86,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if hooks is not None:
             model = (defaults or {}).get("model")
             self._hooks = self._runner.planner.batch_ctx = self._sink.batch_ctx = BatchContext(
-                hooks, total=total, concurrency=opts.concurrency, model=model if isinstance(model, str) else None)
+                hooks, total=total, concurrency=opts.concurrency, model=model if isinstance(model, str) else None,
+                clock=clock)
             self._hooks.stats = self._stats
         self._tasks: set[asyncio.Task[None]] = set()
         self._gc = GCScope(opts.gc_threshold)

@@ -24,7 +24,8 @@ MAX_TOOL_THREADS = 8
 """The sync runner runs at most this many calls of one turn at a time."""
 
 clock: Callable[[], float] = time.perf_counter
-"""Where tool durations are read from (tests replace it)."""
+"""Where tool durations (``ToolOutcome.duration_s`` and the hooks' ``ToolEvent.elapsed_s``) are read from (tests
+replace it)."""
 
 
 def _finish(pending: PendingCall, start: float, output: Any) -> ToolOutcome:
@@ -35,7 +36,7 @@ def _started(pending: PendingCall, hooks: Emitter | None, batch: BatchContext | 
     """Tell the hooks a call starts (None when no hook listens to tools)."""
     if hooks is None:
         return None
-    return tool_started(hooks, pending.name, pending.id, pending.call.function.arguments, batch)
+    return tool_started(hooks, pending.name, pending.id, pending.call.function.arguments, batch, clock=_now)
 
 
 def _run_one(pending: PendingCall, hooks: Emitter | None = None, batch: BatchContext | None = None) -> ToolOutcome:
