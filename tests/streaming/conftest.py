@@ -62,3 +62,59 @@ class PartsStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 def sse_response(*parts: bytes | Exception, status: int = 200) -> httpx.Response:
     return httpx.Response(status, headers={"content-type": "text/event-stream", "x-request-id": "req_s"},
                           stream=PartsStream(*parts))
+
+
+class FakeClock:
+    """The client's clock in a test (``client._use_clock(clock)``): monotonic seconds that move only when the
+    test, a ``ClockedParts`` body or a respx side effect advances them, so every measured time is exact.
+    Advance by binary fractions (0.25, 0.125, ...) and sums and differences stay exact floats."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class ClockedParts(PartsStream):
+    """``PartsStream`` whose float parts advance ``clock`` by that many seconds: the server's time to send the
+    next part, as the client's clock sees it."""
+
+    def __init__(self, clock: FakeClock, *parts: bytes | float | Exception) -> None:
+        super().__init__(*(p for p in parts if not isinstance(p, float)))
+        self.clock = clock
+        self.timed = parts
+
+    def __iter__(self) -> Iterator[bytes]:
+        for p in self.timed:
+            if isinstance(p, float):
+                self.clock.advance(p)
+            elif isinstance(p, Exception):
+                raise p
+            else:
+                yield p
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for p in self.timed:
+            if isinstance(p, float):
+                self.clock.advance(p)
+            elif isinstance(p, Exception):
+                raise p
+            else:
+                yield p
+
+
+def clocked_reply(clock: FakeClock, headers_after: float, *parts: bytes | float | Exception,
+                  status: int = 200) -> Any:
+    """A respx side effect: the server takes ``headers_after`` seconds (on ``clock``) to answer, then streams
+    ``parts`` (floats are the gaps between them)."""
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        clock.advance(headers_after)
+        return httpx.Response(status, headers={"content-type": "text/event-stream", "x-request-id": "req_s"},
+                              stream=ClockedParts(clock, *parts))
+
+    return reply

@@ -3,16 +3,15 @@ folded, told apart in ``StreamMetrics``, and sent back when the message is."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
 import httpx
-import pytest
 
 from holysheep import Client
-from holysheep._core import stream_state
 from holysheep._core.stream_state import StreamState
+
+from .conftest import FakeClock
 
 KEY = "hs_TestKey0123456789abcdefWXYZ"
 
@@ -68,13 +67,14 @@ def test_round_trips_when_the_message_is_sent_back() -> None:
     assert sent[1]["messages"][1] == {"role": "assistant", "content": "Four.", "reasoning_content": "Let me think."}
 
 
-def test_metrics_tell_first_reasoning_from_first_content(monkeypatch: pytest.MonkeyPatch) -> None:
-    ticks = itertools.count(1)
-    monkeypatch.setattr(stream_state.time, "perf_counter", lambda: float(next(ticks)))
-    state = StreamState(0.0)
-    for event in STREAM.split(b"\n\n")[:-1]:
+def test_metrics_tell_first_reasoning_from_first_content() -> None:
+    clock = FakeClock()
+    state = StreamState(0.0, clock=clock)
+    for event in STREAM.split(b"\n\n")[:-1]:  # one event a second: at t=1, 2, 3, 4 and [DONE] at 5
+        clock.advance(1.0)
         state.feed(event + b"\n\n")
     metrics = state.metrics()
+    assert metrics.total_s == 5.0 and metrics.itl_mean_s == 1.0
     assert metrics.time_to_first_reasoning_s == 1.0  # first chunk: reasoning
     assert metrics.time_to_first_content_s == 3.0  # third chunk: the answer
     assert metrics.ttft_s == 1.0  # first output of any kind

@@ -63,7 +63,7 @@ def test_stream_chunks_and_final(kind: str, respx_mock: respx.MockRouter) -> Non
     assert final.choices[0].finish_reason == "stop"
     assert final.request_id == "req_s"
     assert (final.retries_taken, final.served_by) == (0, "primary")
-    assert 0 < final.elapsed_s < 10  # from the request to the stream's end
+    assert final.elapsed_s > 0  # from the request to the stream's end (exact: test_stream_clock.py)
     assert copy.deepcopy(final).request_id == pickle.loads(pickle.dumps(final)).request_id == "req_s"
     assert json.loads(route.calls.last.request.content)["stream"] is True
 
