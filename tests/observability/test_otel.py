@@ -49,7 +49,7 @@ def test_create_is_one_client_span_with_the_genai_attributes(server: FakeServer)
         "holysheep.request_id": resp.request_id,  # served_by only when a fallback served, attempts only when > 1
     }
     (duration,) = t.points("gen_ai.client.operation.duration")
-    assert duration.count == 1 and 0 < duration.sum < 10
+    assert duration.count == 1 and duration.sum > 0  # exact on an injected clock: test_hook_timing.py
     assert duration.attributes["gen_ai.request.model"] == MODEL and "error.type" not in duration.attributes
     tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in t.points("gen_ai.client.token.usage")}
     assert tokens == {"input": resp.usage.prompt_tokens, "output": resp.usage.completion_tokens}
