@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import httpx
 
 from holysheep._core.body_chunks import LineSplitter, Rechunker, text_decoder
+from holysheep._core.body_report import BodyWatch, watch_body
 from holysheep._core.call import RawResponse
 from holysheep._core.raw_response import _UNSET, APIResponse, BaseAPIResponse, RawMode
 from holysheep._exceptions import InvalidRequestError, ResponseConsumedError
@@ -44,6 +45,10 @@ class _Lazy(BaseAPIResponse[R]):
         self._budget = ReadBudget(call.deadline_s, call.elapsed)  # the time to the headers is spent already
         self._content: bytes | None = None
         self._taken = False  # the body was iterated (or the response closed) without being kept
+        self._watch: BodyWatch | None = None  # what the call's hooks learn of the body (None: no hook listens)
+        if call.ctx is not None and self._response is not None:
+            self._watch = watch_body(call.ctx, response.status_code, response.headers, call.api_key, call.served_by,
+                                     self._parsed, call.config.max_response_bytes)
 
     @property
     def is_closed(self) -> bool:
@@ -65,7 +70,27 @@ class _Lazy(BaseAPIResponse[R]):
         """Raise a transport failure while reading as the call's typed error (never retried). Called outside the
         ``except`` block, so that no ``__context__`` keeps the raw request (and its key)."""
         error, cause = self._lazy_call.body_error(failure)
+        self._failed(error)
         raise error from cause
+
+    # What the hooks are told (through the core's BodyWatch, which decides what it means), once: then dropped.
+    def _ended(self, content: bytes | None) -> None:
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            watch.ended(content)
+
+    def _failed(self, error: BaseException) -> None:
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            watch.failed(error)
+
+    def _closed(self) -> None:
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            watch.closed()
 
     def _parsed(self, content: bytes) -> R:
         if self._value is _UNSET:  # the plain call's parser: same typed result, same errors
@@ -91,10 +116,19 @@ class StreamedAPIResponse(_Lazy[R]):
                 yield self._content
             return
         failure: httpx.RequestError | None = None
+        watch = self._watch
         try:
-            yield from iter_body(response, self._lazy_call.config.max_response_bytes, self._budget)
+            if watch is None:
+                yield from iter_body(response, self._lazy_call.config.max_response_bytes, self._budget)
+            else:
+                for piece in iter_body(response, self._lazy_call.config.max_response_bytes, self._budget):
+                    watch.piece(piece)
+                    yield piece
         except httpx.RequestError as exc:
             failure = exc
+        except Exception as exc:  # ResponseTooLargeError: the caller's typed error already
+            self._failed(exc)
+            raise
         if failure is not None:
             self._fail(failure)
 
@@ -103,7 +137,11 @@ class StreamedAPIResponse(_Lazy[R]):
         `APITimeoutError` when the server takes longer than the call's ``timeout``, `ResponseConsumedError`
         after iterating."""
         if self._content is None:
+            if self._watch is not None:
+                self._watch.keep()
             self._content = b"".join(self._pieces())
+            if self._watch is not None:
+                self._ended(self._content)
         return self._content
 
     def text(self) -> str:
@@ -131,6 +169,8 @@ class StreamedAPIResponse(_Lazy[R]):
     def _chunks(self, chunker: Rechunker) -> Iterator[bytes]:
         for piece in self._pieces():
             yield from chunker.feed(piece)
+        if self._watch is not None:
+            self._ended(None)
         yield from chunker.flush()
 
     def iter_text(self, chunk_size: int | None = None) -> Iterator[str]:
@@ -160,6 +200,8 @@ class StreamedAPIResponse(_Lazy[R]):
             self._taken = True
         if self._response is not None:
             self._response.close()
+            if self._watch is not None:
+                self._closed()
         else:
             close = getattr(self._value, "close", None)
             if close is not None:
@@ -179,18 +221,31 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
                 yield self._content
             return
         failure: httpx.RequestError | None = None
+        watch = self._watch
         try:
-            async for piece in aiter_body(response, self._lazy_call.config.max_response_bytes, self._budget):
-                yield piece
+            if watch is None:
+                async for piece in aiter_body(response, self._lazy_call.config.max_response_bytes, self._budget):
+                    yield piece
+            else:
+                async for piece in aiter_body(response, self._lazy_call.config.max_response_bytes, self._budget):
+                    watch.piece(piece)
+                    yield piece
         except httpx.RequestError as exc:
             failure = exc
+        except Exception as exc:  # ResponseTooLargeError: the caller's typed error already
+            self._failed(exc)
+            raise
         if failure is not None:
             self._fail(failure)
 
     async def read(self) -> bytes:
         """The whole body (read once, then kept); the errors of `StreamedAPIResponse.read`."""
         if self._content is None:
+            if self._watch is not None:
+                self._watch.keep()
             self._content = b"".join([piece async for piece in self._pieces()])
+            if self._watch is not None:
+                self._ended(self._content)
         return self._content
 
     async def text(self) -> str:
@@ -216,6 +271,8 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
         async for piece in self._pieces():
             for chunk in chunker.feed(piece):
                 yield chunk
+        if self._watch is not None:
+            self._ended(None)
         for chunk in chunker.flush():
             yield chunk
 
@@ -248,6 +305,8 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
             self._taken = True
         if self._response is not None:
             await self._response.aclose()
+            if self._watch is not None:
+                self._closed()
         else:
             close = getattr(self._value, "close", None)
             if close is not None:

@@ -68,11 +68,12 @@ class CallContext:
     ``operation`` is ``"chat"``, ``"embeddings"``, ... (from the path); ``body`` is the request body as
     sent to the primary (it holds the messages: a hook that records it must honour its own privacy
     switch); ``batch`` is the ``BatchContext`` of the batch the call belongs to, if any. ``clock`` (the
-    client config's) gives ``started_at`` and every event's ``elapsed_s``.
+    client config's) gives ``started_at`` and every event's ``elapsed_s``. ``lazy_body``: a
+    ``with_streaming_response`` call without ``stream=True``, whose ``on_body_end`` follows ``on_response``.
     """
 
-    __slots__ = ("_pending", "attempts", "batch", "body", "clock", "hooks", "live", "method", "operation", "path",
-                 "started_at", "state", "stream")
+    __slots__ = ("_pending", "attempts", "batch", "body", "clock", "hooks", "lazy_body", "live", "method",
+                 "operation", "path", "started_at", "state", "stream")
 
     def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, Any] | None,
                  stream: bool, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -83,6 +84,7 @@ class CallContext:
         self.operation = _operation(path)
         self.body = body
         self.stream = stream
+        self.lazy_body = False
         self.batch: BatchContext | None = None
         self.attempts = 0
         self.started_at = 0.0

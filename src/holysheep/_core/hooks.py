@@ -9,6 +9,7 @@ Order of the events of one logical call (retries and fallbacks included)::
 
     on_request(attempt=1) -> on_response(outcome="retry") -> on_request(attempt=2) -> on_response("success")
     stream: ... -> on_response("success") -> on_stream_first_chunk -> on_stream_end
+    with_streaming_response, no stream=True: ... -> on_response("success") (at the headers) -> on_body_end
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from holysheep._core.body_report import BodyEndEvent
 from holysheep._core.hook_events import (
     BatchContext,
     BatchEvent,
@@ -36,6 +38,7 @@ __all__ = [
     "BatchContext",
     "BatchEvent",
     "BatchItemEvent",
+    "BodyEndEvent",
     "CallContext",
     "HookSet",
     "Hooks",
@@ -71,6 +74,10 @@ class Hooks:
     def on_stream_end(self, event: StreamEndEvent) -> None:
         """A stream ended: read to the end, failed, or closed early by the caller."""
 
+    def on_body_end(self, event: BodyEndEvent) -> None:
+        """A body handed over unread (``with_streaming_response`` without ``stream=True``) was read to its end,
+        failed, or was closed: ``event.read`` says how much; ``event.response`` is the parsed reply when whole."""
+
     def on_batch_start(self, event: BatchEvent) -> None:
         """A batch starts sending (in the caller's context: the sync batch's thread inherits it)."""
 
@@ -87,8 +94,8 @@ class Hooks:
         """A tool call returned (``event.error`` is set when it raised)."""
 
 
-_METHODS = ("on_request", "on_response", "on_stream_first_chunk", "on_stream_end", "on_batch_start",
-            "on_batch_item", "on_batch_end", "on_tool_start", "on_tool_end")
+_METHODS = ("on_request", "on_response", "on_stream_first_chunk", "on_stream_end", "on_body_end",
+            "on_batch_start", "on_batch_item", "on_batch_end", "on_tool_start", "on_tool_end")
 
 
 def tool_started(hooks: Emitter | None, name: str, call_id: str | None, arguments: str | None,

@@ -33,6 +33,8 @@ ATTEMPTS = "holysheep.attempts"
 REQUEST_ID = "holysheep.request_id"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
+BODY_READ = "holysheep.response.read"  # with_streaming_response, no stream=True: full / partial / none
+BODY_UNPARSED = "holysheep.response.unparsed"  # read in full, no usage from it: over_copy_limit / invalid
 
 # create() parameter -> span attribute (the ones that were set are recorded; never headers, never keys)
 _REQUEST_PARAMS = {

@@ -13,6 +13,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from holysheep._core.hooks import (
     BatchEvent,
+    BodyEndEvent,
     Hooks,
     RequestEvent,
     ResponseEvent,
@@ -24,6 +25,8 @@ from holysheep._core.raw_response import APIResponse
 from holysheep._version import __version__
 from holysheep.integrations.otel._attributes import (
     ATTEMPTS,
+    BODY_READ,
+    BODY_UNPARSED,
     ERROR_TYPE,
     FINISH_REASONS,
     HTTP_STATUS,
@@ -161,7 +164,8 @@ class OpenTelemetryHooks(Hooks):
             return
         outcome = event.outcome
         if outcome == "success":
-            if event.ctx.stream:  # the span ends with the stream
+            ctx = event.ctx
+            if ctx.stream or ctx.lazy_body:  # the span ends with the stream (on_stream_end) or the body (on_body_end)
                 return
             response = event.response
             if isinstance(response, APIResponse):  # with_raw_response: the parsed value (parsed once, kept)
@@ -169,12 +173,7 @@ class OpenTelemetryHooks(Hooks):
                     response = response.parse()
                 except Exception:  # the caller gets the same error from parse(); the span just has less
                     response = None
-            end = call.attrs
-            inp, out, cached, model = response_attributes(end, response)
-            if self.capture_content and getattr(response, "choices", None):
-                end[OUTPUT_MESSAGES] = output_messages(
-                    [(getattr(c.message, "content", None), c.finish_reason) for c in response.choices])
-            self._end(call, event, None, inp, out, cached, model)
+            self._end_with(call, event, response)
             return
         error = event.error
         if outcome == "retry":
@@ -190,11 +189,35 @@ class OpenTelemetryHooks(Hooks):
                 call.attrs[HTTP_STATUS] = event.status_code
             self._end(call, event, error, None, None, 0, None)
 
-    def _end(self, call: _Call, event: ResponseEvent | StreamEndEvent, error: BaseException | None,
+    def _end_with(self, call: _Call, event: ResponseEvent | BodyEndEvent, response: Any) -> None:
+        """End a successful call's span with what its parsed ``response`` says (usage, id, model, reasons)."""
+        end = call.attrs
+        inp, out, cached, model = response_attributes(end, response)
+        if self.capture_content and getattr(response, "choices", None):
+            end[OUTPUT_MESSAGES] = output_messages(
+                [(getattr(c.message, "content", None), c.finish_reason) for c in response.choices])
+        self._end(call, event, None, inp, out, cached, model)
+
+    def on_body_end(self, event: BodyEndEvent) -> None:
+        """``with_streaming_response`` without ``stream=True``: the span ends once the caller read the body to its
+        end (with what the body says), or closed it, or the read failed (then without usage, never guessed)."""
+        call: _Call | None = event.ctx.state.pop(self, None)
+        if call is None:
+            return
+        call.attrs[BODY_READ] = event.read
+        if event.read == "full" and event.error is None:
+            response = event.response
+            if response is None and event.unparsed:
+                call.attrs[BODY_UNPARSED] = event.unparsed
+            self._end_with(call, event, response)
+        else:
+            self._end(call, event, event.error, None, None, 0, None)
+
+    def _end(self, call: _Call, event: ResponseEvent | StreamEndEvent | BodyEndEvent, error: BaseException | None,
              inp: int | None, out: int | None, cached: int, response_model: str | None) -> None:
         """Build the span with all its attributes at once, end it, record the metrics."""
         attrs = call.attrs
-        served_by = event.served_by if isinstance(event, ResponseEvent) else call.served_by
+        served_by = event.served_by if not isinstance(event, StreamEndEvent) else call.served_by
         if served_by != "primary":  # a fallback served it (each attribute costs the SDK a check: only what tells)
             attrs[SERVED_BY] = served_by
         if event.ctx.attempts > 1:
