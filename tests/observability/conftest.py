@@ -38,6 +38,9 @@ class Recorder(Hooks):
     def on_stream_end(self, event: Any) -> None:
         self.events.append(("on_stream_end", event))
 
+    def on_body_end(self, event: Any) -> None:
+        self.events.append(("on_body_end", event))
+
     def on_batch_start(self, event: Any) -> None:
         self.events.append(("on_batch_start", event))
 
