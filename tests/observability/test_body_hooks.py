@@ -25,6 +25,10 @@ from .conftest import MODEL, Recorder
 WORDS = [{"role": "user", "content": "one two three four"}]
 
 
+def _lazy(client: Any) -> Any:
+    return client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS)
+
+
 def _client(server: FakeServer, hooks: list[Any], **kw: Any) -> Client:
     return Client(api_key=server.api_key, base_url=server.url, hooks=hooks, initial_retry_delay=0, **kw)
 
@@ -32,7 +36,7 @@ def _client(server: FakeServer, hooks: list[Any], **kw: Any) -> Client:
 def test_a_read_body_ends_once_after_on_response_with_the_callers_parsed_reply(server: FakeServer,
                                                                                 recorder: Recorder) -> None:
     with _client(server, [recorder]) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             assert recorder.names() == ["on_request", "on_response"]
             assert recorder.of("on_response")[0].outcome == "success"
             parsed = response.parse()
@@ -49,9 +53,8 @@ def test_a_read_body_ends_once_after_on_response_with_the_callers_parsed_reply(s
 
 
 def test_an_iterated_body_is_parsed_from_what_was_read(server: FakeServer, recorder: Recorder) -> None:
-    with _client(server, [recorder]) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
-            lines = list(response.iter_lines())
+    with _client(server, [recorder]) as client, _lazy(client) as response:
+        lines = list(response.iter_lines())
     (end,) = recorder.of("on_body_end")
     assert end.read == "full" and end.bytes_read == len("\n".join(lines).encode())
     assert end.response.choices[0].message.content == "one two three four"
@@ -59,9 +62,9 @@ def test_an_iterated_body_is_parsed_from_what_was_read(server: FakeServer, recor
 
 def test_partial_and_unread_bodies_end_once_without_a_reply(server: FakeServer, recorder: Recorder) -> None:
     with _client(server, [recorder]) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             assert next(response.iter_bytes(chunk_size=3)) == b'{"i'
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS):
+        with _lazy(client):
             pass
     partial, unread = recorder.of("on_body_end")
     assert (partial.read, partial.error, partial.response) == ("partial", None, None)
@@ -80,9 +83,8 @@ def test_a_failed_read_ends_with_its_typed_error(recorder: Recorder) -> None:
                                       max_retries=0) as client:
         router.post("https://api.test/v1/chat/completions").mock(return_value=httpx.Response(
             200, headers={"content-type": "application/json"}, stream=Broken()))
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
-            with pytest.raises(APIConnectionError) as raised:
-                response.read()
+        with _lazy(client) as response, pytest.raises(APIConnectionError) as raised:
+            response.read()
     (end,) = recorder.of("on_body_end")
     assert (end.read, end.bytes_read, end.response) == ("partial", 12, None)
     assert end.error is raised.value
@@ -95,7 +97,7 @@ def test_a_raising_on_body_end_never_breaks_the_read(server: FakeServer, caplog:
 
     with caplog.at_level(logging.WARNING, logger="holysheep"), _client(server, [Bad()]) as client:
         for _ in range(2):
-            with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+            with _lazy(client) as response:
                 assert response.parse().usage.completion_tokens == 4
     assert [r.getMessage() for r in caplog.records if "on_body_end" in r.getMessage()] == [
         "holysheep hook Bad.on_body_end raised RuntimeError: boom (ignored; logged once per hook)"]
@@ -105,9 +107,9 @@ def test_async_clients_report_the_same(server: FakeServer, recorder: Recorder) -
     async def main(backend: str) -> None:
         async with AsyncClient(api_key=server.api_key, base_url=server.url, hooks=[recorder],
                                http_backend=backend) as client:
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
+            async with _lazy(client) as r:
                 assert (await r.parse()).usage.completion_tokens == 4
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
+            async with _lazy(client) as r:
                 await r.iter_bytes(chunk_size=2).__anext__()
 
     asyncio.run(main("aiohttp"))
@@ -124,7 +126,7 @@ def test_without_a_listening_hook_there_is_no_watch(server: FakeServer, monkeypa
 
     with _client(server, []) as plain, _client(server, [OnlyResponses()]) as deaf:
         for client in (plain, deaf):
-            with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+            with _lazy(client) as response:
                 assert response._watch is None
                 assert response.parse().usage.completion_tokens == 4
     monkeypatch.setattr("holysheep._clients.streamed_response.watch_body",

@@ -30,6 +30,14 @@ WORDS = [{"role": "user", "content": "one two three four"}]  # the FakeServer ec
 INPUT_TOKENS, OUTPUT_TOKENS = 5, 4  # ceil(18 characters / 4), 4 words
 
 
+def _lazy(client: Any) -> Any:
+    return client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS)
+
+
+def _lazy_embeddings(client: Any) -> Any:
+    return client.embeddings.with_streaming_response.create(model="emb", input=["hello world", "bye"])
+
+
 def _client(server: FakeServer, **kw: Any) -> Client:
     return Client(api_key=server.api_key, base_url=server.url, initial_retry_delay=0, **kw)
 
@@ -99,7 +107,7 @@ def _iter_lines(r: Any) -> bytes:
 @pytest.mark.parametrize("read", [_read, _parse, _json, _iter_bytes, _iter_lines], ids=lambda f: f.__name__[1:])
 def test_sync_a_body_read_to_its_end_gives_the_span_its_usage(server: FakeServer, read: Callable[[Any], bytes]) -> None:
     with instrumented() as t, _client(server) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             assert t.spans() == []  # open while the body is unread
             body = read(response)
             request_id = response.request_id
@@ -110,7 +118,7 @@ def test_sync_a_body_read_to_its_end_gives_the_span_its_usage(server: FakeServer
 
 def test_sync_partial_iteration_then_close_ends_the_span_once_without_usage(server: FakeServer) -> None:
     with instrumented() as t, _client(server) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             chunks = response.iter_bytes(chunk_size=8)
             assert len(next(chunks)) == 8
             response.close()
@@ -122,17 +130,15 @@ def test_sync_partial_iteration_then_close_ends_the_span_once_without_usage(serv
 
 
 def test_sync_a_block_left_unread_ends_the_span_once(server: FakeServer) -> None:
-    with instrumented() as t, _client(server) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
-            assert response.status_code == 200
+    with instrumented() as t, _client(server) as client, _lazy(client) as response:
+        assert response.status_code == 200
     _cut_span(t, "none")
 
 
 def test_sync_an_error_status_is_unchanged(server: FakeServer) -> None:
     server.set_faults([Fault.status(400, message="bad request")])
-    with instrumented() as t, _client(server) as client, pytest.raises(BadRequestError):
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS):
-            pass
+    with instrumented() as t, _client(server) as client, pytest.raises(BadRequestError), _lazy(client):
+        pass
     (span,) = t.spans()
     a = dict(span.attributes or {})
     assert span.status.status_code is StatusCode.ERROR
@@ -144,10 +150,9 @@ def test_sync_an_error_status_is_unchanged(server: FakeServer) -> None:
 
 
 def test_sync_a_read_past_max_response_bytes_ends_the_span_with_its_error(server: FakeServer) -> None:
-    with instrumented() as t, _client(server, max_response_bytes=64) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
-            with pytest.raises(ResponseTooLargeError):
-                response.read()
+    with (instrumented() as t, _client(server, max_response_bytes=64) as client, _lazy(client) as response,
+          pytest.raises(ResponseTooLargeError)):
+        response.read()
     (span,) = t.spans()
     a = dict(span.attributes or {})
     assert span.status.status_code is StatusCode.ERROR
@@ -159,10 +164,10 @@ def test_an_iterated_body_past_the_copy_limit_is_not_kept_and_gives_no_usage(ser
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(body_report, "BODY_COPY_LIMIT", 32)
     with instrumented() as t, _client(server) as client:
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             body = b"".join(response.iter_bytes(chunk_size=16))
         assert len(body) > 32
-        with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as response:
+        with _lazy(client) as response:
             kept = response.read()  # read() keeps the body itself: nothing is copied, the usage is read from it
     iterated, read = t.spans()
     a = dict(iterated.attributes or {})
@@ -176,9 +181,8 @@ def test_an_iterated_body_past_the_copy_limit_is_not_kept_and_gives_no_usage(ser
 
 
 def test_sync_embeddings_read_in_full(server: FakeServer) -> None:
-    with instrumented() as t, _client(server) as client:
-        with client.embeddings.with_streaming_response.create(model="emb", input=["hello world", "bye"]) as response:
-            reply = response.parse()
+    with instrumented() as t, _client(server) as client, _lazy_embeddings(client) as response:
+        reply = response.parse()
     (span,) = t.spans()
     a = span.attributes
     assert span.name == "embeddings emb" and a["holysheep.response.read"] == "full"
@@ -214,12 +218,11 @@ BACKENDS = ["aiohttp", "httpx"]
 def test_async_a_body_read_to_its_end_gives_the_span_its_usage(server: FakeServer, backend: str,
                                                                read: Callable[[Any], Awaitable[bytes]]) -> None:
     async def main(t: Telemetry) -> tuple[bytes, str | None]:
-        async with _async_client(server, backend) as client:
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
-                assert t.spans() == []
-                body = await read(r)
-                assert len(t.spans()) == 1
-                return body, r.request_id
+        async with _async_client(server, backend) as client, _lazy(client) as r:
+            assert t.spans() == []
+            body = await read(r)
+            assert len(t.spans()) == 1
+            return body, r.request_id
 
     with instrumented() as t:
         body, request_id = asyncio.run(main(t))
@@ -231,7 +234,7 @@ def test_async_partial_iteration_then_close_ends_the_span_once_without_usage(ser
                                                                               backend: str) -> None:
     async def main(t: Telemetry) -> None:
         async with _async_client(server, backend) as client:
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
+            async with _lazy(client) as r:
                 chunks = r.iter_bytes(chunk_size=8)
                 assert len(await chunks.__anext__()) == 8
                 await r.close()
@@ -247,9 +250,8 @@ def test_async_partial_iteration_then_close_ends_the_span_once_without_usage(ser
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_async_a_block_left_unread_ends_the_span_once(server: FakeServer, backend: str) -> None:
     async def main() -> None:
-        async with _async_client(server, backend) as client:
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
-                assert r.status_code == 200
+        async with _async_client(server, backend) as client, _lazy(client) as r:
+            assert r.status_code == 200
 
     with instrumented() as t:
         asyncio.run(main())
@@ -263,7 +265,7 @@ def test_async_an_error_status_is_unchanged(server: FakeServer, backend: str) ->
     async def main() -> None:
         async with _async_client(server, backend) as client:
             with pytest.raises(BadRequestError):
-                async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS):
+                async with _lazy(client):
                     pass
 
     with instrumented() as t:
@@ -278,10 +280,9 @@ def test_async_an_error_status_is_unchanged(server: FakeServer, backend: str) ->
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_async_a_read_past_max_response_bytes_ends_the_span_with_its_error(server: FakeServer, backend: str) -> None:
     async def main() -> None:
-        async with _async_client(server, backend, max_response_bytes=64) as client:
-            async with client.chat.completions.with_streaming_response.create(model=MODEL, messages=WORDS) as r:
-                with pytest.raises(ResponseTooLargeError):
-                    await r.read()
+        async with _async_client(server, backend, max_response_bytes=64) as client, _lazy(client) as r:
+            with pytest.raises(ResponseTooLargeError):
+                await r.read()
 
     with instrumented() as t:
         asyncio.run(main())
@@ -294,10 +295,9 @@ def test_async_a_read_past_max_response_bytes_ends_the_span_with_its_error(serve
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_async_embeddings_read_in_full(server: FakeServer, backend: str) -> None:
     async def main() -> None:
-        async with _async_client(server, backend) as client:
-            async with client.embeddings.with_streaming_response.create(model="emb", input=["hello world", "bye"]) as r:
-                async for _ in r.iter_bytes():
-                    pass
+        async with _async_client(server, backend) as client, _lazy_embeddings(client) as r:
+            async for _ in r.iter_bytes():
+                pass
 
     with instrumented() as t:
         asyncio.run(main())
