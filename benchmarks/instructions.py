@@ -24,7 +24,7 @@ from _common import KEY, MESSAGES, MODEL, PAYLOAD, canned_server, inflight, valg
 
 WARMUP = 64
 CASES = ("aiohttp_floor", "async_create", "batch_item", "httpx_floor", "httpx_create", "raw_stream",
-         "sync_stream", "async_stream")
+         "sync_stream", "async_stream", "sync_lazy_body")
 
 
 def child(case: str, n: int, url: str) -> None:
@@ -90,6 +90,12 @@ def child(case: str, n: int, url: str) -> None:
             for _ in range(WARMUP // 4 + n):
                 with hs.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True) as st:
                     for _chunk in st:
+                        pass
+    elif case == "sync_lazy_body":  # with_streaming_response, no stream=True: the body read through iter_bytes
+        with holysheep.Client(api_key=KEY, base_url=url) as hs:
+            for _ in range(WARMUP // 4 + n):
+                with hs.chat.completions.with_streaming_response.create(model=MODEL, messages=MESSAGES) as r:
+                    for _piece in r.iter_bytes():
                         pass
     else:
         raise SystemExit(f"unknown case {case!r}; one of {', '.join(CASES)}")
