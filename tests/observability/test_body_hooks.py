@@ -6,6 +6,7 @@ hook that listens there is no watch at all."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,8 @@ from holysheep._core.body_report import BodyWatch
 from holysheep._core.hook_events import CallContext
 from holysheep.testing import FakeServer
 
+from ..core.conftest import COMPLETION
+from ..streaming.conftest import ClockedParts, FakeClock
 from .conftest import MODEL, Recorder
 
 WORDS = [{"role": "user", "content": "one two three four"}]
@@ -134,6 +137,45 @@ def test_without_a_listening_hook_there_is_no_watch(server: FakeServer, monkeypa
     with _client(server, []) as plain, plain.chat.completions.with_streaming_response.create(
             model=MODEL, messages=WORDS) as response:
         assert b"".join(response.iter_bytes())
+
+
+def test_the_body_ends_on_the_clients_clock(kind: str, respx_mock: respx.MockRouter, recorder: Recorder) -> None:
+    """Headers after 0.25 s, the body in two pieces 0.125 s apart: ``on_response`` at 0.25, ``on_body_end`` at
+    0.5, and the span's duration exactly 0.5."""
+    pytest.importorskip("opentelemetry.sdk")
+    from .otel_util import instrumented
+
+    clock = FakeClock()
+    body = json.dumps({**COMPLETION, "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        clock.advance(0.25)
+        half = len(body) // 2
+        return httpx.Response(200, headers={"content-type": "application/json"},
+                              stream=ClockedParts(clock, 0.125, body[:half].encode(), 0.125, body[half:].encode()))
+
+    respx_mock.post("https://api.test/v1/chat/completions").mock(side_effect=reply)
+    kw: dict[str, Any] = {"api_key": "hs_" + "k" * 24, "base_url": "https://api.test/v1", "hooks": [recorder]}
+    with instrumented() as t:
+        if kind == "sync":
+            with Client(**kw) as client:
+                client._use_clock(clock)
+                with _lazy(client) as response:
+                    assert response.parse().usage.prompt_tokens == 7
+        else:
+            async def main() -> None:
+                async with AsyncClient(**kw) as client:
+                    client._use_clock(clock)
+                    async with _lazy(client) as r:
+                        assert [piece async for piece in r.iter_bytes()]
+
+            asyncio.run(main())
+    ((_, success), (_, end)) = [(n, e) for n, e in recorder.events if n in ("on_response", "on_body_end")]
+    assert (success.outcome, success.elapsed_s, end.read, end.elapsed_s) == ("success", 0.25, "full", 0.5)
+    (duration,) = t.points("gen_ai.client.operation.duration")
+    assert (duration.count, duration.sum) == (1, 0.5)
+    tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in t.points("gen_ai.client.token.usage")}
+    assert tokens == {"input": 7, "output": 3}
 
 
 # --------------------------------------------------------------------------------------- BodyWatch (pure)

@@ -19,7 +19,6 @@ Nothing is read on the caller's behalf, and with no hook that implements ``on_bo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -55,7 +54,7 @@ class BodyEndEvent:
         ctx = watch.ctx
         self.ctx, self.read, self.error, self.bytes_read = ctx, read, error, watch.bytes_read
         self.status_code, self.request_id, self.served_by = watch.status_code, watch.request_id, watch.served_by
-        self.elapsed_s = time.perf_counter() - ctx.started_at
+        self.elapsed_s = ctx.clock() - ctx.started_at
         self._content, self._parse = content, watch.parse
         self._parsed: Any = _UNPARSED
         self.unparsed: str | None = None
