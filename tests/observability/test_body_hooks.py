@@ -178,6 +178,28 @@ def test_the_body_ends_on_the_clients_clock(kind: str, respx_mock: respx.MockRou
     assert tokens == {"input": 7, "output": 3}
 
 
+def test_a_body_that_is_not_the_expected_json_ends_without_usage(respx_mock: respx.MockRouter) -> None:
+    """Read in full, but not a completion: the span says so (``unparsed="invalid"``), the caller's ``parse()``
+    still raises its typed error, and nothing is guessed."""
+    pytest.importorskip("opentelemetry.sdk")
+    from holysheep import APIResponseValidationError
+
+    from .otel_util import instrumented
+
+    respx_mock.post("https://api.test/v1/chat/completions").mock(return_value=httpx.Response(
+        200, headers={"content-type": "application/json"}, content=b'{"usage": "none of it"}'))
+    with (instrumented() as t, Client(api_key="hs_" + "k" * 24, base_url="https://api.test/v1") as client,
+          _lazy(client) as response):
+        assert response.json() == {"usage": "none of it"}
+        with pytest.raises(APIResponseValidationError):
+            response.parse()
+    (span,) = t.spans()
+    a = dict(span.attributes or {})
+    assert (a["holysheep.response.read"], a["holysheep.response.unparsed"]) == ("full", "invalid")
+    assert not {k for k in a if k.startswith(("gen_ai.usage.", "gen_ai.response."))}
+    assert t.points("gen_ai.client.token.usage") == []
+
+
 # --------------------------------------------------------------------------------------- BodyWatch (pure)
 class _Emitter:
     def __init__(self) -> None:
