@@ -21,9 +21,13 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from holysheep.cache import ResponseCache
+    from holysheep.types.chat import ChatCompletion
 
 __all__ = ["BaseClient", "LazyPool"]
 
+
+NO_HIT: tuple[None, None] = (None, None)
+"""What a call with the response cache off looks up: no key, no hit."""
 
 _Self = TypeVar("_Self", bound="BaseClient[Any, Any]")
 _HttpClientT = TypeVar("_HttpClientT")
@@ -230,22 +234,16 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         """The response cache (``cache=``), or None."""
         return self._cache
 
-    def _cache_key(self, spec: RequestSpec) -> str | None:
-        """The cache key of a non-streamed chat request when a cache is on; None otherwise."""
-        if self._cache is None or spec.stream or spec.path != "chat/completions":
-            return None
-        return self._cache.key(spec.body or {}, path=spec.path, base_url=str(self._config.base_url))
+    def _cache_lookup(self, spec: RequestSpec) -> tuple[str | None, ChatCompletion | None]:
+        """The response cache's key for ``spec`` and its hit (``ResponseCache.lookup``, on this client's
+        clock); the shells ask it only when a cache is on."""
+        assert self._cache is not None
+        return self._cache.lookup(spec, self._config)
 
-    def _cache_store(self, key: str, result: Any) -> None:
-        from holysheep.types.chat import ChatCompletion
-
-        if self._cache is not None and isinstance(result, ChatCompletion):
-            try:
-                self._cache.put(key, result)
-            except Exception as exc:  # a full disk or a locked file must not fail a call that has its answer
-                from holysheep._core.log import logger
-
-                logger.warning("response cache: could not store a response: %s", exc)
+    def _cache_save(self, key: str, result: object) -> None:
+        """Store a call's result under the key its lookup gave (``ResponseCache.save``: completions only)."""
+        assert self._cache is not None
+        self._cache.save(key, result)
 
     def _close_cache(self) -> None:
         if self._cache is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import httpx
 from typing_extensions import Unpack
 
-from holysheep._clients.base_client import BaseClient
+from holysheep._clients.base_client import NO_HIT, BaseClient
 from holysheep._clients.resources.account import BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
@@ -116,27 +116,15 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         mode = RAW.get()
         if mode:
             return self._execute_raw(spec, mode)
-        if self._cache is not None:  # (one attribute test when the cache is off)
-            return self._execute_cached(spec)
+        key, hit = self._cache_lookup(spec) if self._cache is not None else NO_HIT  # (one test when off)
+        if hit is not None:
+            return hit
         plan = self.plan(spec)
         while (delay := plan.after(self._attempt(plan.call))) is not None:
             time.sleep(delay)
-        return plan.result()  # a stream comes back already wrapped (and primed) by _attempt
-
-    def _execute_cached(self, spec: RequestSpec) -> Any:
-        """``_execute`` with the response cache: a hit is returned without a request; a success is stored."""
-        assert self._cache is not None
-        key = self._cache_key(spec)
+        result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
         if key is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                return hit
-        plan = self.plan(spec)
-        while (delay := plan.after(self._attempt(plan.call))) is not None:
-            time.sleep(delay)
-        result = plan.result()
-        if key is not None:
-            self._cache_store(key, result)
+            self._cache_save(key, result)
         return result
 
     def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Any:

@@ -13,14 +13,18 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from holysheep._exceptions import InvalidRequestError
 from holysheep.cache._sqlite import SQLiteCache
 from holysheep.cache._store import CacheStats, CacheStore
 from holysheep.types.chat import ChatCompletion
+
+if TYPE_CHECKING:
+    from holysheep._core.config import ClientConfig
+    from holysheep._core.request import RequestSpec
 
 __all__ = ["CACHE_FORMAT", "CacheLike", "ResponseCache", "open_cache", "request_key"]
 
@@ -93,9 +97,10 @@ class ResponseCache:
             return None
         return request_key(body, path=path, base_url=base_url)
 
-    def get(self, key: str) -> ChatCompletion | None:
-        """The stored completion for ``key`` (marked ``cached``), or None (counted as a miss)."""
-        start = time.perf_counter()
+    def get(self, key: str, *, clock: Callable[[], float] = time.perf_counter) -> ChatCompletion | None:
+        """The stored completion for ``key`` (marked ``cached``; its ``elapsed_s`` is the lookup's time on
+        ``clock``, monotonic seconds), or None (counted as a miss)."""
+        start = clock()
         raw = self.store.get(key)
         if raw is None:
             self.misses += 1
@@ -105,12 +110,34 @@ class ResponseCache:
         except ValueError:  # written by another version, or damaged: a miss (the next success replaces it)
             self.misses += 1
             return None
-        _mark_cached(response, time.perf_counter() - start)
+        _mark_cached(response, clock() - start)
         cost = response.cost
         with self._lock:
             self.hits += 1
             self.saved_usd += cost or 0.0
         return response
+
+    def lookup(self, spec: RequestSpec, config: ClientConfig) -> tuple[str | None, ChatCompletion | None]:
+        """A client call's key and its stored completion, timed on the call's clock (``config.clock``).
+
+        The key is None for what is never cached (a stream, any path but ``chat/completions``, a body with
+        no canonical form); the completion is None on a miss. What ``Client`` and ``AsyncClient`` ask first.
+        """
+        if spec.stream or spec.path != "chat/completions":
+            return None, None
+        key = self.key(spec.body or {}, path=spec.path, base_url=str(config.base_url))
+        return key, (self.get(key, clock=config.clock) if key is not None else None)
+
+    def save(self, key: str, result: object) -> None:
+        """Store a call's ``result`` under ``key`` when it is a completion (else nothing). A store that fails
+        (a full disk, a locked file) is logged as a warning, never raised: the call has its answer."""
+        if isinstance(result, ChatCompletion):
+            try:
+                self.put(key, result)
+            except Exception as exc:
+                from holysheep._core.log import logger
+
+                logger.warning("response cache: could not store a response: %s", exc)
 
     def put(self, key: str, response: ChatCompletion) -> None:
         """Store a successful completion (the JSON of the completion only; a cached one is not stored again)."""
