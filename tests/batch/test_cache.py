@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from holysheep.batch import run_jsonl
+from holysheep.batch import BatchResults, run_jsonl
 from holysheep.batch.__main__ import main as cli_main
 from holysheep.cache import SQLiteCache
 from holysheep.testing import FakeServer
 
+from .._fakes import TimedStore
+from ..streaming.conftest import FakeClock
 from .conftest import MODEL, async_client, chat_requests, sync_client
 
 PROMPTS = [f"tell me about number {i}" for i in range(30)]
@@ -114,3 +116,27 @@ def test_jsonl_and_cli_cache(tmp_path: Path, server: FakeServer, monkeypatch: py
     first = [json.loads(x)["response"] for x in (tmp_path / "a.jsonl").read_text().splitlines()]
     second = [json.loads(x)["response"] for x in (tmp_path / "b.jsonl").read_text().splitlines()]
     assert first == second
+
+
+def test_batch_cache_hits_elapsed_is_the_lookup_on_the_clients_clock(server: FakeServer, kind: str) -> None:
+    """A batch answered from the cache: each hit's ``elapsed_s`` is its lookup's 0.125 s on the client's clock."""
+    clock = FakeClock()
+    store = TimedStore(clock)
+    if kind == "sync":
+        with sync_client(server, cache=store) as client:
+            client._use_clock(clock)
+            first = client.chat.completions.batch(PROMPTS[:4], model=MODEL, max_tokens=6)
+            again = client.chat.completions.batch(PROMPTS[:4], model=MODEL, max_tokens=6)
+    else:
+        import asyncio
+
+        async def go() -> tuple[BatchResults, BatchResults]:
+            async with async_client(server, cache=store) as client:
+                client._use_clock(clock)
+                return (await client.chat.completions.batch(PROMPTS[:4], model=MODEL, max_tokens=6),
+                        await client.chat.completions.batch(PROMPTS[:4], model=MODEL, max_tokens=6))
+
+        first, again = asyncio.run(go())
+    assert first.stats.cached == 0 and again.stats.cached == 4 and len(chat_requests(server)) == 4
+    assert [(r.response.cached, r.response.elapsed_s) for r in again if r.response] == [(True, 0.125)] * 4
+    assert clock.now == 8 * 0.125  # 4 misses, then 4 hits: every lookup on the client's clock

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import respx
 
+from .._fakes import TimedStore
 from ..streaming.conftest import FakeClock
 from .conftest import BASE, COMPLETION, MESSAGES, run
 
@@ -38,3 +39,26 @@ def test_elapsed_is_the_serving_attempts_time(kind: str, respx_mock: respx.MockR
         return client.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
 
     assert run(kind, raw).elapsed == datetime.timedelta(seconds=0.5)
+
+
+def test_a_cache_hits_elapsed_is_its_lookup_on_the_calls_clock(kind: str, respx_mock: respx.MockRouter) -> None:
+    """A response-cache hit: ``elapsed_s`` is the lookup's 0.125 s on the client's clock, not wall time."""
+    clock = FakeClock()
+    route = respx_mock.post(URL).mock(return_value=httpx.Response(200, json=COMPLETION))
+
+    def go(client: Any) -> Any:
+        client._use_clock(clock)
+        if kind == "sync":
+            return client.chat.completions.create(model="m", messages=MESSAGES), \
+                client.chat.completions.create(model="m", messages=MESSAGES)
+
+        async def both() -> Any:
+            return (await client.chat.completions.create(model="m", messages=MESSAGES),
+                    await client.chat.completions.create(model="m", messages=MESSAGES))
+        return both()
+
+    miss, hit = run(kind, go, cache=TimedStore(clock))
+    assert route.call_count == 1
+    assert (miss.cached, miss.elapsed_s) == (False, 0.0)  # the call starts after its lookup
+    assert (hit.cached, hit.elapsed_s, hit.request_id) == (True, 0.125, None)
+    assert clock.now == 0.25

@@ -228,7 +228,7 @@ class AttemptRunner:
         call = plan.call
         key = item.cache_key = self.cache.key(call.spec.body or {}, path=call.spec.path,
                                               base_url=str(call.config.base_url))
-        response = self.cache.get(key) if key is not None else None
+        response = self.cache.get(key, clock=call.config.clock) if key is not None else None  # the call's clock
         if response is None:
             return False
         if item.steps is not None:
