@@ -3,7 +3,7 @@
     python benchmarks/otel_overhead.py [-n 2000] [--rounds 5] [--concurrency 64] [--no-write]
     python benchmarks/otel_overhead.py --instructions [--items 900]
 
-Four sides, each ``AsyncClient().chat.completions.batch`` over ``n`` prompts against the canned local server
+Six sides, each ``AsyncClient().chat.completions.batch`` over ``n`` prompts against the canned local server
 (a subprocess pinned to the other core), timed with ``time.process_time`` (this process only):
 
 - ``off``: nothing registered;
@@ -13,7 +13,12 @@ Four sides, each ``AsyncClient().chat.completions.batch`` over ``n`` prompts aga
 - ``traces_metrics``: the same plus an SDK ``MeterProvider`` with an in-memory reader (every measurement is
   aggregated as an exporter would need it);
 - ``bare_sdk_spans``: a hook that only starts and ends one SDK span per call, no attributes and no metrics:
-  the floor of any span-per-call instrumentation on this machine.
+  the floor of any span-per-call instrumentation on this machine;
+- ``traces_noop_tracer``: the instrumentation on the API's ``NoOpTracerProvider``: every hook, attribute and
+  metric call holysheep makes, with no SDK span. ``traces`` minus this side is what the SDK itself spends on
+  the spans holysheep hands it (``sdk_span_share``);
+- ``traces_unsampled`` (``--instructions`` only): an SDK ``TracerProvider`` whose sampler drops every trace:
+  what each batch a ``TraceIdRatioBased`` sampler leaves out costs (its items follow the batch's decision).
 
 The sides run interleaved (off, traces, traces_metrics, bare_sdk_spans, off, ...); each ratio is the median of
 the rounds' ratios to the ``off`` run of the same round, so a slow stretch of a shared machine lands on every
@@ -76,7 +81,7 @@ class _BareSpans:
             event.ctx.state.pop(self).end()
 
 
-SIDES = ("off", "traces", "traces_metrics", "bare_sdk_spans")
+SIDES = ("off", "traces", "traces_metrics", "bare_sdk_spans", "traces_noop_tracer", "traces_unsampled")
 
 
 def _child(side: str, n: int, url: str, concurrency: int) -> None:
@@ -96,6 +101,14 @@ def _child(side: str, n: int, url: str, concurrency: int) -> None:
                                            meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
     elif side == "bare_sdk_spans":
         register_global_hooks(_BareSpans(tracer_provider))
+    elif side == "traces_unsampled":  # a batch the sampler drops: what a sampled-out share of batches costs
+        from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+        HolySheepInstrumentor().instrument(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))
+    elif side == "traces_noop_tracer":
+        from opentelemetry.trace import NoOpTracerProvider
+
+        HolySheepInstrumentor().instrument(tracer_provider=NoOpTracerProvider())
     prompts = [[{"role": "user", "content": f"prompt {i}"}] for i in range(max(n, 200))]
     _batch_cpu_us(url, prompts[:200], concurrency)
     if n:
@@ -118,6 +131,8 @@ def _instructions(items: int, concurrency: int, write: bool, words: int, sides: 
         "items": items, "concurrency": concurrency, "reply_words": words,
         "k_instructions_per_item": {side: round(v / 1000, 1) for side, v in per.items()},
         "ratio": {side: round(per[side] / per["off"], 3) for side in sides if side != "off"},
+        **({"sdk_span_share": round(1 + (per["traces"] - per["traces_noop_tracer"]) / per["off"], 3)}
+           if "traces" in per and "traces_noop_tracer" in per else {}),
         "how": "valgrind cachegrind, marginal count per item between items/3 and items (start-up left out)",
     }
     print(json.dumps(result, indent=2))
@@ -155,6 +170,7 @@ def main() -> None:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import NoOpTracerProvider
 
     from holysheep._core.hooks import register_global_hooks, unregister_global_hooks
     from holysheep.integrations.otel import HolySheepInstrumentor
@@ -166,6 +182,7 @@ def main() -> None:
         "off": None,
         "traces": {"tracer_provider": tracer_provider},
         "traces_metrics": {"tracer_provider": tracer_provider, "meter_provider": meter_provider},
+        "traces_noop_tracer": {"tracer_provider": NoOpTracerProvider()},
     }
     instrumentor = HolySheepInstrumentor()
     prompts = [[{"role": "user", "content": f"prompt {i}"}] for i in range(args.n)]
@@ -207,6 +224,11 @@ def main() -> None:
         "ratio_with_sdk_metrics": round(ratio["traces_metrics"], 3),
         "ratios": {name: [round(x, 3) for x in r] for name, r in ratios.items()},
         "ratio_bare_sdk_spans": round(statistics.median(ratios_floor), 3),
+        "ratio_holysheep_share": round(ratio["traces_noop_tracer"], 3),
+        "ratio_sdk_span_share": round(1 + ratio["traces"] - ratio["traces_noop_tracer"], 3),
+        "share_note": "holysheep_share: the same instrumentation on the API's no-op tracer (every hook, attribute "
+                      "and metric call of holysheep's, no SDK span); sdk_span_share: 1 + (traces - that), the "
+                      "SDK's own cost of building and ending the spans holysheep hands it",
         "floor_note": "bare_sdk_spans: a hook that only starts and ends one SDK span per call (no attributes, no "
                       "metrics), in the same rounds: the floor of any span-per-call instrumentation here",
         "vs": "the same batch with nothing registered; ratio: SDK TracerProvider without exporter (global no-op "
