@@ -104,6 +104,11 @@ def main(base_url: str | None, api_key: str | None) -> None:
             print(f"document {r.index} failed: {type(r.error).__name__}")
         # --8<-- [end:batch]
 
+        # response_format takes what parse() takes: a model, another type pydantic understands, or a mapping
+        per_doc = client.chat.completions.batch(DOCUMENTS[:2], model=MODEL, response_format=list[LineItem])
+        line_items: list[list[LineItem]] = [r.parsed for r in per_doc if r.ok]
+        print("line items per document:", [len(items) for items in line_items])
+
 
 if __name__ == "__main__":
     with endpoint() as (url, key):

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from holysheep import AsyncClient, Client, StructuredOutputError
 from holysheep.batch.__main__ import main as cli_main
@@ -155,3 +157,35 @@ def test_a_built_envelope_without_max_repairs_is_passed_through_unparsed() -> No
     assert not again[0].ok and isinstance(again[0].error, StructuredOutputError)
     assert [r.body["response_format"] for r in chat(server)] == [envelope, envelope]
     assert all("max_repairs" not in r.body for r in chat(server))
+
+
+def test_batch_takes_every_response_format_its_type_allows() -> None:
+    """``BatchParams.response_format`` is ``Mapping[str, Any] | type[Any]``: ``list[Model]`` (parsed through
+    the wrapped schema), a read-only mapping holding a bare JSON schema (parsed) or an envelope (sent as
+    given, as JSON), and a ``TypedDict`` envelope, all run; examples/extract_batch.py type-checks one."""
+    class Envelope(TypedDict):
+        type: str
+
+    envelope: Envelope = {"type": "json_object"}
+
+    def reply(body: dict[str, Any]) -> ScriptedReply:
+        schema = body["response_format"].get("json_schema", {}).get("schema", {})
+        if "value" in schema.get("properties", {}):
+            return json_reply({"value": [{"name": "a", "age": 1}, {"name": "b", "age": 2}]})
+        return json_reply({"name": "a", "age": 1})
+
+    with FakeServer(reply=reply) as server, Client(api_key=server.api_key, base_url=server.url) as client:
+        def one(response_format: Any) -> Any:
+            [result] = client.chat.completions.batch(["x"], model=MODEL, response_format=response_format,
+                                                     check_quota=False)
+            assert result.ok, result.error
+            return result.parsed
+
+        assert one(list[Person]) == [Person(name="a", age=1), Person(name="b", age=2)]
+        assert one(MappingProxyType(Person.model_json_schema())) == {"name": "a", "age": 1}
+        assert one(MappingProxyType({"type": "json_object"})) is None  # an envelope: sent as given
+        assert one(envelope) is None
+    sent = [r.body["response_format"] for r in chat(server)]
+    assert [f["type"] for f in sent] == ["json_schema", "json_schema", "json_object", "json_object"]
+    assert sent[2:] == [{"type": "json_object"}] * 2
+    assert list(sent[0]["json_schema"]["schema"]["properties"]) == ["value"]

@@ -9,9 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-from holysheep._core.request import ChatParamsBase, ResponseFormatInput, ToolInput
+from holysheep._core.request import ChatParamsBase, ToolInput
 
-__all__ = ["BATCH_OPTION_NAMES", "BatchParams", "HOOK_NAMES"]
+__all__ = ["BATCH_OPTION_NAMES", "BatchParams", "BatchResponseFormat", "HOOK_NAMES"]
+
+BatchResponseFormat = Union[Mapping[str, Any], type[Any]]
+"""``response_format`` as ``batch()`` takes it at run time (as ``parse`` does): a mapping (a ``json_schema`` /
+``json_object`` envelope, sent as given unless ``max_repairs`` is set, or a bare JSON schema), a pydantic
+model, or another type pydantic understands (``list[Model]``, a ``TypedDict`` class); a schema or a type
+gives each result ``parsed``. ``Literal[...]`` and ``X | Y`` work too, but a type checker does not see them
+as types: wrap them in a model or a ``list[...]``."""
 
 
 class BatchParams(ChatParamsBase, total=False):
@@ -20,7 +27,8 @@ class BatchParams(ChatParamsBase, total=False):
     - ``model``: default model for items that do not name one.
     - ``tools``: tool dicts, and also plain or async functions and pydantic models (made strict tools with
       ``function_tool`` / ``pydantic_function_tool``), unlike ``create()``, which sends dicts as given.
-    - ``response_format``: a dict, or a pydantic model (each result then has ``parsed``).
+    - ``response_format``: a dict (or any mapping), a pydantic model, or another type pydantic understands
+      (``list[Model]``); a model, a type or a bare JSON schema gives each result ``parsed``.
     - ``max_repairs``: with ``response_format=Model``, re-ask up to this many times when a reply does not
       validate (default 0); each result then has ``parsed``.
     - ``max_turns``: with ``tools=[functions]`` (or tools with a handler), each item runs a tool loop of up
@@ -64,7 +72,7 @@ class BatchParams(ChatParamsBase, total=False):
 
     model: str
     tools: Sequence[ToolInput]
-    response_format: ResponseFormatInput
+    response_format: BatchResponseFormat
     max_repairs: int
     max_turns: int
     concurrency: int

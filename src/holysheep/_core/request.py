@@ -177,7 +177,7 @@ def _response_format(value: Any) -> Any:
         from holysheep._core.schema import response_format_for  # loads only when a type is passed
 
         return response_format_for(value).param
-    return value
+    return value if isinstance(value, dict) else dict(value)  # a read-only mapping is sent as JSON too
 
 
 def build_chat_spec(
