@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
 from time import time_ns
 from typing import Any
 
 from opentelemetry import context, metrics, trace
-from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from holysheep._core.hooks import (
@@ -44,7 +41,6 @@ from holysheep.integrations.otel._attributes import (
     SERVED_BY,
     SERVER_ADDRESS,
     SERVER_PORT,
-    TOKEN_TYPE,
     capture_from_env,
     input_messages,
     output_messages,
@@ -52,22 +48,11 @@ from holysheep.integrations.otel._attributes import (
     response_attributes,
     usage_counts,
 )
+from holysheep.integrations.otel._metrics import COST_METRIC, CallMetrics
 
-__all__ = ["COST_METRIC", "OpenTelemetryHooks"]
+__all__ = ["COST_METRIC", "OpenTelemetryHooks"]  # COST_METRIC: re-exported from _metrics
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
-COST_METRIC = "holysheep.client.cost"
-_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
-_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
-_CHUNK_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
-
-
-def _histogram(meter: Any, name: str, unit: str, description: str, buckets: tuple[float, ...]) -> Any:
-    try:
-        return meter.create_histogram(name, unit=unit, description=description,
-                                      explicit_bucket_boundaries_advisory=list(buckets))
-    except TypeError:  # opentelemetry-api before 1.23 has no bucket advice
-        return meter.create_histogram(name, unit=unit, description=description)
 
 
 class _Call:
@@ -110,25 +95,7 @@ class OpenTelemetryHooks(Hooks):
         self._tracer = trace.get_tracer(__name__, __version__, tracer_provider, schema_url=SCHEMA_URL)
         meter = metrics.get_meter(__name__, __version__, meter_provider, schema_url=SCHEMA_URL)
         self.capture_content = capture_from_env() if capture_message_content is None else bool(capture_message_content)
-        self._duration = _histogram(meter, "gen_ai.client.operation.duration", "s",
-                                    "GenAI operation duration", _DURATION_BUCKETS)
-        self._tokens = _histogram(meter, "gen_ai.client.token.usage", "{token}",
-                                  "Number of input and output tokens used", _TOKEN_BUCKETS)
-        self._ttfc = _histogram(meter, "gen_ai.client.operation.time_to_first_chunk", "s",
-                                "Time to receive the first chunk of a streamed response", _DURATION_BUCKETS)
-        self._tpoc = _histogram(meter, "gen_ai.client.operation.time_per_output_chunk", "s",
-                                "Time between output chunks of a streamed response, after the first", _CHUNK_BUCKETS)
-        # The cost is summed here and read by the meter at collection: a dict update per call, not a measurement.
-        self._cost_lock = threading.Lock()
-        self._cost_totals: dict[tuple[Any, ...], list[Any]] = {}
-        meter.create_observable_counter(COST_METRIC, callbacks=[self._observe_cost], unit="USD",
-                                        description="Cost of the calls at the SDK's price catalog")
-        self._metric_attrs: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
-        self._completion_cost: Callable[[str, int, int, int], float | None] | None = None
-
-    def _observe_cost(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._cost_lock:
-            return [Observation(total, attrs) for attrs, total in self._cost_totals.values()]
+        self._metrics = CallMetrics(meter)
 
     # ------------------------------------------------------------------ calls
     def on_request(self, event: RequestEvent) -> None:
@@ -237,53 +204,8 @@ class OpenTelemetryHooks(Hooks):
         if error_type is not None:
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
-        self._record(call, event.elapsed_s, error_type, inp, out, cached, response_model)
-
-    def _record(self, call: _Call, elapsed: float, error_type: str | None, inp: int | None, out: int | None,
-                cached: int, response_model: str | None) -> None:
-        key = (call.op, call.request_model, response_model, call.host, call.port, error_type)
-        sets = self._metric_attrs.get(key)
-        if sets is None:
-            sets = self._attrs_for(key)
-        attrs = sets[0]
-        self._duration.record(elapsed, attrs)
-        if inp is not None:
-            self._tokens.record(inp, sets[1])
-        if out is not None:
-            self._tokens.record(out, sets[2])
-        model = response_model or call.request_model
-        if model and (inp or out):
-            price = self._completion_cost
-            if price is None:
-                from holysheep.pricing._cost import completion_cost  # the price catalog loads with the first usage
-
-                price = self._completion_cost = completion_cost
-            try:
-                cost = price(model, inp or 0, out or 0, cached)
-            except Exception:  # the price catalog is optional
-                cost = None
-            if cost:
-                with self._cost_lock:
-                    total = self._cost_totals.get(key)
-                    if total is None:
-                        self._cost_totals[key] = [attrs, cost]
-                    else:
-                        total[1] += cost
-
-    def _attrs_for(self, key: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """The metric attributes for ``key``: plain, and with ``gen_ai.token.type`` input / output (cached)."""
-        op, request_model, response_model, host, port, error_type = key
-        attrs: dict[str, Any] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: host, SERVER_PORT: port}
-        if request_model:
-            attrs[REQUEST_MODEL] = request_model
-        if response_model:
-            attrs[RESPONSE_MODEL] = response_model
-        if error_type:
-            attrs[ERROR_TYPE] = error_type
-        if len(self._metric_attrs) > 1000:  # a bounded cache: models and hosts are few
-            self._metric_attrs.clear()
-        sets = self._metric_attrs[key] = (attrs, {**attrs, TOKEN_TYPE: "input"}, {**attrs, TOKEN_TYPE: "output"})
-        return sets
+        self._metrics.call_ended((op, model, response_model, call.host, call.port, error_type), event.elapsed_s,
+                                 inp, out, cached)
 
     # ------------------------------------------------------------------ streams
     def on_stream_first_chunk(self, event: StreamEvent) -> None:
@@ -291,12 +213,7 @@ class OpenTelemetryHooks(Hooks):
         if call is None:
             return
         call.first_chunk_s = event.elapsed_s
-        self._ttfc.record(event.elapsed_s, self._stream_attrs(call))
-
-    def _stream_attrs(self, call: _Call) -> dict[str, Any]:
-        key = (call.op, call.request_model, None, call.host, call.port, None)
-        sets = self._metric_attrs.get(key)
-        return (sets if sets is not None else self._attrs_for(key))[0]
+        self._metrics.first_chunk((call.op, call.request_model, None, call.host, call.port, None), event.elapsed_s)
 
     def on_stream_end(self, event: StreamEndEvent) -> None:
         call: _Call | None = event.ctx.state.pop(self, None)
@@ -322,7 +239,8 @@ class OpenTelemetryHooks(Hooks):
             attrs[OUTPUT_MESSAGES] = output_messages([(event.text, reasons[0] if reasons else None)])
         chunks = event.chunks
         if call.first_chunk_s is not None and chunks > 1:
-            self._tpoc.record((event.elapsed_s - call.first_chunk_s) / (chunks - 1), self._stream_attrs(call))
+            self._metrics.per_chunk((call.op, call.request_model, None, call.host, call.port, None),
+                                    (event.elapsed_s - call.first_chunk_s) / (chunks - 1))
         self._end(call, event, event.error, inp, out, cached, model)
 
     # ------------------------------------------------------------------ batch and tools
