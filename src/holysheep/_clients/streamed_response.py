@@ -1,21 +1,24 @@
 """``with_streaming_response``: a response handed over before its body is read (openai-python's ``APIResponse``
 and ``AsyncAPIResponse``). The status was decided (retried, or raised as a typed error) before it came here;
 the body is read only when the caller asks, within ``max_response_bytes`` and the attempt's deadline, and leaving
-the ``with`` block unread closes the connection."""
+the ``with`` block unread closes the connection. For ``stream=True``, ``parse()`` gives the event stream and the
+raw methods the server's bytes (one or the other: `holysheep._clients.stream_body`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 import httpx
 
+from holysheep._clients.stream_body import aiter_raw_sse, iter_raw_sse
 from holysheep._core.body_chunks import LineSplitter, Rechunker, text_decoder
 from holysheep._core.body_report import BodyWatch, watch_body
 from holysheep._core.call import RawResponse
+from holysheep._core.parse_to import check_to
 from holysheep._core.raw_response import _UNSET, APIResponse, BaseAPIResponse, RawMode
-from holysheep._exceptions import InvalidRequestError, ResponseConsumedError
+from holysheep._exceptions import ResponseConsumedError
 from holysheep._transports.deadlines import ReadBudget
 from holysheep._transports.lazy_body import aiter_body, iter_body
 
@@ -25,12 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncStreamedAPIResponse", "StreamedAPIResponse", "raw_reply"]
 
 R = TypeVar("R")
-
-
-def _stream_body() -> NoReturn:
-    raise InvalidRequestError(
-        "This is a stream=True response: its events come from parse() (iterate the stream it returns); read(), "
-        "text(), json() and iter_bytes()/iter_text()/iter_lines() give the body of a call without stream=True.")
+_T = TypeVar("_T")
 
 
 class _Lazy(BaseAPIResponse[R]):
@@ -57,8 +55,6 @@ class _Lazy(BaseAPIResponse[R]):
 
     def _start(self) -> httpx.Response | None:
         """The response to read from, or None when the body was read and kept; raises when it cannot be read."""
-        if self._response is None:
-            _stream_body()
         if self._content is not None:
             return None
         if self._taken:
@@ -101,6 +97,19 @@ class _Lazy(BaseAPIResponse[R]):
     def _text(self, content: bytes) -> str:
         return text_decoder(self.headers).decode(content, final=True)
 
+    def _events(self, to: Any) -> Any:
+        """``parse()`` of a ``stream=True`` response: the primed stream, unless its raw body was read."""
+        stream = self._value
+        if stream._raw_taken:
+            raise ResponseConsumedError(
+                "This stream=True response's raw body was read (read()/iter_bytes()/iter_text()/iter_lines()), so "
+                "its events are gone: call parse() and iterate the stream instead of the raw methods.")
+        return stream if to is None else self._stream_as(to)
+
+    def _limit(self) -> int | None:
+        """The most bytes ``read()`` keeps of a stream's raw body (a plain body is bounded when it is read)."""
+        return self._lazy_call.config.max_response_bytes if self._response is None else None
+
 
 class StreamedAPIResponse(_Lazy[R]):
     """The response of ``with_streaming_response`` on a sync client: the status and headers are known, the body
@@ -108,7 +117,10 @@ class StreamedAPIResponse(_Lazy[R]):
     ``iter_text()``, ``iter_lines()``), within ``max_response_bytes`` and the call's ``timeout``. For
     ``stream=True``, ``parse()`` gives the event stream."""
 
-    def _pieces(self) -> Iterator[bytes]:
+    def _pieces(self, limit: int | None = None) -> Iterator[bytes]:
+        if self._response is None and self._content is None:  # stream=True: the raw body (events not parsed)
+            yield from iter_raw_sse(self._value, self._lazy_call, limit)
+            return
         response = self._start()
         if response is None:
             assert self._content is not None
@@ -139,7 +151,7 @@ class StreamedAPIResponse(_Lazy[R]):
         if self._content is None:
             if self._watch is not None:
                 self._watch.keep()
-            self._content = b"".join(self._pieces())
+            self._content = b"".join(self._pieces(self._limit()))
             if self._watch is not None:
                 self._ended(self._content)
         return self._content
@@ -152,13 +164,23 @@ class StreamedAPIResponse(_Lazy[R]):
         """The body decoded as JSON."""
         return json.loads(self.read())
 
-    def parse(self) -> R:
+    @overload
+    def parse(self) -> R: ...
+
+    @overload
+    def parse(self, *, to: type[_T]) -> _T: ...
+
+    def parse(self, *, to: Any = None) -> Any:
         """What the plain call returns (a ``ChatCompletion``, a model list, ...; the stream for ``stream=True``),
         parsed once, with the same errors: `APIResponseValidationError` for a body that is not the expected
-        JSON or a 200 that carries no answer (not retried here: the response was already handed over)."""
+        JSON or a 200 that carries no answer (not retried here: the response was already handed over).
+        ``to``: the body as another type (see `APIResponse.parse`). For ``stream=True``, after the raw body was
+        read: `ResponseConsumedError`."""
         if self._response is None:
-            value: R = self._value
-            return value
+            return self._events(to)
+        if to is not None:
+            check_to(to)  # before anything is read
+            return self._as(to, self.read())
         return self._parsed(self.read())
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
@@ -213,7 +235,11 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
     """`StreamedAPIResponse` for ``AsyncClient`` (both transports): ``await response.read()``, ``.text()``,
     ``.json()``, ``.parse()``, ``async for ... in response.iter_bytes()`` (``iter_text``, ``iter_lines``)."""
 
-    async def _pieces(self) -> AsyncIterator[bytes]:
+    async def _pieces(self, limit: int | None = None) -> AsyncIterator[bytes]:
+        if self._response is None and self._content is None:  # stream=True: the raw body (events not parsed)
+            async for piece in aiter_raw_sse(self._value, self._lazy_call, limit):
+                yield piece
+            return
         response = self._start()
         if response is None:
             assert self._content is not None
@@ -243,7 +269,7 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
         if self._content is None:
             if self._watch is not None:
                 self._watch.keep()
-            self._content = b"".join([piece async for piece in self._pieces()])
+            self._content = b"".join([piece async for piece in self._pieces(self._limit())])
             if self._watch is not None:
                 self._ended(self._content)
         return self._content
@@ -256,11 +282,19 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
         """The body decoded as JSON."""
         return json.loads(await self.read())
 
-    async def parse(self) -> R:
+    @overload
+    async def parse(self) -> R: ...
+
+    @overload
+    async def parse(self, *, to: type[_T]) -> _T: ...
+
+    async def parse(self, *, to: Any = None) -> Any:
         """What the plain call returns, parsed once, with its errors (see `StreamedAPIResponse.parse`)."""
         if self._response is None:
-            value: R = self._value
-            return value
+            return self._events(to)
+        if to is not None:
+            check_to(to)
+            return self._as(to, await self.read())
         return self._parsed(await self.read())
 
     def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:

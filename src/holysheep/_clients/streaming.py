@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 
 import httpx
 
+from holysheep._clients.stream_body import _Consumed, _drain_async, _drain_sync, _framed
 from holysheep._core.closing import AsyncClosing, SyncClosing
 from holysheep._core.hooks import StreamEndEvent, StreamEvent
 from holysheep._core.keys import redact
 from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.stream_state import StreamMetrics, StreamState
-from holysheep._exceptions import APIConnectionError, StreamIdleTimeoutError, StreamInterruptedError
+from holysheep._exceptions import (
+    APIConnectionError,
+    ResponseConsumedError,
+    StreamIdleTimeoutError,
+    StreamInterruptedError,
+)
 from holysheep._transports.body import aiter_decoded, iter_decoded
-from holysheep._transports.deadlines import IdleClock, within_deadline
+from holysheep._transports.deadlines import IdleClock
+from holysheep._transports.lazy_body import AsyncTap, Tap
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
 if TYPE_CHECKING:
@@ -61,43 +67,6 @@ def _nothing_arrived(state: StreamState, error: BaseException, call: Call) -> AP
         request=error.request)
 
 
-_DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
-_DRAIN_SECONDS = 1.0  # ... for at most this long; a server that holds the connection open is not waited out
-
-
-def _framed(response: httpx.Response) -> bool:
-    """A body with its own end (chunked or Content-Length) can be drained so the connection is reused; one that
-    ends only when the server closes the connection cannot, so it is not waited for."""
-    headers = response.headers
-    return "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
-
-
-def _drain_sync(chunks: Iterator[bytes]) -> None:
-    seen = 0
-    until = time.monotonic() + _DRAIN_SECONDS
-    try:
-        for data in chunks:
-            seen += len(data)
-            if seen > _DRAIN_LIMIT or time.monotonic() > until:
-                return
-    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
-        return
-
-
-async def _drain_async(chunks: AsyncIterator[bytes]) -> None:
-    async def drain() -> None:
-        seen = 0
-        async for data in chunks:
-            seen += len(data)
-            if seen > _DRAIN_LIMIT:
-                return
-
-    try:
-        await within_deadline(drain(), _DRAIN_SECONDS)
-    except httpx.HTTPError:  # the answer is complete; a failure after [DONE] only costs the connection
-        return
-
-
 class _Watch:
     """What the sync and async read loops decide alike: the idle clock, whether the body ended complete, and
     the typed error for a transport failure."""
@@ -131,16 +100,20 @@ def _ended(call: Call, state: StreamState, error: BaseException | None) -> None:
     caller closed it early)."""
     ctx = call.ctx
     assert ctx is not None
+    if state.reported:
+        return
+    state.reported = True
     closed = isinstance(error, GeneratorExit)
     ctx.stream_event("on_stream_end", StreamEndEvent(ctx, state, None if closed else error, closed))
 
 
-def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Generator[_T, None, None]:
+def _iter_sync(response: httpx.Response, state: StreamState, call: Call,
+               chunks: Iterator[bytes]) -> Generator[_T, None, None]:
+    """``chunks``: the decoded body (inflated in bounded pieces; the SSE decoder caps lines and events)."""
     failure: httpx.RequestError | None = None
     error: BaseException | None = None
     watch = _Watch(state, call)
     try:
-        chunks = iter_decoded(response)  # inflated in bounded pieces; the SSE decoder caps lines and events
         for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
             if state.done:
@@ -164,12 +137,12 @@ def _iter_sync(response: httpx.Response, state: StreamState, call: Call) -> Gene
         watch.fail(failure)
 
 
-async def _iter_async(response: httpx.Response, state: StreamState, call: Call) -> AsyncGenerator[_T, None]:
+async def _iter_async(response: httpx.Response, state: StreamState, call: Call,
+                      chunks: AsyncIterator[bytes]) -> AsyncGenerator[_T, None]:
     failure: httpx.RequestError | None = None
     error: BaseException | None = None
     watch = _Watch(state, call)
     try:
-        chunks = aiter_decoded(response)
         async for data in chunks:
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
@@ -203,6 +176,20 @@ class _StreamBase(Generic[_T]):
                                   max_event_bytes=call.config.max_sse_event_bytes, clock=call.config.clock)
         self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
         self._head_error: BaseException | None = None
+        self._released = False  # closed by the caller (or after its raw body was read)
+        self._raw_taken = False  # the caller reads the raw body instead (with_streaming_response)
+
+    def _raw_check(self, started: bool) -> None:
+        """Raise unless the raw body can still be handed out: ``started`` when the events were iterated."""
+        if self._raw_taken or self._released or started:
+            raise ResponseConsumedError(
+                "This stream=True response's body was already read: its events were iterated (through parse()), "
+                "or its raw body was read (read()/iter_bytes()/iter_text()/iter_lines()), or it was closed. "
+                "Use one or the other: parse() for the events, or the raw methods for the server's bytes.")
+        if self._head_error is not None:  # the first event failed (the connection is closed): say so
+            error, self._head_error = self._head_error, None
+            raise error
+        self._raw_taken = True
 
     @property
     def request_id(self) -> str | None:
@@ -241,9 +228,14 @@ class Stream(SyncClosing, _StreamBase[_T]):
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
         super().__init__(response, call)
+        # with_streaming_response: the bytes read before the stream is handed over are kept, for a caller who
+        # reads the raw body instead of the events
+        self._tap = Tap(iter_decoded(response), call.config.max_response_bytes) if call.spec.raw == "stream" else None
         # The generator must not reference ``self``: then dropping an unfinished stream frees it at once
         # (no reference cycle), and the generator's ``finally`` releases the connection.
-        self._iterator: Generator[_T, None, None] = _iter_sync(response, self._state, call)
+        self._iterator: Generator[_T, None, None] | _Consumed = _iter_sync(
+            response, self._state, call, self._tap if self._tap is not None else iter_decoded(response))
+        self._raw_gen: Generator[_T, None, None] | None = None
 
     def __iter__(self) -> Iterator[_T]:
         return self
@@ -260,6 +252,13 @@ class Stream(SyncClosing, _StreamBase[_T]):
         """Read up to the first event now. Returns the retryable error when the stream ended before any
         event arrived (then the connection is closed); any other failure is raised on first iteration."""
         try:
+            return self._prime_head()
+        finally:
+            if self._tap is not None:
+                self._tap.recording = False
+
+    def _prime_head(self) -> APIConnectionError | None:
+        try:
             self._head.append(next(self._iterator))
             if self._call.ctx is not None:
                 self._first_chunk()
@@ -275,8 +274,29 @@ class Stream(SyncClosing, _StreamBase[_T]):
 
     def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""
+        self._released = True
         self._iterator.close()
+        if self._raw_gen is not None:
+            self._raw_gen.close()
         self.response.close()
+
+    def _take_raw(self) -> tuple[list[bytes], Iterator[bytes]]:
+        """Hand the raw body over (what was read before the hand-over, and the rest): the events are then
+        gone (iterating raises `ResponseConsumedError`)."""
+        iterator, tap = self._iterator, self._tap
+        self._raw_check(not self._head and getattr(iterator, "gi_frame", None) is not None)
+        assert tap is not None and not isinstance(iterator, _Consumed)
+        self._raw_gen, self._iterator = iterator, _Consumed()
+        self._head.clear()
+        head, tap.head = tap.head, []
+        return head, tap
+
+    def _raw_end(self, error: BaseException | None) -> None:
+        """The raw body was read to its end (``error`` None) or failed: tell the hooks, release the connection."""
+        self._state.mark_end()
+        if self._call.ctx is not None:
+            _ended(self._call, self._state, error)
+        self.close()
 
     def until_done(self) -> Stream[_T]:
         """Read the rest of the stream."""
@@ -295,7 +315,11 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
 
     def __init__(self, response: httpx.Response, call: Call) -> None:
         super().__init__(response, call)
-        self._iterator: AsyncGenerator[_T, None] = _iter_async(response, self._state, call)
+        self._tap = (AsyncTap(aiter_decoded(response), call.config.max_response_bytes) if call.spec.raw == "stream"
+                     else None)
+        self._iterator: AsyncGenerator[_T, None] | _Consumed = _iter_async(
+            response, self._state, call, self._tap if self._tap is not None else aiter_decoded(response))
+        self._raw_gen: AsyncGenerator[_T, None] | None = None
 
     def __aiter__(self) -> AsyncStream[_T]:
         return self
@@ -310,6 +334,13 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
 
     async def _prime(self) -> APIConnectionError | None:
         """Read up to the first event now (see ``Stream._prime``)."""
+        try:
+            return await self._prime_head()
+        finally:
+            if self._tap is not None:
+                self._tap.recording = False
+
+    async def _prime_head(self) -> APIConnectionError | None:
         try:
             self._head.append(await self._iterator.__anext__())
             if self._call.ctx is not None:
@@ -326,8 +357,28 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
 
     async def close(self) -> None:
         """Stop reading and release the connection (idempotent)."""
+        self._released = True
         await self._iterator.aclose()
+        if self._raw_gen is not None:
+            await self._raw_gen.aclose()
         await self.response.aclose()
+
+    def _take_raw(self) -> tuple[list[bytes], AsyncIterator[bytes]]:
+        """`Stream._take_raw` for an async stream."""
+        iterator, tap = self._iterator, self._tap
+        self._raw_check(not self._head and getattr(iterator, "ag_frame", None) is not None)
+        assert tap is not None and not isinstance(iterator, _Consumed)
+        self._raw_gen, self._iterator = iterator, _Consumed()
+        self._head.clear()
+        head, tap.head = tap.head, []
+        return head, tap
+
+    async def _raw_end(self, error: BaseException | None) -> None:
+        """`Stream._raw_end` for an async stream."""
+        self._state.mark_end()
+        if self._call.ctx is not None:
+            _ended(self._call, self._state, error)
+        await self.close()
 
     async def until_done(self) -> AsyncStream[_T]:
         """Read the rest of the stream."""

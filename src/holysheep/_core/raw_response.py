@@ -7,17 +7,21 @@ body of ``with_streaming_response`` is read by the client shells (``holysheep._c
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 import httpx
+
+from holysheep._core.parse_to import parse_to, stream_to
 
 __all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode"]
 
 R = TypeVar("R")
+_T = TypeVar("_T")
 RawMode = Literal["", "raw", "stream"]
 """How a call's reply comes back: ``""`` parsed (the plain call), ``"raw"`` as an `APIResponse` with its body
 read (``with_raw_response``), ``"stream"`` with its 2xx body left unread for the caller to pull
@@ -56,6 +60,23 @@ class BaseAPIResponse(Generic[R]):
         self.elapsed = datetime.timedelta(seconds=call.elapsed)
         self.retries_taken: int = call.retries_taken
         self._value = value
+        self._by_type: dict[Any, Any] = {}  # parse(to=...): parsed once per type
+
+    def _as(self, to: Any, content: bytes) -> Any:
+        """``content`` parsed as ``to`` (once per type)."""
+        try:
+            return self._by_type[to]
+        except (KeyError, TypeError):  # TypeError: an unhashable ``to`` (then not kept)
+            pass
+        value = parse_to(to, status_code=self.status_code, headers=self.headers, content=content,
+                         request=self.http_request, api_key=self._call.api_key)
+        with contextlib.suppress(TypeError):
+            self._by_type[to] = value
+        return value
+
+    def _stream_as(self, to: Any) -> Any:
+        """``parse(to=...)`` of a ``stream=True`` response: its stream, when ``to`` is the stream's class."""
+        return stream_to(self._value, to)
 
     @property
     def request_id(self) -> str | None:
@@ -105,9 +126,24 @@ class APIResponse(BaseAPIResponse[R]):
         """The body (already read for a non-stream call)."""
         return self.content
 
-    def parse(self) -> R:
+    @overload
+    def parse(self) -> R: ...
+
+    @overload
+    def parse(self, *, to: type[_T]) -> _T: ...
+
+    def parse(self, *, to: Any = None) -> Any:
         """The typed result (parsed once; a stream for ``stream=True``). Raises `APIResponseValidationError`
-        when the body is not what the endpoint returns."""
+        when the body is not what the endpoint returns.
+
+        ``to``: parse the body as another type instead, as openai-python does: ``str``, ``bytes``, ``int``,
+        ``float``, ``bool``, ``object``/``dict``/``list`` (the JSON), ``dict[...]``/``list[...]``/``Union[...]``
+        or a pydantic ``BaseModel`` subclass (validated: `APIResponseValidationError` when the body does not fit),
+        ``httpx.Response``; for ``stream=True`` only the stream's class. Any other type: `InvalidRequestError`."""
+        if to is not None:
+            if self._content is None:
+                return self._stream_as(to)
+            return self._as(to, self._content)
         if self._value is _UNSET:
             self._value = self._call.parse_body(self)  # it has what a response has: status, headers, content
         value: R = self._value

@@ -65,7 +65,7 @@ class StreamState:
 
     __slots__ = ("_clock", "_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
                  "_refusals", "_roles", "_secret", "_texts", "_tools", "_usage", "_validate", "chunks", "done",
-                 "ended_at", "finish", "started_at")
+                 "ended_at", "finish", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -74,6 +74,8 @@ class StreamState:
         self._secret = secret  # redacted out of every server text an error carries
         self.started_at = started_at
         self.ended_at: float | None = None
+        self.reported = False  # the hooks were told of the stream's end (once)
+        self.raw_error: Exception | None = None  # what observe() kept instead of raising
         self.done = False
         self.chunks = 0
         self._content_times: list[float] = []
@@ -109,6 +111,28 @@ class StreamState:
         chunks = self._events(self._decoder.flush())
         self.mark_end()
         return chunks
+
+    def observe(self, data: bytes) -> None:
+        """``data`` read by the caller as raw bytes (``with_streaming_response``'s ``read()``/``iter_*``): fed as
+        by `feed` so that the hooks' end event has the usage, text and metrics, its chunks dropped. An error the
+        stream would raise (an error event, an event that is not a chunk) is kept in ``raw_error`` instead, and
+        later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`."""
+        events = self._decoder.feed(data)
+        if self.raw_error is None and events:
+            try:
+                self._events(events)
+            except Exception as exc:  # the caller reads bytes: the stream's error is the hooks' to hear
+                self.raw_error = exc
+
+    def observe_end(self) -> None:
+        """The raw body ended: dispatch what is pending (as `finish_stream`, errors kept as in `observe`)."""
+        events = self._decoder.flush()
+        if self.raw_error is None and events:
+            try:
+                self._events(events)
+            except Exception as exc:
+                self.raw_error = exc
+        self.mark_end()
 
     def mark_end(self) -> None:
         if self.ended_at is None:

@@ -12,7 +12,7 @@ from holysheep._transports.body import BoundedDecoder, _check_in_memory, _in_mem
 from holysheep._transports.deadlines import ReadBudget, within_deadline
 from holysheep._transports.sync_deadline import attempt_deadline
 
-__all__ = ["aiter_body", "iter_body"]
+__all__ = ["AsyncTap", "Tap", "aiter_body", "iter_body"]
 
 
 class _Counter:
@@ -27,6 +27,59 @@ class _Counter:
         if self.total > self.limit:
             raise too_large(self.limit)
         return piece
+
+
+class Tap:
+    """The decoded pieces of a stream's body, passed on one by one; while ``recording`` (until the stream is
+    handed over) each is also kept in ``head``, so that a caller who reads the raw body instead of the events
+    (``with_streaming_response``) gets it from its first byte. ``head`` never holds more than ``limit`` bytes:
+    past it, `ResponseTooLargeError`."""
+
+    __slots__ = ("_size", "head", "limit", "recording", "source")
+
+    def __init__(self, source: Iterator[bytes], limit: int) -> None:
+        self.source, self.limit = source, limit
+        self.head: list[bytes] = []
+        self.recording = True
+        self._size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        data = next(self.source)
+        if self.recording:
+            _keep(self, data)
+        return data
+
+
+class AsyncTap:
+    """`Tap` for an async body."""
+
+    __slots__ = ("_size", "head", "limit", "recording", "source")
+
+    def __init__(self, source: AsyncIterator[bytes], limit: int) -> None:
+        self.source, self.limit = source, limit
+        self.head: list[bytes] = []
+        self.recording = True
+        self._size = 0
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data = await self.source.__anext__()
+        if self.recording:
+            _keep(self, data)
+        return data
+
+
+def _keep(tap: Tap | AsyncTap, data: bytes) -> None:
+    tap._size += len(data)
+    if tap._size > tap.limit:
+        tap.head.clear()
+        raise too_large(tap.limit)
+    tap.head.append(data)
 
 
 def iter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> Iterator[bytes]:
