@@ -142,7 +142,7 @@ def test_a_stream_true_response_gives_its_events_through_parse() -> None:
         stream = response.parse()
         assert isinstance(stream, Stream)
         assert "".join(c.choices[0].delta.content or "" for c in stream) == "ab"
-        with pytest.raises(InvalidRequestError, match="stream=True response"):
+        with pytest.raises(ResponseConsumedError, match="events were iterated"):  # not the first piece only
             response.read()
     assert response.is_closed
 
@@ -187,7 +187,7 @@ def test_async_stream_true_parse_is_awaited() -> None:
                 stream = await response.parse()
                 assert isinstance(stream, AsyncStream)
                 assert [c.choices[0].delta.content async for c in stream] == ["z"]
-                with pytest.raises(InvalidRequestError):
+                with pytest.raises(ResponseConsumedError, match="events were iterated"):
                     await response.text()
 
     asyncio.run(main())

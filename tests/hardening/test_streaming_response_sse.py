@@ -136,6 +136,10 @@ def test_one_or_the_other_never_silently_empty(kind: str) -> None:
             with pytest.raises(ResponseConsumedError):
                 async for _ in pieces(response.iter_lines()):
                     pass
+        async with opened(sse_stream(client), is_async) as response:  # to its end: never the first piece alone
+            assert len([c async for c in pieces(await aw(response.parse()))]) == 4
+            with pytest.raises(ResponseConsumedError, match="events were iterated"):
+                await aw(response.read())
         # the raw body first (part of it), then the events
         async with opened(sse_stream(client), is_async) as response:
             lines = pieces(response.iter_lines())

@@ -178,6 +178,8 @@ class _StreamBase(Generic[_T]):
         self._head_error: BaseException | None = None
         self._released = False  # closed by the caller (or after its raw body was read)
         self._raw_taken = False  # the caller reads the raw body instead (with_streaming_response)
+        self._had_head = False  # the first chunk was read before the hand-over (popping it starts the events)
+        self._prime_error: BaseException | None = None  # reading up to the first event failed
 
     def _raw_check(self, started: bool) -> None:
         """Raise unless the raw body can still be handed out: ``started`` when the events were iterated."""
@@ -186,9 +188,9 @@ class _StreamBase(Generic[_T]):
                 "This stream=True response's body was already read: its events were iterated (through parse()), "
                 "or its raw body was read (read()/iter_bytes()/iter_text()/iter_lines()), or it was closed. "
                 "Use one or the other: parse() for the events, or the raw methods for the server's bytes.")
-        if self._head_error is not None:  # the first event failed (the connection is closed): say so
-            error, self._head_error = self._head_error, None
-            raise error
+        if self._prime_error is not None:  # the first event failed (the connection is closed): say so
+            self._head_error = None
+            raise self._prime_error
         self._raw_taken = True
 
     @property
@@ -256,6 +258,7 @@ class Stream(SyncClosing, _StreamBase[_T]):
         finally:
             if self._tap is not None:
                 self._tap.recording = False
+                self._had_head, self._prime_error = bool(self._head), self._head_error
 
     def _prime_head(self) -> APIConnectionError | None:
         try:
@@ -284,8 +287,9 @@ class Stream(SyncClosing, _StreamBase[_T]):
         """Hand the raw body over (what was read before the hand-over, and the rest): the events are then
         gone (iterating raises `ResponseConsumedError`)."""
         iterator, tap = self._iterator, self._tap
-        self._raw_check(not self._head and getattr(iterator, "gi_frame", None) is not None)
-        assert tap is not None and not isinstance(iterator, _Consumed)
+        assert tap is not None
+        self._raw_check(tap.later > 0 or (self._had_head and not self._head))
+        assert not isinstance(iterator, _Consumed)
         self._raw_gen, self._iterator = iterator, _Consumed()
         self._head.clear()
         head, tap.head = tap.head, []
@@ -339,6 +343,7 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
         finally:
             if self._tap is not None:
                 self._tap.recording = False
+                self._had_head, self._prime_error = bool(self._head), self._head_error
 
     async def _prime_head(self) -> APIConnectionError | None:
         try:
@@ -366,8 +371,9 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
     def _take_raw(self) -> tuple[list[bytes], AsyncIterator[bytes]]:
         """`Stream._take_raw` for an async stream."""
         iterator, tap = self._iterator, self._tap
-        self._raw_check(not self._head and getattr(iterator, "ag_frame", None) is not None)
-        assert tap is not None and not isinstance(iterator, _Consumed)
+        assert tap is not None
+        self._raw_check(tap.later > 0 or (self._had_head and not self._head))
+        assert not isinstance(iterator, _Consumed)
         self._raw_gen, self._iterator = iterator, _Consumed()
         self._head.clear()
         head, tap.head = tap.head, []

@@ -33,44 +33,51 @@ class Tap:
     """The decoded pieces of a stream's body, passed on one by one; while ``recording`` (until the stream is
     handed over) each is also kept in ``head``, so that a caller who reads the raw body instead of the events
     (``with_streaming_response``) gets it from its first byte. ``head`` never holds more than ``limit`` bytes:
-    past it, `ResponseTooLargeError`."""
+    past it, `ResponseTooLargeError`. ``later``: reads asked for after the hand-over (by the events or the raw
+    body: then the other cannot have the body whole)."""
 
-    __slots__ = ("_size", "head", "limit", "recording", "source")
+    __slots__ = ("_size", "head", "later", "limit", "recording", "source")
 
     def __init__(self, source: Iterator[bytes], limit: int) -> None:
         self.source, self.limit = source, limit
         self.head: list[bytes] = []
         self.recording = True
+        self.later = 0
         self._size = 0
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
+        if not self.recording:
+            self.later += 1
+            return next(self.source)
         data = next(self.source)
-        if self.recording:
-            _keep(self, data)
+        _keep(self, data)
         return data
 
 
 class AsyncTap:
     """`Tap` for an async body."""
 
-    __slots__ = ("_size", "head", "limit", "recording", "source")
+    __slots__ = ("_size", "head", "later", "limit", "recording", "source")
 
     def __init__(self, source: AsyncIterator[bytes], limit: int) -> None:
         self.source, self.limit = source, limit
         self.head: list[bytes] = []
         self.recording = True
+        self.later = 0
         self._size = 0
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
 
     async def __anext__(self) -> bytes:
+        if not self.recording:
+            self.later += 1
+            return await self.source.__anext__()
         data = await self.source.__anext__()
-        if self.recording:
-            _keep(self, data)
+        _keep(self, data)
         return data
 
 
