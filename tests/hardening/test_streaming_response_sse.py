@@ -315,3 +315,20 @@ def test_an_error_in_the_first_event_is_raised(kind: str) -> None:
 
     with HostileServer(scenario) as srv:
         run(kind, srv.url, body)
+
+
+def test_what_is_kept_before_the_hand_over_is_bounded(kind: str) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(head(content_type="text/event-stream"))
+        await write_forever(w, b": padding, never an event\n" * 100)  # kept for the raw body until the first event
+
+    async def body(client: Any, is_async: bool) -> None:
+        async with opened(sse_stream(client), is_async) as response:
+            with pytest.raises(ResponseTooLargeError, match="larger than 65536 bytes"):
+                await aw(response.read())
+            assert response.is_closed
+        assert client._backend.in_use() == 0
+
+    with HostileServer(scenario) as srv:
+        run(kind, srv.url, body, max_response_bytes=1 << 16)
+        assert srv.closed_by_client.wait(5)
