@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 import holysheep._engine.run as engine_run
 from holysheep import AsyncClient, Client
-from holysheep._core.call import Call, Outcome
 from holysheep._engine.iterator import BatchIterator
-from holysheep._exceptions import APIStatusError
 from holysheep.testing import FakeServer
+
+from .._fakes import FakeClock as FakeClock  # (re-exported: the batch tests import it here)
+from .._fakes import RecordingSender, Sent
 
 MODEL = "gpt-4.1"
 
@@ -49,50 +48,6 @@ def server() -> Iterator[FakeServer]:
         yield srv
 
 
-class FakeClock:
-    """A clock that only moves when something sleeps on it (each sleep also yields to the loop once)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(round(seconds, 9))
-        self.now += seconds
-        await asyncio.sleep(0)
-
-
-@dataclass
-class Sent:
-    """One attempt as the engine handed it to the sender: the engine clock's time, the body, and the reply's
-    status (200, an HTTP error's status, or None for an error without one)."""
-
-    at: float
-    body: dict[str, Any]
-    status: int | None = None
-
-
-class _RecordingSender:
-    """The client's Sender, recording every attempt (on the engine's clock) as it goes out."""
-
-    def __init__(self, inner: Any, engine: ClockedEngine) -> None:
-        self._inner, self._engine = inner, engine
-
-    def __getattr__(self, name: str) -> Any:  # plan, limits_key, quota, reserve, hooks, aclose
-        return getattr(self._inner, name)
-
-    async def attempt(self, call: Call) -> Outcome:
-        sent = Sent(self._engine.clock.now, dict(call.spec.body or {}))
-        self._engine.sent.append(sent)
-        outcome: Outcome = await self._inner.attempt(call)
-        error = outcome.error
-        sent.status = error.status_code if isinstance(error, APIStatusError) else 200 if error is None else None
-        return outcome
-
-
 class ClockedEngine:
     """What the ``engine_clock`` fixture gives: the FakeClock every batch engine of the test runs on, each
     attempt as it went out (``sent``) and the engines built (``iterators``)."""
@@ -103,8 +58,8 @@ class ClockedEngine:
         self.iterators: list[BatchIterator] = []
 
     def build(self, sender: Any, requests: Any, **kwargs: Any) -> BatchIterator:
-        it = BatchIterator(_RecordingSender(sender, self), requests, clock=self.clock, sleep=self.clock.sleep,
-                           **kwargs)
+        recording = RecordingSender(sender, self.clock, record=Sent, sent=self.sent)
+        it = BatchIterator(recording, requests, clock=self.clock, sleep=self.clock.sleep, **kwargs)
         self.iterators.append(it)
         return it
 

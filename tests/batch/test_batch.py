@@ -22,7 +22,7 @@ from holysheep.batch import (
 )
 from holysheep.testing import FakeServer, Fault
 
-from .conftest import MODEL, ClockedEngine, async_client, chat_requests, sync_client
+from .conftest import MODEL, ClockedEngine, FakeClock, async_client, chat_requests, sync_client
 
 
 def _content(result: Any) -> str:
@@ -120,17 +120,7 @@ async def test_rpm_limit_paces_the_dispatch_on_an_exact_schedule() -> None:
     """The RPM bucket runs on an injected clock: 600 RPM = a 10-request burst, then one every 0.1 s."""
     from holysheep._engine.limits import TokenBucket
 
-    class Clock:
-        now = 0.0
-
-        def __call__(self) -> float:
-            return self.now
-
-        async def sleep(self, seconds: float) -> None:
-            self.now += seconds
-            await asyncio.sleep(0)
-
-    clock = Clock()
+    clock = FakeClock()
     sent: list[float] = []
     with FakeServer() as server:
         async with async_client(server) as client:

@@ -13,8 +13,7 @@ from holysheep.batch.__main__ import main as cli_main
 from holysheep.cache import SQLiteCache
 from holysheep.testing import FakeServer
 
-from .._fakes import TimedStore
-from ..streaming.conftest import FakeClock
+from .._fakes import FakeClock, TimedStore
 from .conftest import MODEL, async_client, chat_requests, sync_client
 
 PROMPTS = [f"tell me about number {i}" for i in range(30)]

@@ -8,8 +8,7 @@ from typing import Any
 import httpx
 import respx
 
-from .._fakes import TimedStore
-from ..streaming.conftest import FakeClock
+from .._fakes import FakeClock, TimedStore
 from .conftest import BASE, COMPLETION, MESSAGES, run
 
 URL = f"{BASE}/chat/completions"

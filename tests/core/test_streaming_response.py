@@ -28,6 +28,8 @@ from holysheep._clients.streamed_response import AsyncStreamedAPIResponse, Strea
 from holysheep._core.body_chunks import LineSplitter, Rechunker, charset
 from holysheep._transports.deadlines import ReadBudget
 
+from .._fakes import FakeClock
+
 KEY = "hs_Zq7SecretTestKey0123456789WXYZ"
 BASE = "https://api.test/v1"
 MESSAGES = [{"role": "user", "content": "Hi"}]
@@ -230,16 +232,8 @@ def test_charset_from_content_type() -> None:
 
 # --- the read budget: only the server's time counts -------------------------------------------------------------
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_read_budget_charges_reads_only() -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     budget = ReadBudget(3.0, spent=1.0, clock=clock)  # 1 s to the headers: 2 s left for the body
     assert budget.begin() == 2.0
     clock.now += 0.5  # a read of 0.5 s
@@ -255,7 +249,7 @@ def test_read_budget_charges_reads_only() -> None:
 
 
 def test_read_budget_past_the_deadline_and_none() -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     budget = ReadBudget(1.0, spent=0.25, clock=clock)
     budget.begin()
     clock.now += 0.8

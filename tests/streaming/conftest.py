@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from .._fakes import FakeClock as FakeClock  # (re-exported: the streaming and observability tests import it here)
+
 
 def chunk(content: str | None = None, *, role: str | None = None, finish: str | None = None,
           tool_calls: list[dict[str, Any]] | None = None, index: int = 0) -> dict[str, Any]:
@@ -62,21 +64,6 @@ class PartsStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 def sse_response(*parts: bytes | Exception, status: int = 200) -> httpx.Response:
     return httpx.Response(status, headers={"content-type": "text/event-stream", "x-request-id": "req_s"},
                           stream=PartsStream(*parts))
-
-
-class FakeClock:
-    """The client's clock in a test (``client._use_clock(clock)``): monotonic seconds that move only when the
-    test, a ``ClockedParts`` body or a respx side effect advances them, so every measured time is exact.
-    Advance by binary fractions (0.25, 0.125, ...) and sums and differences stay exact floats."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class ClockedParts(PartsStream):

@@ -12,76 +12,42 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from holysheep import AsyncClient
-from holysheep._core.call import Call, Outcome
+from holysheep._core.call import Outcome
 from holysheep._engine.iterator import BatchIterator
 from holysheep._engine.options import split_params
 from holysheep._engine.results import BatchResult, BatchStats
-from holysheep._exceptions import APIStatusError
 from holysheep.testing import FakeServer, RecordedRequest, Response, Script
 
+from .._fakes import FakeClock, RecordingSender, Sent
 from .conftest import call
 
 
-class FakeClock:
-    """Moves only when something sleeps on it (each sleep also yields to the loop once)."""
+@dataclass(eq=False)
+class TurnSent(Sent):
+    """``Sent`` with the agent (its user message) and its turn (0-based), read when the attempt went out."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
+    agent: str = field(init=False)
+    turn: int = field(init=False)
 
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        await asyncio.sleep(0)
-
-
-class Sent:
-    """One attempt as it went out: the clock's time, the agent (its user message) and its turn (0-based)."""
-
-    def __init__(self, at: float, body: dict[str, Any]) -> None:
-        messages = body["messages"]
-        self.at = at
-        self.agent: str = messages[0]["content"]
+    def __post_init__(self) -> None:
+        messages = self.body["messages"]
+        self.agent = messages[0]["content"]
         self.turn = sum(m["role"] == "assistant" for m in messages)
-        self.body = body
-        self.status: int | None = None
-
-
-class RecordingSender:
-    """The client's Sender, recording every attempt at the moment the engine hands it over."""
-
-    def __init__(self, inner: Any, clock: FakeClock,
-                 on_outcome: Callable[[Sent, Outcome], None] | None = None) -> None:
-        self._inner, self._clock, self._on_outcome = inner, clock, on_outcome
-        self.sent: list[Sent] = []
-
-    def __getattr__(self, name: str) -> Any:  # plan, limits_key, quota, reserve, aclose
-        return getattr(self._inner, name)
-
-    async def attempt(self, call: Call) -> Outcome:
-        sent = Sent(self._clock.now, call.spec.body or {})
-        self.sent.append(sent)
-        outcome = await self._inner.attempt(call)
-        error = outcome.error
-        sent.status = error.status_code if isinstance(error, APIStatusError) else 200 if error is None else None
-        if self._on_outcome is not None:
-            self._on_outcome(sent, outcome)
-        return outcome
 
 
 async def run_batch(server: FakeServer, items: Sequence[Any], clock: FakeClock, *,
-                    on_outcome: Callable[[Sent, Outcome], None] | None = None,
-                    **params: Any) -> tuple[list[BatchResult], BatchStats, RecordingSender, BatchIterator]:
+                    on_outcome: Callable[[TurnSent, Outcome], None] | None = None, **params: Any
+                    ) -> tuple[list[BatchResult], BatchStats, RecordingSender[TurnSent], BatchIterator]:
     """``batch(items, **params)`` on an AsyncClient, with the engine on ``clock``: results in input order."""
     options, _, defaults = split_params({"model": "gpt-4.1", "check_quota": False, **params})
     async with AsyncClient(api_key=server.api_key, base_url=server.url, initial_retry_delay=0) as client:
-        sender = RecordingSender(client.sender(), clock, on_outcome)
+        sender = RecordingSender(client.sender(), clock, record=TurnSent, on_outcome=on_outcome)
         sender.reserve(options.concurrency)
         it = BatchIterator(sender, items, defaults=defaults, options=options, total=len(items), clock=clock,
                            sleep=clock.sleep)
@@ -236,7 +202,7 @@ async def test_a_429_on_a_later_turn_pauses_the_whole_batch_and_the_agent_goes_o
     before 2.0 s on the engine's clock, all four go at exactly 2.0; q1 is not failed (3 attempts), the batch
     paused once for 2 s, and the server saw exactly 9 chat requests (8 turns + 1 rate-limited)."""
     released = asyncio.Event()
-    limited: list[Sent] = []
+    limited: list[TurnSent] = []
 
     async def alookup(key: str) -> str:
         """Look up a key."""
@@ -244,7 +210,7 @@ async def test_a_429_on_a_later_turn_pauses_the_whole_batch_and_the_agent_goes_o
             await released.wait()  # the others' next turns wait until q1's 429 has paused the batch
         return f"value-of-{key}"
 
-    def on_outcome(sent: Sent, outcome: Outcome) -> None:
+    def on_outcome(sent: TurnSent, outcome: Outcome) -> None:
         if sent.status == 429:
             limited.append(sent)
             released.set()
