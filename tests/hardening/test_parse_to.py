@@ -19,6 +19,7 @@ from holysheep import (
     AsyncStream,
     ChatCompletion,
     InvalidRequestError,
+    ResponseConsumedError,
     Stream,
 )
 
@@ -41,6 +42,9 @@ async def reply(req: Req, w: asyncio.StreamWriter) -> None:
         body = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}\n\n'
         w.write(head(content_type="text/event-stream") + body + b"data: [DONE]\n\n")
         w.close()
+        return
+    if req.headers.get("x-want") == "latin1":
+        w.write(fixed(200, "café".encode("latin-1"), content_type="text/plain; charset=iso-8859-1"))
         return
     w.write(fixed(200, COMPLETION, x_request_id="req-to"))
 
@@ -140,11 +144,32 @@ def test_a_stream_parses_only_to_its_stream(kind: str) -> None:
         assert raw.parse(to=cls) is stream and raw.parse(to=cls[Any]) is stream
         with pytest.raises(InvalidRequestError, match="only be its stream class"):
             raw.parse(to=bytes)
+        for read in (lambda: raw.content, lambda: raw.text, raw.read, raw.json):  # never an empty body
+            with pytest.raises(ResponseConsumedError, match="events come from parse"):
+                read()
         await aw(stream.close())
         async with opened(streaming(client, **kw), is_async) as response:
             with pytest.raises(InvalidRequestError, match="only be its stream class"):
                 await aw(response.parse(to=dict))
             assert await aw(response.parse(to=cls)) is await aw(response.parse())
+
+    with HostileServer(reply) as srv:
+        run(kind, srv.url, body)
+
+
+def test_text_follows_the_charset_as_in_openai(kind: str) -> None:
+    latin1 = {"x-want": "latin1"}
+    with HostileServer(reply) as srv, openai.OpenAI(api_key=KEY, base_url=srv.url, max_retries=0) as oa:
+        expected = oa.chat.completions.with_raw_response.create(model="m", messages=MESSAGES,
+                                                                extra_headers=latin1).parse(to=str)
+    assert expected == "café"
+
+    async def body(client: Any, is_async: bool) -> None:
+        raw = await aw(client.chat.completions.with_raw_response.create(model="m", messages=MESSAGES,
+                                                                        extra_headers=latin1))
+        assert raw.text == raw.parse(to=str) == expected
+        async with opened(streaming(client, extra_headers=latin1), is_async) as response:
+            assert await aw(response.parse(to=str)) == expected
 
     with HostileServer(reply) as srv:
         run(kind, srv.url, body)

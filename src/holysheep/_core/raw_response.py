@@ -16,7 +16,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 import httpx
 
+from holysheep._core.body_chunks import text_decoder
 from holysheep._core.parse_to import parse_to, stream_to
+from holysheep._exceptions import ResponseConsumedError
 
 __all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode"]
 
@@ -110,13 +112,18 @@ class APIResponse(BaseAPIResponse[R]):
 
     @property
     def content(self) -> bytes:
-        """The body (empty for a stream: read it through ``parse()``)."""
-        return self._content or b""
+        """The body. A ``stream=True`` response's body is its events, read through ``parse()``: here it raises
+        `ResponseConsumedError` (never an empty body); ``with_streaming_response`` gives the raw bytes."""
+        if self._content is None:
+            raise ResponseConsumedError(
+                "with_raw_response hands a stream=True response over as its stream: its events come from parse(). "
+                "For the raw server-sent events use with_streaming_response and read() or iter_lines().")
+        return self._content
 
     @property
     def text(self) -> str:
-        """The body as text."""
-        return self.content.decode("utf-8", "replace")
+        """The body as text (the ``Content-Type`` charset, else UTF-8), as ``parse(to=str)``."""
+        return text_decoder(self.headers).decode(self.content, final=True)
 
     def json(self) -> Any:
         """The body decoded as JSON."""
