@@ -19,7 +19,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
         ├── APIResponseValidationError  a 2xx body that is not the expected JSON
         ├── APIStreamError          an ``error`` object arrived inside an SSE stream
         ├── ResponseTooLargeError   a body, SSE line or event went past its size limit (never retried)
-        ├── RedirectRefusedError    a redirect the SDK will not follow (cross-origin POST, https -> http)
+        ├── RedirectRefusedError    a redirect the SDK will not follow (cross-origin POST, https -> http, a loop)
         └── APIConnectionError      no usable response (DNS, refused, reset, TLS)
             ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
@@ -191,7 +191,8 @@ class ResponseTooLargeError(APIError):
 class RedirectRefusedError(APIError):
     """The server redirected a call somewhere the SDK will not follow: a non-GET request (which carries the
     prompt and the idempotency key) to another origin, or any request from https down to plain http on a
-    host that is not loopback. Point ``base_url`` at the final URL instead."""
+    host that is not loopback, or a redirect loop (more than 20 redirects on httpx, 10 on aiohttp). Not retried.
+    Point ``base_url`` at the final URL instead."""
 
 
 class APIStreamError(APIError):

@@ -19,7 +19,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from holysheep._core.answer import NoAnswerError
 from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
-from holysheep._core.error_mapping import error_from_status, error_from_transport
+from holysheep._core.error_mapping import error_from_status, error_from_transport, redirect_loop_error
 from holysheep._core.keys import redact
 from holysheep._core.log import logger
 from holysheep._core.option_checks import check_idle_timeout, check_max_retries
@@ -279,7 +279,10 @@ class Call:
         return self.decide(err, retry_after)
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
-        """Decide on a transport failure (timeout, refused, reset): always retryable."""
+        """Decide on a transport failure (timeout, refused, reset): retryable, except a redirect loop."""
+        loop = redirect_loop_error(exc, request, api_key=self.api_key)
+        if loop is not None:
+            return self.decide(loop)  # not retryable: the next attempt meets the same loop
         err = error_from_transport(exc, request, api_key=self.api_key, retries_taken=self.retries_taken,
                                    ca_source=self.config.network.ca_source)
         outcome = self.decide(err)

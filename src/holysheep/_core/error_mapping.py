@@ -12,6 +12,7 @@ from holysheep._core.keys import mask_key, redact, redact_value
 from holysheep._core.scrub import request_id_of
 from holysheep._exceptions import (
     APIConnectionError,
+    APIError,
     APIStatusError,
     APITimeoutError,
     APITLSError,
@@ -23,10 +24,12 @@ from holysheep._exceptions import (
     PermissionDeniedError,
     QuotaUnavailableError,
     RateLimitError,
+    RedirectRefusedError,
     UnprocessableEntityError,
 )
 
-__all__ = ["error_from_status", "error_from_transport", "missing_version_hint", "sanitized_request", "server_message"]
+__all__ = ["error_from_status", "error_from_transport", "missing_version_hint", "redirect_loop_error",
+           "sanitized_request", "server_message"]
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
@@ -285,3 +288,15 @@ def error_from_transport(
         f"Connection error{where}{tried}: {detail}. Check the base_url, your network, and that the server is up.",
         request=req,
     )
+
+
+def redirect_loop_error(exc: Exception, request: httpx.Request | None, *, api_key: str | None) -> APIError | None:
+    """A `RedirectRefusedError` (never retried: the next attempt meets the same loop) when ``exc`` is a
+    redirect loop (httpx's ``TooManyRedirects``, or the aiohttp backend's); else ``None``."""
+    if not isinstance(exc, httpx.TooManyRedirects):
+        return None
+    req = sanitized_request(request, api_key) if request is not None else None
+    where = f" ({req.method} {req.url})" if req is not None else ""
+    return RedirectRefusedError(
+        f"Redirect loop{where}: {redact(str(exc), api_key) or 'too many redirects'}. Not retried: point base_url "
+        f"at the final URL.", request=req)

@@ -1,0 +1,129 @@
+"""The retry table of docs/errors.md and the promises of docs/security.md, with the defaults: a client built
+with nothing but a key and a base URL (``max_retries=2``, backoff 0.5 s doubling, ``max_retry_after=60``),
+on every transport, against a server on 127.0.0.1. The sleeps are recorded, not slept, and the backoff's
+jitter is drawn as 0, so every schedule is exact."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+import holysheep
+from holysheep import (
+    APIResponseValidationError,
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    RedirectRefusedError,
+    UnprocessableEntityError,
+)
+from holysheep._clients import async_client, client
+from holysheep._core import call, retry
+
+from .conftest import KEY, MESSAGES
+from .hostile import HostileServer, Req, fixed
+
+ERROR = json.dumps({"error": {"message": "no", "type": "invalid_request_error"}}).encode()
+
+
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The delays the client asked to sleep, in order (none is slept); backoff jitter drawn as 0."""
+    delays: list[float] = []
+
+    async def fake_async_sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    monkeypatch.setattr(client.time, "sleep", delays.append)
+    monkeypatch.setattr(async_client, "_sleep", fake_async_sleep)
+    monkeypatch.setattr(call, "backoff_delay", lambda policy, n, rand: retry.backoff_delay(policy, n, lambda: 0.0))
+    return delays
+
+
+def default_chat(kind: str, url: str) -> Any:
+    """One create() on a client with every default but the key and the base URL."""
+    if kind == "sync":
+        with holysheep.Client(api_key=KEY, base_url=url) as c:
+            return c.chat.completions.create(model="m", messages=MESSAGES)
+
+    async def go() -> Any:
+        backend = "httpx" if kind == "httpx" else "aiohttp"
+        async with holysheep.AsyncClient(api_key=KEY, base_url=url, http_backend=backend) as c:
+            return await c.chat.completions.create(model="m", messages=MESSAGES)
+
+    return asyncio.run(go())
+
+
+def serve(status: int, body: bytes = ERROR, **headers: str) -> Any:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(fixed(status, body, **headers))
+
+    return scenario
+
+
+@pytest.mark.parametrize(("status", "cls"), [(400, BadRequestError), (401, AuthenticationError),
+                                             (403, PermissionDeniedError), (404, NotFoundError),
+                                             (422, UnprocessableEntityError), (413, APIStatusError)])
+def test_a_4xx_is_one_request_then_the_typed_error(kind: str, slept: list[float], status: int,
+                                                   cls: type[Exception]) -> None:
+    with HostileServer(serve(status)) as srv, pytest.raises(cls) as info:
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 1 and slept == []
+    assert isinstance(info.value, APIStatusError) and info.value.status_code == status
+    assert info.value.retries_taken == 0
+
+
+@pytest.mark.parametrize(("status", "cls"), [(408, APIStatusError), (409, ConflictError), (429, RateLimitError),
+                                             (500, InternalServerError), (503, InternalServerError)])
+def test_a_retryable_status_is_sent_three_times_on_the_default_backoff(kind: str, slept: list[float], status: int,
+                                                                       cls: type[Exception]) -> None:
+    with HostileServer(serve(status)) as srv, pytest.raises(cls) as info:
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 3  # max_retries=2
+    assert slept == [0.5, 1.0]  # initial_retry_delay 0.5 s, doubling
+    assert [r.headers["x-holysheep-retry-count"] for r in srv.requests] == ["0", "1", "2"]
+    assert len({r.headers["idempotency-key"] for r in srv.requests}) == 1
+    assert isinstance(info.value, APIStatusError) and info.value.retries_taken == 2
+
+
+def test_a_401_is_never_retried_even_when_the_server_says_so(kind: str, slept: list[float]) -> None:
+    with HostileServer(serve(401, x_should_retry="true")) as srv, pytest.raises(AuthenticationError):
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 1 and slept == []
+
+
+def test_an_answerless_200_is_retried_then_raised(kind: str, slept: list[float]) -> None:
+    with HostileServer(serve(200, b'{"choices": []}')) as srv, pytest.raises(APIResponseValidationError):
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 3 and slept == [0.5, 1.0]
+
+
+def test_retry_after_is_waited_up_to_sixty_seconds(kind: str, slept: list[float]) -> None:
+    with HostileServer(serve(429, retry_after="60")) as srv, pytest.raises(RateLimitError):
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 3 and slept == [60.0, 60.0]
+
+
+def test_a_longer_retry_after_is_raised_not_waited(kind: str, slept: list[float]) -> None:
+    with HostileServer(serve(429, retry_after="61")) as srv, pytest.raises(RateLimitError) as info:
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 1 and slept == []
+    assert info.value.retry_after == 61.0 and info.value.retries_taken == 0
+
+
+def test_a_redirect_loop_is_followed_20_or_10_times_once_and_not_retried(kind: str, slept: list[float]) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(fixed(307, b"", location=req.path))  # same origin: followed, until the limit
+
+    with HostileServer(scenario) as srv, pytest.raises(RedirectRefusedError) as info:
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == (11 if kind == "aiohttp" else 21) and slept == []  # 1 + the redirects followed
+    assert "Redirect loop" in str(info.value) and "base_url" in str(info.value) and KEY not in str(info.value)
