@@ -6,9 +6,13 @@ jitter is drawn as 0, so every schedule is exact."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
 import json
+import zlib
 from typing import Any
 
+import httpx
 import pytest
 
 import holysheep
@@ -23,13 +27,16 @@ from holysheep import (
     PermissionDeniedError,
     RateLimitError,
     RedirectRefusedError,
+    ResponseTooLargeError,
+    StreamInterruptedError,
     UnprocessableEntityError,
 )
 from holysheep._clients import async_client, client
 from holysheep._core import call, retry
+from holysheep._core.config import DEFAULT_LIMITS
 
 from .conftest import KEY, MESSAGES
-from .hostile import HostileServer, Req, fixed
+from .hostile import HostileServer, Req, fixed, head
 
 ERROR = json.dumps({"error": {"message": "no", "type": "invalid_request_error"}}).encode()
 
@@ -127,3 +134,93 @@ def test_a_redirect_loop_is_followed_20_or_10_times_once_and_not_retried(kind: s
         default_chat(kind, srv.url)
     assert len(srv.requests) == (11 if kind == "aiohttp" else 21) and slept == []  # 1 + the redirects followed
     assert "Redirect loop" in str(info.value) and "base_url" in str(info.value) and KEY not in str(info.value)
+
+
+def default_stream(kind: str, url: str) -> list[Any]:
+    """One create(stream=True) on a client with every default but the key and the base URL, read to the end."""
+    if kind == "sync":
+        with holysheep.Client(api_key=KEY, base_url=url) as c, \
+                c.chat.completions.create(model="m", messages=MESSAGES, stream=True) as s:
+            return list(s)
+
+    async def go() -> list[Any]:
+        backend = "httpx" if kind == "httpx" else "aiohttp"
+        async with holysheep.AsyncClient(api_key=KEY, base_url=url, http_backend=backend) as c:
+            s = await c.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+            async with s:
+                return [chunk async for chunk in s]
+
+    return asyncio.run(go())
+
+
+CHUNK = json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                    "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]})
+
+
+def test_a_stream_cut_after_its_first_event_is_one_request_and_keeps_the_partial_text(
+        kind: str, slept: list[float]) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(head(content_type="text/event-stream") + f"data: {CHUNK}\n\n".encode())
+        await w.drain()
+        w.transport.abort()  # reset mid-stream
+
+    with HostileServer(scenario) as srv, pytest.raises(StreamInterruptedError) as info:
+        default_stream(kind, srv.url)
+    assert len(srv.requests) == 1 and slept == []  # part of the answer was seen: never retried
+    assert info.value.partial_text == "Hel"
+
+
+# --- the size limits of docs/errors.md#limits at their defaults (64 MiB body, 16 MiB SSE line) -------------
+
+
+def _gzip_zeros(n: int) -> bytes:
+    comp = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b"\0" * (1 << 20)
+    return b"".join(comp.compress(block) for _ in range(n >> 20)) + comp.flush()
+
+
+@functools.cache
+def bomb_65_mib() -> bytes:
+    return _gzip_zeros(65 << 20)  # ~65 KB on the wire
+
+
+@functools.cache
+def sse_bomb_17_mib() -> bytes:
+    return gzip.compress(b"data: " + b"z" * (17 << 20), compresslevel=1)
+
+
+def test_a_body_past_64_mib_is_refused_once(kind: str, slept: list[float]) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(fixed(200, bomb_65_mib(), content_encoding="gzip"))
+
+    with HostileServer(scenario) as srv, pytest.raises(ResponseTooLargeError) as info:
+        default_chat(kind, srv.url)
+    assert info.value.limit == 64 << 20 and len(srv.requests) == 1 and slept == []  # not retried
+
+
+def test_an_sse_line_past_16_mib_is_refused_once(kind: str, slept: list[float]) -> None:
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(head(content_type="text/event-stream", content_encoding="gzip") + sse_bomb_17_mib())
+
+    with HostileServer(scenario) as srv, pytest.raises(ResponseTooLargeError) as info:
+        default_stream(kind, srv.url)
+    assert info.value.limit == 16 << 20 and len(srv.requests) == 1 and slept == []
+
+
+# --- docs/configuration.md's table of defaults ------------------------------------------------------------
+
+
+def test_the_configuration_table_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOLYSHEEP_BASE_URL", raising=False)
+    monkeypatch.setenv("HOLYSHEEP_API_KEY", KEY)
+    for c in (holysheep.Client(), holysheep.AsyncClient()):
+        cfg = c.config
+        assert str(cfg.base_url).rstrip("/") == "https://api.holysheep.ai/v1" and cfg.api_key.reveal() == KEY
+        assert cfg.timeout == httpx.Timeout(600, connect=5)
+        assert (cfg.max_retries, cfg.initial_retry_delay, cfg.max_retry_delay, cfg.max_retry_after) == (2, 0.5, 8.0,
+                                                                                                          60.0)
+        assert cfg.stream_idle_timeout is None and cfg.allow_insecure_http is False
+        assert (cfg.max_response_bytes, cfg.max_sse_event_bytes) == (64 << 20, 16 << 20)
+    assert holysheep.Client(api_key=KEY, timeout=3).config.timeout == httpx.Timeout(3, connect=3)
+    assert holysheep.Client(api_key=KEY, timeout=30).config.timeout == httpx.Timeout(30, connect=5)
+    assert httpx.Limits(max_connections=1000, max_keepalive_connections=100) == DEFAULT_LIMITS
