@@ -216,7 +216,8 @@ class _StreamBase(Generic[_T]):
     def _first_chunk(self) -> None:
         ctx = self._call.ctx
         assert ctx is not None
-        ctx.stream_event("on_stream_first_chunk", StreamEvent(ctx, self._head[0], ctx.clock()))
+        at = self._state.first_at  # when it was decoded: one read may also have brought (and ended) the rest
+        ctx.stream_event("on_stream_first_chunk", StreamEvent(ctx, self._head[0], ctx.clock() if at is None else at))
 
     def _final(self) -> ChatCompletion:
         completion = self._state.final_completion()

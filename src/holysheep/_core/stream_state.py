@@ -65,7 +65,7 @@ class StreamState:
 
     __slots__ = ("_clock", "_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
                  "_refusals", "_roles", "_secret", "_texts", "_tools", "_usage", "_validate", "chunks", "done",
-                 "ended_at", "finish", "raw_error", "reported", "started_at")
+                 "ended_at", "finish", "first_at", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -74,6 +74,7 @@ class StreamState:
         self._secret = secret  # redacted out of every server text an error carries
         self.started_at = started_at
         self.ended_at: float | None = None
+        self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
         self.reported = False  # the hooks were told of the stream's end (once)
         self.raw_error: Exception | None = None  # what observe() kept instead of raising
         self.done = False
@@ -194,6 +195,7 @@ class StreamState:
         self.chunks += 1
         if self._first is None:
             self._first = chunk
+            self.first_at = self._clock()
         if chunk.usage is not None:
             self._usage = chunk.usage
         got_content = got_reasoning = False
