@@ -164,3 +164,19 @@ def test_the_httpx_shard_size_the_docs_quote_is_the_code_s() -> None:
     perf = " ".join((ROOT / "docs" / "performance.md").read_text().split())
     assert f"shards its own pool into clients of at most {SHARD_CONNECTIONS} connections" in config
     assert f"several pools of at most {SHARD_CONNECTIONS} connections" in perf
+
+
+def test_the_batch_defaults_the_docs_quote_are_the_code_s() -> None:
+    from holysheep.batch import DEFAULTS
+
+    assert {k: DEFAULTS[k] for k in ("concurrency", "rpm", "tpm", "retry_budget", "outage_after_s",
+                                     "outage_failure_ratio", "outage_window", "max_pause_s", "retry_window_s",
+                                     "gc_threshold", "max_retries")} == {
+        "concurrency": 16, "rpm": "auto", "tpm": "auto", "retry_budget": 0.2, "outage_after_s": 60.0,
+        "outage_failure_ratio": 0.9, "outage_window": 100, "max_pause_s": 300.0, "retry_window_s": 600.0,
+        "gc_threshold": 10_000, "max_retries": None}
+    batch = " ".join((ROOT / "docs" / "batch.md").read_text().split())
+    for quoted in ("`concurrency=16`, `rpm=\"auto\"`, `tpm=\"auto\"`", "`retry_window_s=600`",
+                   "`retry_budget=0.2`", "`outage_failure_ratio` (0.9) of the last `outage_window` (100)",
+                   "`outage_after_s` (60 s)", "`max_pause_s=300`", "`gc_threshold=10_000`"):
+        assert quoted in batch, quoted
