@@ -9,6 +9,9 @@ import asyncio
 import functools
 import gzip
 import json
+import os
+import subprocess
+import sys
 import zlib
 from typing import Any
 
@@ -224,3 +227,34 @@ def test_the_configuration_table_defaults(monkeypatch: pytest.MonkeyPatch) -> No
     assert holysheep.Client(api_key=KEY, timeout=3).config.timeout == httpx.Timeout(3, connect=3)
     assert holysheep.Client(api_key=KEY, timeout=30).config.timeout == httpx.Timeout(30, connect=5)
     assert httpx.Limits(max_connections=1000, max_keepalive_connections=100) == DEFAULT_LIMITS
+
+
+def test_the_429_message_docs_errors_md_quotes(kind: str, slept: list[float]) -> None:
+    body = json.dumps({"error": {"message": "Rate limit reached for requests.", "type": "rate_limit_exceeded",
+                                 "code": "rate_limit_exceeded"}}).encode()
+    reply = fixed(429, body, x_request_id="req_abc").replace(b"429 X", b"429 Too Many Requests", 1)
+
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        w.write(reply)
+
+    with HostileServer(scenario) as srv, pytest.raises(RateLimitError) as info:
+        default_chat(kind, srv.url)
+    assert str(info.value) == (
+        "HTTP 429 Too Many Requests: Rate limit reached for requests. (type=rate_limit_exceeded, "
+        "code=rate_limit_exceeded) after 2 retries [request_id=req_abc]. Rate limited: lower concurrency, or use "
+        "client.chat.completions.batch(rpm=..., tpm=...).")
+
+
+def test_holysheep_log_debug_logs_each_retry_to_stderr_without_the_key() -> None:
+    code = ("import sys, holysheep\n"
+            "c = holysheep.Client(api_key=sys.argv[1], base_url=sys.argv[2])\n"
+            "try:\n    c.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'Hi'}])\n"
+            "except holysheep.InternalServerError:\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLYSHEEP_")} | {"HOLYSHEEP_LOG": "debug"}
+    with HostileServer(serve(503, retry_after_ms="0")) as srv:
+        done = subprocess.run([sys.executable, "-c", code, KEY, srv.url], env=env, capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 0, done.stderr
+    retries = [line for line in done.stderr.splitlines() if "retrying POST" in line]
+    assert len(retries) == 2 and "(retry 1 of 2)" in retries[0] and "(retry 2 of 2)" in retries[1], done.stderr
+    assert KEY not in done.stderr and len(srv.requests) == 3
