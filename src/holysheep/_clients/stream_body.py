@@ -6,12 +6,14 @@ no event do not reset it), each read within the call's read timeout, and a body 
 ``max_response_bytes``. The bytes still go through the stream's state, so the hooks' one ``on_stream_end`` (at
 the end of the body, on a read error, or ``closed`` when the caller leaves the ``with`` block first) reports the
 usage, text and metrics the parsed stream would have; an error event or a cut-off body, which the caller sees
-in the bytes, is that event's ``error`` (nothing is raised to the caller for it)."""
+in the bytes, is that event's ``error`` (nothing is raised to the caller for it). A body ``read()`` whole is kept,
+and the stream's events are then decoded from those bytes (`replay_sync`, `replay_async`), as openai-python's
+``parse()`` after ``read()`` does; the hooks heard its end already (once)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -24,7 +26,7 @@ from holysheep._transports.deadlines import IdleClock, within_deadline
 if TYPE_CHECKING:
     from holysheep._core.call import Call
 
-__all__ = ["aiter_raw_sse", "iter_raw_sse"]
+__all__ = ["aiter_raw_sse", "iter_raw_sse", "replay_async", "replay_sync"]
 
 
 _DRAIN_LIMIT = 65536  # after [DONE], read at most this much more so the connection can be reused
@@ -72,8 +74,9 @@ class _Consumed:
     @staticmethod
     def _error() -> ResponseConsumedError:
         return ResponseConsumedError(
-            "This stream=True response's raw body was read (read()/iter_bytes()/iter_text()/iter_lines()), so its "
-            "events are gone: use parse() and iterate the stream instead of the raw methods, not after them.")
+            "This stream=True response's raw body was iterated (iter_bytes()/iter_text()/iter_lines()) or its read() "
+            "failed, and such a body is not kept, so its events are gone. Call read() first (it keeps the body, "
+            "and the stream then gives the events decoded from it), or iterate the stream instead of the raw methods.")
 
     def __next__(self) -> Any:
         raise self._error()
@@ -194,3 +197,34 @@ async def aiter_raw_sse(stream: _RawAsync, call: Call, limit: int | None) -> Asy
         await stream._raw_end(error)
         raise error from cause
     await stream._raw_end(limits.end())
+
+
+def _replayed(content: bytes, call: Call) -> Iterator[list[Any]]:
+    """The chunks of a kept raw body, event by event (a line completes at most one), with the errors the stream
+    would have raised: an error event, an event that is not a chunk, an end without ``[DONE]`` or a finish
+    reason. Decoded by a state of its own, whose clock is never read: the stream's state saw these bytes as they
+    arrived (its text, usage and metrics, and the hooks' one ``on_stream_end``, are from then)."""
+    state = StreamState(0.0, secret=call.api_key, max_event_bytes=call.config.max_sse_event_bytes,
+                        clock=lambda: 0.0)
+    for line in content.splitlines(keepends=True):
+        yield state.feed(line)
+        if state.done:
+            return
+    yield state.finish_stream()
+    if not (state.done or state.finish):
+        raise StreamInterruptedError(
+            f"The stream's body (read() before parse()) ended after {state.chunks} chunks without [DONE] or a "
+            "finish reason: it was cut off. The text so far is in .partial_text.", partial_text=state.partial_text)
+
+
+def replay_sync(content: bytes, call: Call) -> Generator[Any, None, None]:
+    """The events of a raw body ``read()`` whole (``content``), for `Stream` after the read."""
+    for chunks in _replayed(content, call):
+        yield from chunks
+
+
+async def replay_async(content: bytes, call: Call) -> AsyncGenerator[Any, None]:
+    """`replay_sync` for `AsyncStream` (the bytes are in memory: nothing is awaited)."""
+    for chunks in _replayed(content, call):
+        for chunk in chunks:
+            yield chunk

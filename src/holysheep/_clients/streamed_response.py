@@ -2,7 +2,8 @@
 and ``AsyncAPIResponse``). The status was decided (retried, or raised as a typed error) before it came here;
 the body is read only when the caller asks, within ``max_response_bytes`` and the attempt's deadline, and leaving
 the ``with`` block unread closes the connection. For ``stream=True``, ``parse()`` gives the event stream and the
-raw methods the server's bytes (one or the other: `holysheep._clients.stream_body`)."""
+raw methods the server's bytes (one or the other: `holysheep._clients.stream_body`), except that a body ``read()``
+whole is kept and the stream then gives the events decoded from it (as openai-python does)."""
 
 from __future__ import annotations
 
@@ -98,13 +99,21 @@ class _Lazy(BaseAPIResponse[R]):
         return text_decoder(self.headers).decode(content, final=True)
 
     def _events(self, to: Any) -> Any:
-        """``parse()`` of a ``stream=True`` response: the primed stream, unless its raw body was read."""
+        """``parse()`` of a ``stream=True`` response: the primed stream (after a whole ``read()``, it decodes the
+        kept bytes), unless its raw body was iterated or read part way, and not kept."""
         stream = self._value
-        if stream._raw_taken:
+        if stream._raw_taken and self._content is None:
             raise ResponseConsumedError(
-                "This stream=True response's raw body was read (read()/iter_bytes()/iter_text()/iter_lines()), so "
-                "its events are gone: call parse() and iterate the stream instead of the raw methods.")
+                "This stream=True response's raw body was iterated (iter_bytes()/iter_text()/iter_lines(), to its "
+                "end or part way) or its read() failed; such a body is not kept, so its events are gone. Call "
+                "read() first (it keeps the body, and parse() then gives the events decoded from it), or parse() "
+                "and iterate the stream instead of the raw methods.")
         return stream if to is None else self._stream_as(to)
+
+    def _kept(self, content: bytes) -> None:
+        """``read()`` kept the whole body: a ``stream=True`` response's stream gives its events from it."""
+        if self._response is None:
+            self._value._replay(content)
 
     def _limit(self) -> int | None:
         """The most bytes ``read()`` keeps of a stream's raw body (a plain body is bounded when it is read)."""
@@ -152,6 +161,7 @@ class StreamedAPIResponse(_Lazy[R]):
             if self._watch is not None:
                 self._watch.keep()
             self._content = b"".join(self._pieces(self._limit()))
+            self._kept(self._content)
             if self._watch is not None:
                 self._ended(self._content)
         return self._content
@@ -174,8 +184,9 @@ class StreamedAPIResponse(_Lazy[R]):
         """What the plain call returns (a ``ChatCompletion``, a model list, ...; the stream for ``stream=True``),
         parsed once, with the same errors: `APIResponseValidationError` for a body that is not the expected
         JSON or a 200 that carries no answer (not retried here: the response was already handed over).
-        ``to``: the body as another type (see `APIResponse.parse`). For ``stream=True``, after the raw body was
-        read: `ResponseConsumedError`."""
+        ``to``: the body as another type (see `APIResponse.parse`). For ``stream=True`` after ``read()``, the
+        stream decodes the kept bytes (the hooks heard its end during the read, once); after ``iter_bytes()``,
+        ``iter_text()`` or ``iter_lines()`` (not kept): `ResponseConsumedError`."""
         if self._response is None:
             return self._events(to)
         if to is not None:
@@ -270,6 +281,7 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
             if self._watch is not None:
                 self._watch.keep()
             self._content = b"".join([piece async for piece in self._pieces(self._limit())])
+            self._kept(self._content)
             if self._watch is not None:
                 self._ended(self._content)
         return self._content

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import httpx
 
-from holysheep._clients.stream_body import _Consumed
+from holysheep._clients.stream_body import _Consumed, replay_async, replay_sync
 from holysheep._clients.stream_reading import iter_async, iter_sync, nothing_arrived, report_end
 from holysheep._core.closing import AsyncClosing, SyncClosing
 from holysheep._core.hooks import StreamEvent
@@ -164,6 +164,10 @@ class Stream(SyncClosing, _StreamBase[_T]):
             report_end(self._call, self._state, error)
         self.close()
 
+    def _replay(self, content: bytes) -> None:
+        """The raw body was read whole and kept (``read()``): the events are decoded from ``content``."""
+        self._iterator = replay_sync(content, self._call)
+
     def until_done(self) -> Stream[_T]:
         """Read the rest of the stream."""
         for _ in self:
@@ -247,6 +251,10 @@ class AsyncStream(AsyncClosing, _StreamBase[_T]):
         if self._call.ctx is not None:
             report_end(self._call, self._state, error)
         await self.close()
+
+    def _replay(self, content: bytes) -> None:
+        """`Stream._replay` for an async stream."""
+        self._iterator = replay_async(content, self._call)
 
     async def until_done(self) -> AsyncStream[_T]:
         """Read the rest of the stream."""
