@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -108,6 +109,19 @@ def main(base_url: str | None, api_key: str | None) -> None:
         per_doc = client.chat.completions.batch(DOCUMENTS[:2], model=MODEL, response_format=list[LineItem])
         line_items: list[list[LineItem]] = [r.parsed for r in per_doc if r.ok]
         print("line items per document:", [len(items) for items in line_items])
+
+        # create() and run_tools() take the same response_format types (sent as the strict schema; not parsed)
+        raw = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": DOCUMENTS[0]}],
+                                             response_format=list[LineItem])
+        print("create(response_format=list[LineItem]):", (raw.choices[0].message.content or "")[:40])
+        def vendor_of(invoice_number: int) -> str:
+            """The vendor on file for an invoice number."""
+            return "Acme Corp"
+
+        envelope: Mapping[str, Any] = MappingProxyType({"type": "json_object"})  # any mapping, sent as JSON
+        ran = client.chat.completions.run_tools(model=MODEL, messages=[{"role": "user", "content": DOCUMENTS[0]}],
+                                                tools=[vendor_of], response_format=envelope)
+        print("run_tools(response_format=<read-only mapping>):", (ran.content or "")[:40])
 
 
 if __name__ == "__main__":

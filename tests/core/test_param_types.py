@@ -38,7 +38,7 @@ CREATE_NAMES = frozenset({
 BATCH_EXTRAS = frozenset({"model", "max_repairs", "max_turns"}) | BATCH_OPTION_NAMES | HOOK_NAMES
 
 TOOL_ENTRY = typing.Union[Mapping[str, Any], Callable[..., Any], type[BaseModel]]
-RESPONSE_FORMAT = typing.Union[dict[str, Any], type[BaseModel]]
+RESPONSE_FORMAT = typing.Union[Mapping[str, Any], type[Any]]  # as they run: any mapping, any type
 BATCH_RESPONSE_FORMAT = typing.Union[Mapping[str, Any], type[Any]]  # as parse(): any mapping, any type
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-from holysheep._core.request import ChatParamsBase, ToolInput
+from holysheep._core.request import ChatParamsBase, ResponseFormatInput, ToolInput
 
 __all__ = ["BATCH_OPTION_NAMES", "BatchParams", "BatchResponseFormat", "HOOK_NAMES"]
 
-BatchResponseFormat = Union[Mapping[str, Any], type[Any]]
+BatchResponseFormat = ResponseFormatInput  # Mapping[str, Any] | type[Any], as create() and run_tools() take it
 """``response_format`` as ``batch()`` takes it at run time (as ``parse`` does): a mapping (a ``json_schema`` /
 ``json_object`` envelope, sent as given unless ``max_repairs`` is set, or a bare JSON schema), a pydantic
 model, or another type pydantic understands (``list[Model]``, a ``TypedDict`` class); a schema or a type

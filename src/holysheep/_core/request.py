@@ -24,8 +24,12 @@ with ``response_format=Model``): a tool dict (a `FunctionTool` is one), a plain 
 with ``function_tool``) or a pydantic model class (wrapped with ``pydantic_function_tool``). They take a
 list or a tuple of them (typed ``Sequence``: a generator would be read up before the batch's requests)."""
 
-ResponseFormatInput = Union[dict[str, Any], type[BaseModel]]
-"""``response_format`` as ``create()`` takes it: a dict sent as given, or a pydantic model (strict schema)."""
+ResponseFormatInput = Union[Mapping[str, Any], type[Any]]
+"""``response_format`` as ``create()`` and ``run_tools()`` take it at run time: a mapping (a ``json_schema`` /
+``json_object`` envelope, or a read-only mapping) sent as given, as JSON, or a pydantic model or another type
+pydantic understands (``list[Model]``, a ``TypedDict`` class), sent as the strict ``json_schema`` envelope
+(``parse()`` validates the reply; ``create()`` does not). ``Literal[...]`` and ``X | Y`` work too, but a type
+checker does not see them as types: wrap them in a model or a ``list[...]``. (`BatchResponseFormat` is the same.)"""
 
 
 class ChatParamsBase(TypedDict, total=False):
