@@ -1,0 +1,178 @@
+"""The figures docs/hardware.md quotes are the ones the code gives with the defaults, and every `holysheep plan|gpus`
+command the planner pages show runs. Each assertion computes the number with the real picker, pricing and CLI
+renderers and looks for it, formatted as the page writes it, in the page (whitespace-normalised)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ._pages import block, says
+from ._util import ROOT
+
+if TYPE_CHECKING:
+    from holysheep.hardware import PickResult
+
+
+
+# --- docs/hardware.md ------------------------------------------------------------------------------------
+
+
+def test_hardware_gpus_table_excerpt_is_the_real_output() -> None:
+    from holysheep.hardware import gpus
+    from holysheep.hardware._cli import render_gpus_table
+
+    real = render_gpus_table("bf16").splitlines()
+    shown = block("hardware.md", '`gpus(sort="bf16")` (`holysheep gpus`):')
+    head = [line for line in shown if not line.startswith("...")]
+    assert shown[len(head) - 1].startswith("...") and f"{len(gpus())} in all" in shown[len(head) - 1]
+    assert head[:-1] == real[:len(head) - 1] and head[-1] == real[-1]
+
+
+@pytest.fixture(scope="module")
+def awq_plan() -> PickResult:
+    from holysheep.hardware import pick_hardware
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, max_gpus=8)
+
+
+def test_hardware_picker_block_is_what_plan_prints() -> None:
+    from holysheep.hardware._cli import run_plan
+
+    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Options (objective"))
+    assert block("hardware.md", "Llama-3.1-70B, int4-awq, 8k context, batch 4 (52.8 GB") == lines[start:]
+
+
+def test_hardware_break_even_block_and_prose(awq_plan: PickResult) -> None:
+    from holysheep.hardware import pick_hardware
+    from holysheep.pricing import break_even
+
+    top = awq_plan[0]
+    be = break_even(api_model="deepseek-v3.2", option=top, tokens_per_day=10_000_000)
+    assert block("hardware.md", "against deepseek-v3.2 at 10M tokens/day:") == be.arithmetic.rstrip("\n").splitlines()
+    says("hardware.md", f"(1 x MI300X at ${top.price_per_hour:.2f}/h, {top.decode_tokens_per_s:.1f} tok/s at batch 4)")
+    (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=4096, batch=32, gpus=["mi300x"], max_gpus=1)
+    be8 = break_even(api_model="deepseek-v3.2", option=small, tokens_per_day=10_000_000)
+    assert be8.break_even_tokens_per_day is not None
+    says("hardware.md", f"about {small.decode_tokens_per_s:,.0f} tok/s, ${be8.self_host_cost_per_m:.2f}/M at 50 % "
+                       f"utilization, with a break-even of 24 x 1.71 / 0.42 x 1e6 = "
+                       f"{be8.break_even_tokens_per_day / 1e6:.1f}M tokens/day")
+    nvidia = [o for o in awq_plan if o.gpu.vendor.lower() == "nvidia" and o.cost_per_million_tokens]
+    says("hardware.md", f"on NVIDIA the GH200 (${nvidia[0].cost_per_million_tokens:.2f}/M)")
+    assert nvidia[0].gpu.id == "gh200"
+
+
+def test_hardware_picker_facts_in_prose() -> None:
+    from holysheep.estimator import estimate_inference_memory as inf
+    from holysheep.hardware import gpu, pick_hardware
+
+    lat = pick_hardware("llama-3.1-8b", objective="latency")
+    by_id = {o.gpu.id: o for o in lat}
+    assert lat[0].gpu.id == "gb200" and lat[0].count == 1 and by_id["b200"].count == 1
+    says("hardware.md", f"(a GB200 at about {lat[0].decode_tokens_per_s_batch1:.0f} tok/s, a B200 at "
+                       f"{by_id['b200'].decode_tokens_per_s_batch1:.0f})")
+    big = inf("llama-3.1-405b", quant="bf16", tensor_parallel=8)
+    assert not big.fits("H100", 8) and big.fits("H200", 8)
+    says("hardware.md", f"does not fit 8 x H100-80GB ({big.per_gpu_gb:.1f} GB per GPU) but fits 8 x H200",
+        f"DeepSeek-V3 FP8 needs {inf('deepseek-v3', tensor_parallel=8).per_gpu_gb:.1f} GB per GPU on 8 x H100 "
+        f"({gpu('H100').memory_gb:.1f} GB each)",
+        f"two 64 GiB ({gpu('mi250x').memory_gb / 2:.2f} GB) devices")
+
+
+def test_hardware_api_cost_recomputation() -> None:
+    from holysheep.pricing import compare_api_costs
+
+    def annual(model: str, fraction: float | None = None) -> str:
+        text = str(compare_api_costs(model, "deepseek-v3.2", tokens_per_day=10_000_000, input_fraction=fraction))
+        found = re.search(r"Annual difference = .* = \$([\d,]+\.\d\d)", text)
+        assert found, text
+        return found.group(1)
+
+    shown = "\n".join(block("hardware.md", '"$60,000+ a year" claim, recomputed'))
+    assert f"= ${annual('gpt-4.1')}" in shown and f"= ${annual('gpt-4.1', 0.75)}" in shown
+    says("hardware.md", f"gpt-4o gives ${annual('gpt-4o').split('.')[0]} (all tokens at output price) or "
+                       f"${annual('gpt-4o', 0.75).split('.')[0]} (75 % prompt)",
+        f"claude-sonnet-4.5 at its output price gives only ${annual('claude-sonnet-4.5').split('.')[0]}",
+        f"60,000 / 365 / 10 = ${60_000 / 365 / 10:.2f} per million", f"above about ${60_000 / 365 / 10 + 0.42:.2f}/M")
+
+
+# --- every `holysheep plan` / `holysheep gpus` command the planner pages show runs as written ---------------
+
+_COMMAND = re.compile(r"(?:^\$ |^|`)(holysheep (?:plan|gpus)\b[^`\n#]*)", re.MULTILINE)
+
+
+def _documented_commands() -> list[str]:
+    found: list[str] = []
+    for name in ("cli.md", "estimator.md", "hardware.md", "index.md"):
+        for command in _COMMAND.findall((ROOT / "docs" / name).read_text(encoding="utf-8")):
+            command = command.strip()
+            runnable = len(command.split()) > 2 or command == "holysheep gpus"  # not the bare "holysheep plan"
+            if runnable and "MODEL" not in command and "[" not in command and command not in found:
+                found.append(command)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found += [c.strip() for c in re.findall(r"\.venv/bin/(holysheep plan [^\n]*)", readme) if c.strip() not in found]
+    return found
+
+
+def test_the_documented_commands_are_found() -> None:
+    commands = _documented_commands()
+    assert "holysheep plan llama-3.1-8b --gpus 4090 --context 32k" in commands
+    assert "holysheep plan llama-3.1-8b --gpus L4 --context 8k" in commands
+    assert "holysheep plan llama-3.1-70b --train qlora --seq-len 1024 --gpus L40S" in commands
+    assert len(commands) >= 12, commands
+
+
+@pytest.mark.parametrize("command", _documented_commands())
+def test_a_documented_command_runs(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from holysheep.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(shlex.split(command)[1:]) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert ("option" in out or '"options"' in out) if " plan " in command else "BF16" in out, out[-2000:]
+
+
+# --- docs/hardware.md, speed validation: every row's modelled figure and the summary ------------------------
+
+
+def test_the_speed_validation_table_is_what_the_model_gives() -> None:
+    import statistics
+
+    from tests.hardware.test_speed_validation import ROWS, _modelled
+
+    text = (ROOT / "docs" / "hardware.md").read_text(encoding="utf-8")
+    start = text.index("| model, quant | GPUs | runtime |")
+    table = [[c.strip() for c in line.strip().strip("|").split("|")]
+             for line in text[start:text.index("\n\n", start)].splitlines()[2:]]
+    assert len(table) == len(ROWS)
+    errors: dict[str, list[float]] = {"all": [], "check": []}
+    for row, cells in zip(ROWS, table, strict=True):
+        got = _modelled(row)
+        err = got / row["tokens_per_s"] - 1
+        assert cells[1] == f"{row['count']}x {row['gpu']}" and cells[2] == row["runtime"], cells
+        assert cells[6] == f"{got:.1f} ({err * 100:+.0f}%)", (cells, got, err)
+        assert cells[7] == row["role"], cells
+        errors["all"].append(abs(err))
+        if row["role"] == "check":
+            errors["check"].append(abs(err))
+
+    def within(errs: list[float]) -> float:
+        return sum(e <= 0.35 for e in errs) / len(errs) * 100
+
+    every, check = errors["all"], errors["check"]
+    median_all, median_check = statistics.median(every) * 100, statistics.median(check) * 100
+    says("hardware.md",
+        f"| speed model v2, all rows | {len(every)} | **{within(every):.1f} %** | **{median_all:.1f} %** |",
+        f"| speed model v2, `check` rows only | {len(check)} | {within(check):.1f} % | {median_check:.1f} % |",
+        f"`check`, {len(check)} rows", f"{len(ROWS)} published rows, each with its source",
+        f"checked against {len(ROWS)} published rows ({within(every):.0f} % within ±35 %)")
