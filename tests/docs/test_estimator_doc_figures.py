@@ -180,3 +180,58 @@ def test_the_families_table_is_the_code_count() -> None:
             assert row[1] == " / ".join(f"{c:,}" for c in counts), (name, row[1])
     v3, v32 = get_architecture("DeepSeek-V3"), get_architecture("DeepSeek-V3.2-Exp")
     says("estimator.md", f"lightning indexer, {v32.num_params - v3.num_params:,} params")
+
+
+# --- docs/estimator.md: the quant, runtime and vLLM-profile tables -----------------------------------------
+
+
+def _table(heading: str) -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "estimator.md").read_text(encoding="utf-8")
+    start = text.index(heading)
+    section = text[start:text.index("\n\n", text.index("\n|", start) + 1)]
+    return {cells[0]: cells[1:] for line in section.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+
+
+def test_the_quant_table_is_each_spec() -> None:
+    from holysheep.estimator import quant_spec
+
+    rows = _table("| quant | bits/weight |")
+
+    def bits(*names: str) -> tuple[list[str], str]:
+        specs = [quant_spec(n) for n in names]
+        emb = {f"{s.embedding_bits:g}" for s in specs}
+        same = all(s.embedding_bits == s.bits_per_weight for s in specs)
+        return [f"{s.bits_per_weight:g}" for s in specs], "same" if same else emb.pop()
+
+    for label, names in {"fp32 / bf16 / fp16": ("fp32", "bf16", "fp16"), "fp8 (E4M3)": ("fp8",),
+                         "int8 (LLM.int8)": ("int8",), "GGUF q8_0 / q6_k / q4_0": ("q8_0", "q6_k", "q4_0")}.items():
+        values, emb = bits(*names)
+        assert rows[label][:2] == [" / ".join(values), emb], label
+    for label, name in {"int4-gptq g128": "int4-gptq", "int4-awq g128": "int4-awq", "nf4 + double quant": "nf4",
+                        "GGUF q4_k_m": "q4_k_m"}.items():
+        spec = quant_spec(name)
+        shown = rows[label][0]
+        figure = shown.split(" = ")[-1].split(" ")[0]
+        assert figure == f"{spec.bits_per_weight:.{len(figure.split('.')[1])}f}", (label, shown)
+        assert rows[label][1] == ("same" if spec.embedding_bits == spec.bits_per_weight else f"{spec.embedding_bits:g}")
+    says("estimator.md", f"one fp32 absmax per 64 weights and no double quantization, "
+                         f"{quant_spec('bnb-4bit').bits_per_weight:g} bits per weight")
+
+
+def test_the_vllm_profiles_and_sglang_fractions() -> None:
+    from holysheep.estimator import VLLM_PROFILES
+    from holysheep.estimator._runtimes import sglang_mem_fraction
+
+    def gib(n: int) -> str:  # as the table writes it: 0.15, 0.6, 0.77, 13.1, 0
+        x = n / 2**30
+        return f"{x:.2f}".rstrip("0").rstrip(".") if x < 1 else f"{x:.1f}"
+
+    rows = _table("| profile | profile pass |")
+    for name, profile in VLLM_PROFILES.items():
+        row = rows[f"`{name}` (default)" if name == "v1" else f"`{name}`"]
+        non_torch = f"{gib(profile.non_torch_bytes)} / {gib(profile.non_torch_bytes_tp)}"
+        assert row[1] in (f"{non_torch} GiB", "0 / 0" if non_torch == "0 / 0" else None), (name, row)
+        assert row[2].split(" ")[0] == gib(profile.cuda_graph_bytes), (name, row)
+    fractions = ", ".join(f"{sglang_mem_fraction(tp):.2f} TP{tp}" for tp in (1, 2, 4, 8, 16))
+    says("estimator.md", f"total × `mem_fraction_static` ({fractions})")

@@ -176,3 +176,42 @@ def test_the_speed_validation_table_is_what_the_model_gives() -> None:
         f"| speed model v2, `check` rows only | {len(check)} | {within(check):.1f} % | {median_check:.1f} % |",
         f"`check`, {len(check)} rows", f"{len(ROWS)} published rows, each with its source",
         f"checked against {len(ROWS)} published rows ({within(every):.0f} % within ±35 %)")
+
+
+# --- docs/hardware.md: the default efficiencies and the API price table ------------------------------------
+
+
+def _rows(after: str) -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "hardware.md").read_text(encoding="utf-8")
+    start = text.index("\n|", text.index(after))
+    section = text[start:text.index("\n\n", start)]
+    return {cells[0]: cells[1:] for line in section.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+
+
+def test_the_efficiencies_table_is_the_defaults() -> None:
+    from dataclasses import fields
+
+    from holysheep.hardware import Efficiencies
+
+    rows = _rows("Default efficiencies (`Efficiencies()`")
+    defaults = Efficiencies()
+    shown = {k.split("`")[1]: v[0] for k, v in rows.items() if k.startswith("`")}
+    assert shown == {f.name: f"{getattr(defaults, f.name):.2f}" for f in fields(defaults)}
+
+
+def test_the_price_table_is_the_catalog() -> None:
+    from holysheep.pricing import price_for
+
+    rows = {k: v for k, v in _rows("| model | input | cached input |").items() if k != "model"}
+    assert len(rows) == 12
+
+    def usd(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
+
+    for model, cells in rows.items():
+        p = price_for(model)
+        blended = "-" if p.blended_per_m is None else f"{usd(p.blended_per_m)} ({p.blended_kind})"
+        expected = [usd(p.input_per_m), usd(p.cached_input_per_m), usd(p.output_per_m), blended, p.as_of]
+        assert cells[:5] == expected, model
+        assert p.source.split("://")[1].rstrip("/").startswith(cells[5].rstrip("/")), (model, p.source)
