@@ -235,3 +235,26 @@ def test_the_vllm_profiles_and_sglang_fractions() -> None:
         assert row[2].split(" ")[0] == gib(profile.cuda_graph_bytes), (name, row)
     fractions = ", ".join(f"{sglang_mem_fraction(tp):.2f} TP{tp}" for tp in (1, 2, 4, 8, 16))
     says("estimator.md", f"total × `mem_fraction_static` ({fractions})")
+
+
+def test_estimator_kv_reserve_and_compute_buffer_figures() -> None:
+    from holysheep.estimator import estimate_inference_memory as inf
+    from holysheep.estimator import get_architecture
+    from holysheep.hardware import gpu
+
+    l40s = inf("llama-3.1-70b", quant="int4-awq", context=8192).memory_check("L40S", 1)
+    says("estimator.md", f"fits one L40S ({gpu('L40S').reported_mib:,.0f} MiB = {gpu('L40S').memory_gb:.2f} GB as the "
+                         f"driver reports it, less the 1 GB / 5 % reserve of runtimes without a utilization cap: "
+                         f"{l40s.limit_gb:.1f} GB)")
+    mib = 1e9 / 2**20
+    fa = inf("llama-3.1-8b", "bf16", 8192, runtime="llama.cpp").breakdown["activations"] * mib
+    eager = inf("llama-3.1-8b", "bf16", 8192, runtime="llama.cpp", flash_attention=False).breakdown["activations"] * mib
+    says("estimator.md",
+         f"For Llama-3-8B at 8k this is {round(fa, 1):g} MiB with `-fa` and {round(eager, 1):g} MiB without")
+    per_token = [get_architecture(m).kv_cache_bytes_per_token("fp16") for m in ("llama-2-7b", "llama-3.1-8b",
+                                                                                 "llama-3.1-70b")]
+    says("estimator.md", " / ".join(f"{b:,}" for b in per_token) + " B | exact",
+         f"{get_architecture('deepseek-v3').kv_cache_bytes_per_token('bf16'):,} B/token in bf16, and it is "
+         "**replicated**")
+    # what CUDA reports for an A100-SXM4-80GB (torch.cuda.mem_get_info), the figure the vLLM rows are run with
+    says("estimator.md", f"an A100-80GB reports 79.15 GiB = {79.15 * 2**30 / 1e9:.2f} GB")

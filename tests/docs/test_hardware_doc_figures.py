@@ -215,3 +215,23 @@ def test_the_price_table_is_the_catalog() -> None:
         expected = [usd(p.input_per_m), usd(p.cached_input_per_m), usd(p.output_per_m), blended, p.as_of]
         assert cells[:5] == expected, model
         assert p.source.split("://")[1].rstrip("/").startswith(cells[5].rstrip("/")), (model, p.source)
+
+
+def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:
+    """README: "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it
+    ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason"."""
+    from holysheep.cli import main
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it " \
+           "ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason." in readme
+    assert main(["plan", "llama-3.1-70b", "--quant", "int4-awq", "--context", "8192", "--batch", "4"]) == 0
+    out = capsys.readouterr().out
+    for row in ("weights", "kv_cache", "activations", "overhead"):
+        assert f"\n{row} " in out, row
+    header = next(line for line in out.splitlines() if line.startswith("option "))
+    assert "decode tok/s" in header and header.rstrip().endswith("$/M tok")
+    options = out[out.index(header):out.index("\nRejected")].splitlines()[2:]
+    costs = [float(line.split()[-1]) for line in options if line[:1].isdigit()]
+    assert len(costs) == 5 and costs == sorted(costs)
+    assert "\nRejected\ngpu " in out and "no int4 AWQ kernel for compute capability 7.0" in out
