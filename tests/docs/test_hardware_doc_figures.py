@@ -235,3 +235,39 @@ def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixtu
     costs = [float(line.split()[-1]) for line in options if line[:1].isdigit()]
     assert len(costs) == 5 and costs == sorted(costs)
     assert "\nRejected\ngpu " in out and "no int4 AWQ kernel for compute capability 7.0" in out
+
+
+def test_the_communication_constants_table_is_the_code() -> None:
+    from holysheep.hardware._overheads import EP_DISPATCH_COMBINE_S
+    from holysheep.hardware._speed import _PCIE_GB_S, HOP_US, MOE_LAYER_US, NVLINK_US, PCIE_US
+
+    rows = _rows("Communication constants (`holysheep.hardware._speed.SPEED_SOURCES`)")
+    assert rows["NVLink all-reduce"][0] == f"{NVLINK_US[0]:g} + {NVLINK_US[1]:g} log2(T) us, two per layer"
+    assert rows["PCIe all-reduce"][0] == (f"{PCIE_US[0]:g} + {PCIE_US[1]:g} log2(T) us; "
+                                          f"{_PCIE_GB_S[4]:g} / {_PCIE_GB_S[5]:g} GB/s")
+    assert rows["layer-split hop"][0] == f"{HOP_US:g} us + hidden state over PCIe"
+    assert rows["expert parallel"][0].startswith(
+        f"most-loaded GPU; dispatch + combine {EP_DISPATCH_COMBINE_S * 1e6:.0f} us per MoE layer")
+    assert rows["expert parallel"][0].endswith(f"{MOE_LAYER_US:g} us routing per MoE layer")
+
+
+def test_the_runtime_costs_table_is_the_code() -> None:
+    from holysheep.hardware._overheads import runtime_cost
+
+    def t(s: float) -> str:
+        return "0" if s == 0 else f"{s * 1e3:g} ms" if s >= 1e-3 else f"{s * 1e6:g} us"
+
+    rows = _rows("| runtime (backend) | step_s |")
+    for label, (runtime, vendor) in {"default (compiled, CUDA graphs: gpt-fast)": ("default", "nvidia"),
+                                     "vLLM": ("vllm", "nvidia"), "SGLang": ("sglang", "nvidia"),
+                                     "transformers (eager)": ("hf", "nvidia"),
+                                     "llama.cpp (CUDA)": ("llama.cpp", "nvidia"),
+                                     "llama.cpp (Metal)": ("llama.cpp", "apple"),
+                                     "llama.cpp (ROCm/HIP, other)": ("llama.cpp", "amd"),
+                                     "MLX": ("mlx", "apple")}.items():
+        cost = runtime_cost(runtime, vendor)
+        host = t(cost.host_layer_s)
+        if runtime == "hf":  # host time per layer, in ms as the table writes it
+            awq = runtime_cost("hf", vendor, awq=True).host_layer_s
+            host = f"{cost.host_layer_s * 1e3:g} ms (AutoAWQ {awq * 1e3:.1f} ms)"
+        assert rows[label][:3] == [t(cost.step_s), t(cost.layer_s), host], label
