@@ -130,3 +130,19 @@ def test_plan_uses_the_shipped_format(cli: Runner) -> None:
     assert isinstance(options, list) and options[0]["count"] == 1
     data = _plan(cli, "deepseek-v3", "--quant", "bf16", "--gpus", "H200")
     assert (data["quant"], data["quant_as_shipped"], data["options"]) == ("bf16", False, [])
+
+
+def test_vllm_plan_warns_where_cuda_total_is_missing(cli: Runner) -> None:
+    warning = ("vLLM sizes from CUDA's total, which is not in the table for H100 PCIe 80GB; the driver's figure "
+               "was used (CUDA usually reports 0.5-1 GiB less)")
+    args = ("llama-3.1-8b", "--runtime", "vllm", "--max-gpus", "1", "--gpus", "H100 PCIe", "A100 80GB")
+    data = _plan(cli, *args)
+    assert warning in data["warnings"]  # type: ignore[operator]
+    assert not any("A100" in w for w in data["warnings"])  # type: ignore[union-attr]  # the A100 row has it
+    notes = {o["gpu"]: o["notes"] for o in data["options"]}  # type: ignore[union-attr]
+    assert "sized from the driver's memory figure: CUDA's total is not in the table" in notes["h100-pcie"]
+    assert not any("CUDA's total" in n for n in notes["a100-80-sxm"])
+    done = cli("plan", *args)
+    assert done.returncode == 0 and f"  ! {warning}" in done.stdout and "Warning" not in done.stderr
+    plain = _plan(cli, "llama-3.1-8b", "--gpus", "H100 PCIe", "--max-gpus", "1")  # default runtime: no warning
+    assert not any("CUDA's total" in w for w in plain["warnings"])  # type: ignore[union-attr]

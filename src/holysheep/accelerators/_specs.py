@@ -81,6 +81,17 @@ class GPU:
     capacity in bytes / 1e9 (25.77 for 24 GiB), or what the driver reports where ``reported_mib`` is set."""
     reported_mib: float | None = None
     """MiB the driver reports (``nvidia-smi``), where known; ECC reserves part of some GDDR parts."""
+    cuda_total_gib: float | None = None
+    """GiB CUDA itself reports as the device's total (``cudaMemGetInfo``, ``torch.cuda.mem_get_info()``, the
+    "total capacity" of PyTorch's out-of-memory message), where a public report gives it: 0.5-1 GiB below
+    the driver's figure. vLLM and SGLang size their budgets from it; ``memory_gb`` stays the driver's figure."""
+    cuda_total_source: str = ""
+    """Where ``cuda_total_gib`` was read (a public issue quoting the figure)."""
+
+    @property
+    def cuda_total_gb(self) -> float | None:
+        """``cuda_total_gib`` in GB (10^9 bytes), or ``None`` where the row lacks it."""
+        return None if self.cuda_total_gib is None else self.cuda_total_gib * (1 << 30) / 1e9
 
     def tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (one of ``PRECISIONS``), or ``None`` if not published."""
@@ -128,6 +139,8 @@ class GPU:
             "memory_gb": self.memory_gb,
             "memory_gib": self.memory_gib,
             "reported_mib": self.reported_mib,
+            "cuda_total_gib": self.cuda_total_gib,
+            "cuda_total_source": self.cuda_total_source,
             "memory_type": self.memory_type,
             "unified_memory_gb": self.unified_memory_gb,
             "bandwidth_gb_s": self.bandwidth_gb_s,

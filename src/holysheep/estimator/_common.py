@@ -54,6 +54,8 @@ class MemoryCheck:
     limit_gb: float
     gpu_memory_gb: float
     rule: str
+    warnings: tuple[str, ...] = ()
+    """Why the figures may be off (e.g. the driver's capacity used where the runtime sizes from CUDA's)."""
 
 #: CUDA context of a PyTorch process (lazy module loading, CUDA 12): typically 300-600 MiB on
 #: A100/H100; plus the cuBLAS workspace (PyTorch default, 32 MiB on Hopper). Counted as "overhead".
@@ -87,6 +89,36 @@ def check_choice(value: Any, field: str, choices: dict[str, str]) -> str:
             f"unknown {field} {value!r}; use one of {', '.join(opts)}", field=field, reason=f"unknown {field}"
         )
     return choices[key]
+
+
+CUDA_TOTAL_RUNTIMES = {"vllm": "vLLM", "sglang": "SGLang"}
+"""Runtimes whose budget is a fraction of the total CUDA reports (``torch.cuda.mem_get_info``), not the driver's."""
+
+
+def cuda_total_warning(runtime: str, names: str) -> str:
+    """The warning for ``runtime`` sized from the driver's figure of ``names`` (CUDA's total not in the table)."""
+    return (f"{CUDA_TOTAL_RUNTIMES.get(runtime, runtime)} sizes from CUDA's total, which is not in the table for "
+            f"{names}; the driver's figure was used (CUDA usually reports 0.5-1 GiB less)")
+
+
+def runtime_memory_gb(gpu: Any, runtime: str) -> tuple[float, str, tuple[str, ...]]:
+    """GB the ``runtime`` sizes itself from, a label and warnings, for a GPU given as in `gpu_memory_gb`.
+
+    vLLM and SGLang take a fraction of CUDA's total: a row's ``cuda_total_gib`` (x 2^30 / 1e9) where it
+    has one, else its driver figure with a warning. Numbers are used as passed; other runtimes get
+    ``memory_gb``.
+    """
+    if isinstance(gpu, str):
+        from ..accelerators import gpu as lookup
+
+        gpu = lookup(gpu)
+    mem, label = gpu_memory_gb(gpu)
+    if runtime not in CUDA_TOTAL_RUNTIMES or isinstance(gpu, (int, float)):
+        return mem, label, ()
+    cuda = getattr(gpu, "cuda_total_gib", None)
+    if isinstance(cuda, (int, float)) and not isinstance(cuda, bool) and cuda > 0:
+        return cuda * GIB / GB, label, ()
+    return mem, label, (cuda_total_warning(runtime, label),)
 
 
 def gpu_memory_gb(gpu: Any) -> tuple[float, str]:

@@ -17,7 +17,7 @@ from ._common import (
     MemoryTotals,
     check_choice,
     check_int,
-    gpu_memory_gb,
+    runtime_memory_gb,
 )
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
@@ -114,20 +114,20 @@ class InferenceEstimate(MemoryTotals):
         (caching-allocator fragmentation, NCCL and CUDA-graph buffers; capacities are device bytes).
         """
         n = self.tensor_parallel if count is None else check_int(count, "count")
-        mem, label = gpu_memory_gb(gpu)
+        mem, label, warned = runtime_memory_gb(gpu, self.runtime)
         est = _build(**{**self._rebuild, "tensor_parallel": n, "gpu_memory_gb": mem, "gpu_name": label})
         need = est.per_gpu_gb
         if est.runtime == "vllm" and est.vllm is not None:
             v = est.vllm
             return MemoryCheck(v.fits, need, v.budget_gb, mem, f"vLLM: total x gpu_memory_utilization "
-                               f"{v.gpu_memory_utilization:g}")
+                               f"{v.gpu_memory_utilization:g}", warned)
         if est.runtime == "sglang" and est.static_fraction is not None:
             frac = est.static_fraction
             static = est.breakdown["weights"] + est.breakdown["kv_cache"] + est.breakdown["overhead"]
             dyn_ok = est.breakdown["activations"] <= mem * (1 - frac)
             return MemoryCheck(static <= mem * frac and dyn_ok, static, mem * frac, mem,
                                f"SGLang: total x mem_fraction_static {frac:g}"
-                               + ("" if dyn_ok else "; the prefill chunk does not fit in the rest"))
+                               + ("" if dyn_ok else "; the prefill chunk does not fit in the rest"), warned)
         usable = mem - max(RESERVE_MIN_GB, RESERVE_FRACTION * mem)
         return MemoryCheck(need <= usable, need, usable, mem, f"{est.runtime}: the GPU's memory less a "
                            f"{mem - usable:.2f} GB allocator reserve (max of 1 GB and 5 %; overheads counted)")
@@ -136,9 +136,14 @@ class InferenceEstimate(MemoryTotals):
         """Whether ``count`` GPUs (default: this estimate's) of this kind hold the request under its runtime.
 
         ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. Same answer as
-        ``memory_check(gpu, count).fits``, which ``pick_hardware`` and ``holysheep plan`` use.
+        ``memory_check(gpu, count).fits``, which ``pick_hardware`` and ``holysheep plan`` use. Under vLLM
+        and SGLang a table GPU without CUDA's total (``cuda_total_gib``) is judged on the driver's figure
+        and a ``UserWarning`` says so (``memory_check(...).warnings`` carries the same text).
         """
-        return self.memory_check(gpu, count).fits
+        check = self.memory_check(gpu, count)
+        for text in check.warnings:
+            warnings.warn(text, UserWarning, stacklevel=2)
+        return check.fits
 
     def __str__(self) -> str:
         title = (

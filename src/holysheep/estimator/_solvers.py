@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,13 @@ def _base(model: ModelLike | InferenceEstimate, quant: str | None, options: dict
                                       "building it", field="model", reason="options with an estimate")
         return model.with_options(**request)
     return estimate_inference_memory(model, quant, **{**options, **request})
+
+
+def _fits(base: InferenceEstimate, gpu: Any, count: int) -> Callable[[InferenceEstimate], bool]:
+    """``fits`` without a warning per probe: the rule's warnings (same for every probe) are raised once here."""
+    for text in base.memory_check(gpu, count).warnings:
+        warnings.warn(text, UserWarning, stacklevel=3)
+    return lambda est: bool(est.memory_check(gpu, count).fits)
 
 
 def _largest(ok: Callable[[int], bool], step: int, limit: int) -> int:
@@ -61,7 +69,8 @@ def max_context(
     check_int(batch, "batch")
     base = _base(model, quant, options, batch=batch, context=step)
     cap = check_int(limit, "limit") if limit is not None else base.architecture.max_position_embeddings
-    return _largest(lambda c: base.with_options(context=c).fits(gpu, count), step, cap)
+    fits = _fits(base, gpu, count)
+    return _largest(lambda c: fits(base.with_options(context=c)), step, cap)
 
 
 def max_batch(
@@ -81,4 +90,5 @@ def max_batch(
     check_int(count, "count")
     check_int(context, "context")
     base = _base(model, quant, options, context=context)
-    return _largest(lambda b: base.with_options(batch=b).fits(gpu, count), 1, check_int(limit, "limit"))
+    fits = _fits(base, gpu, count)
+    return _largest(lambda b: fits(base.with_options(batch=b)), 1, check_int(limit, "limit"))

@@ -227,6 +227,8 @@ def run_plan(
                 f"batch {batch}")
     mem_lines, mem = _memory_section(est, train)
     limits = None if train or not len(result) else _limits(est, result[0])
+    if not train:
+        warned += _cuda_total_warnings(str(est.runtime), list(result)[:top])
     lines = [head, "", *mem_lines]
     if limits is not None:
         lines += ["", limits["text"]]
@@ -260,6 +262,16 @@ def run_plan(
     return "\n".join(lines), data
 
 
+def _cuda_total_warnings(runtime: str, shown: Sequence[Any]) -> list[str]:
+    """One warning naming the shown GPUs sized from the driver's figure where ``runtime`` uses CUDA's total."""
+    from ..estimator._common import CUDA_TOTAL_RUNTIMES, cuda_total_warning
+
+    if runtime not in CUDA_TOTAL_RUNTIMES:
+        return []
+    names = list(dict.fromkeys(o.gpu.name for o in shown if o.gpu.cuda_total_gib is None))
+    return [cuda_total_warning(runtime, ", ".join(names))] if names else []
+
+
 def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
     """The estimate's warnings, then any Python warning raised while building it that they do not repeat."""
     out = [str(w) for w in getattr(est, "warnings", ())]
@@ -289,10 +301,13 @@ def _limits(est: Any, option: Any) -> dict[str, Any]:
 
     from ..estimator import max_batch, max_context
 
-    device = SimpleNamespace(memory_gb=option.gpu.memory_per_device_gb, name=option.gpu.name)
+    device = SimpleNamespace(memory_gb=option.gpu.memory_per_device_gb, name=option.gpu.name,
+                             cuda_total_gib=option.gpu.cuda_total_gib)
     n = int(option.tensor_parallel)
-    ctx = max_context(est, device, n, batch=int(est.batch))
-    seqs = max_batch(est, device, int(est.context), n)
+    with warnings.catch_warnings():  # a missing CUDA total is reported once, under Warnings
+        warnings.simplefilter("ignore", UserWarning)
+        ctx = max_context(est, device, n, batch=int(est.batch))
+        seqs = max_batch(est, device, int(est.context), n)
     where = "this GPU" if option.count == 1 else f"these {option.count} GPUs"
     cap = int(getattr(getattr(est, "architecture", None), "max_position_embeddings", 0) or 0)
     capped = bool(cap) and ctx >= cap

@@ -48,6 +48,8 @@ from ._training_stack import training_support
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 
 OBJECTIVES = ("cost", "latency", "throughput")
+NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not in the table"
+"""Option note under vLLM/SGLang for a GPU row without ``cuda_total_gib`` (the budget may be ~1 GiB high)."""
 
 
 def _is_training(est: Any) -> bool:
@@ -92,24 +94,27 @@ def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     return notes
 
 
-def _memory(g: GPU, sized: Any, devices: int, memory_fraction: float | None) -> tuple[bool, float, float, str]:
-    """(fits, need GB, limit GB, rule) for one device of ``g`` under the estimate's runtime rule."""
+def _memory(g: GPU, sized: Any, devices: int,
+            memory_fraction: float | None) -> tuple[bool, float, float, str, tuple[str, ...]]:
+    """(fits, need GB, limit GB, rule, warnings) for one device of ``g`` under the estimate's runtime rule."""
     per_device = g.memory_per_device_gb
     check = getattr(sized, "memory_check", None)
+    warned: tuple[str, ...] = ()
     if check is not None:
         from types import SimpleNamespace
 
-        c = check(SimpleNamespace(memory_gb=per_device, name=g.name), devices)
+        c = check(SimpleNamespace(memory_gb=per_device, name=g.name, cuda_total_gib=g.cuda_total_gib), devices)
         fits, need, limit, rule = bool(c.fits), float(c.need_gb), float(c.limit_gb), str(c.rule)
+        warned = tuple(getattr(c, "warnings", ()))
     else:
         frac = 0.9 if memory_fraction is None else memory_fraction
         need, limit, rule = float(sized.per_gpu_gb), per_device * frac, f"{frac:g} of the memory"
-        return need <= limit, need, limit, rule
+        return need <= limit, need, limit, rule, ()
     if memory_fraction is not None and per_device * memory_fraction < limit:
         limit = per_device * memory_fraction
         fits = fits and need <= limit
         rule = f"memory_fraction {memory_fraction:g}"
-    return fits, need, limit, rule
+    return fits, need, limit, rule, warned
 
 
 def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: float | None,
@@ -133,7 +138,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
     else:
         sized = est.with_num_gpus(devices)
-    fits, per_gpu, usable, rule = _memory(g, sized, devices, memory_fraction)
+    fits, per_gpu, usable, rule, warned = _memory(g, sized, devices, memory_fraction)
     base.update(per_gpu_gb=per_gpu, headroom_gb=usable - per_gpu, fits=fits, usable_gb_per_gpu=usable)
     if not fits:
         reason = (f"does not fit: needs {per_gpu:.1f} GB per GPU at {count}x, "
@@ -141,7 +146,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         if training:
             hint = _training_hint(sized, g, devices)
             return HardwareOption(**base, reason=reason + (f"; {hint}" if hint else ""), reason_code="does_not_fit")
-        hints = fit_hints(sized, g.memory_per_device_gb, g.name, devices)
+        hints = fit_hints(sized, g.memory_per_device_gb, g.name, devices, cuda_total_gib=g.cuda_total_gib)
         tail = f"; fits with {' or '.join(hints)}" if hints else ""
         return HardwareOption(**base, reason=reason + tail, reason_code="does_not_fit")
     perf: dict[str, float | None] = {}
@@ -172,7 +177,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
-                notes=tuple(notes0 + _gpu_notes(g, devices, training)))
+                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)))
     if budget is not None and price is None:
         return HardwareOption(**base, reason="no price known, so the budget cannot be checked",
                               reason_code="no_price")
