@@ -29,21 +29,40 @@ class _Counter:
         return piece
 
 
-class Tap:
+class _Recording:
+    """What `Tap` and `AsyncTap` share: the pieces kept in ``head`` (at most ``limit`` bytes: past it,
+    `ResponseTooLargeError`) while ``recording``, and ``later``, the reads asked for after the hand-over."""
+
+    __slots__ = ("_size", "head", "later", "limit", "recording")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head: list[bytes] = []
+        self.recording = True
+        self.later = 0
+        self._size = 0
+
+    def keep(self, data: bytes) -> bytes:
+        self._size += len(data)
+        if self._size > self.limit:
+            self.head.clear()
+            raise too_large(self.limit)
+        self.head.append(data)
+        return data
+
+
+class Tap(_Recording):
     """The decoded pieces of a stream's body, passed on one by one; while ``recording`` (until the stream is
     handed over) each is also kept in ``head``, so that a caller who reads the raw body instead of the events
     (``with_streaming_response``) gets it from its first byte. ``head`` never holds more than ``limit`` bytes:
     past it, `ResponseTooLargeError`. ``later``: reads asked for after the hand-over (by the events or the raw
     body: then the other cannot have the body whole)."""
 
-    __slots__ = ("_size", "head", "later", "limit", "recording", "source")
+    __slots__ = ("source",)
 
     def __init__(self, source: Iterator[bytes], limit: int) -> None:
-        self.source, self.limit = source, limit
-        self.head: list[bytes] = []
-        self.recording = True
-        self.later = 0
-        self._size = 0
+        super().__init__(limit)
+        self.source = source
 
     def __iter__(self) -> Iterator[bytes]:
         return self
@@ -52,22 +71,17 @@ class Tap:
         if not self.recording:
             self.later += 1
             return next(self.source)
-        data = next(self.source)
-        _keep(self, data)
-        return data
+        return self.keep(next(self.source))
 
 
-class AsyncTap:
+class AsyncTap(_Recording):
     """`Tap` for an async body."""
 
-    __slots__ = ("_size", "head", "later", "limit", "recording", "source")
+    __slots__ = ("source",)
 
     def __init__(self, source: AsyncIterator[bytes], limit: int) -> None:
-        self.source, self.limit = source, limit
-        self.head: list[bytes] = []
-        self.recording = True
-        self.later = 0
-        self._size = 0
+        super().__init__(limit)
+        self.source = source
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
@@ -76,17 +90,7 @@ class AsyncTap:
         if not self.recording:
             self.later += 1
             return await self.source.__anext__()
-        data = await self.source.__anext__()
-        _keep(self, data)
-        return data
-
-
-def _keep(tap: Tap | AsyncTap, data: bytes) -> None:
-    tap._size += len(data)
-    if tap._size > tap.limit:
-        tap.head.clear()
-        raise too_large(tap.limit)
-    tap.head.append(data)
+        return self.keep(await self.source.__anext__())
 
 
 def iter_body(response: httpx.Response, limit: int, budget: ReadBudget) -> Iterator[bytes]:

@@ -48,7 +48,7 @@ from holysheep.integrations.otel._attributes import (
     response_attributes,
     usage_counts,
 )
-from holysheep.integrations.otel._metrics import COST_METRIC, CallMetrics
+from holysheep.integrations.otel._metrics import COST_METRIC, CallMetrics, MetricKey
 
 __all__ = ["COST_METRIC", "OpenTelemetryHooks"]  # COST_METRIC: re-exported from _metrics
 
@@ -71,6 +71,10 @@ class _Call:
         self.events: list[tuple[str, dict[str, Any], int]] | None = None
         self.first_chunk_s: float | None = None
         self.start_ns = time_ns()
+
+    def stream_key(self) -> MetricKey:
+        """The metric attributes' key of a stream's chunk timings (no response model or error yet)."""
+        return (self.op, self.request_model, None, self.host, self.port, None)
 
     def add_event(self, name: str, attrs: dict[str, Any]) -> None:
         if self.events is None:
@@ -213,7 +217,7 @@ class OpenTelemetryHooks(Hooks):
         if call is None:
             return
         call.first_chunk_s = event.elapsed_s
-        self._metrics.first_chunk((call.op, call.request_model, None, call.host, call.port, None), event.elapsed_s)
+        self._metrics.first_chunk(call.stream_key(), event.elapsed_s)
 
     def on_stream_end(self, event: StreamEndEvent) -> None:
         call: _Call | None = event.ctx.state.pop(self, None)
@@ -239,8 +243,7 @@ class OpenTelemetryHooks(Hooks):
             attrs[OUTPUT_MESSAGES] = output_messages([(event.text, reasons[0] if reasons else None)])
         chunks = event.chunks
         if call.first_chunk_s is not None and chunks > 1:
-            self._metrics.per_chunk((call.op, call.request_model, None, call.host, call.port, None),
-                                    (event.elapsed_s - call.first_chunk_s) / (chunks - 1))
+            self._metrics.per_chunk(call.stream_key(), (event.elapsed_s - call.first_chunk_s) / (chunks - 1))
         self._end(call, event, event.error, inp, out, cached, model)
 
     # ------------------------------------------------------------------ batch and tools
