@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from holysheep._egress import scrub, scrub_json
+
 if TYPE_CHECKING:  # pragma: no cover
     import httpx
 
@@ -67,8 +69,28 @@ __all__ = [
 ]
 
 
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, tuple):
+        return tuple(scrub_json(list(value)))
+    if isinstance(value, dict | list):
+        return scrub_json(value)
+    return value
+
+
 class HolySheepError(Exception):
-    """Base class of every error raised by holysheep."""
+    """Base class of every error raised by holysheep.
+
+    Its message and every attribute set on it (``message``, ``body``, ``type``, ``code``, ``partial_text``,
+    ... and any a subclass adds) pass the egress scrubber as they are set: no key a server echoed survives
+    into ``str(e)``, ``repr(e)`` or an attribute."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_scrubbed(a) for a in args))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, _scrubbed(value))
 
 
 class InvalidAPIKeyError(HolySheepError, ValueError):

@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "holysheep"
 
 # Rank of each top-level room of the package. A file may import files of its own rank or below.
 RANKS = {
-    "_version": 0, "_exceptions": 0, "types": 1, "pricing": 1, "accelerators": 1,
+    "_version": 0, "_exceptions": 0, "_egress": 0, "types": 1, "pricing": 1, "accelerators": 1,
     "_core": 2, "estimator": 2,
     "_transports": 3, "hardware": 3,
     "_engine": 4,

@@ -28,6 +28,7 @@ from holysheep._core.response_limits import attempt_seconds
 from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
 from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.validation import body_error
+from holysheep._egress import scrub_body
 from holysheep._exceptions import APIError, APIResponseValidationError
 from holysheep.types.chat import _ResponseMeta
 
@@ -320,7 +321,7 @@ class Call:
         with ``status_code``, ``headers`` and ``content`` (a response, or an `APIResponse`)."""
         failure: str | None = None
         try:
-            result = self.spec.parse(response.content)
+            result = self.spec.parse(scrub_body(response.content))  # a key the server echoed is masked
         except NoAnswerError as exc:
             how = ("it is retried like a transient failure" if not self.spec.raw else
                    "it was not retried: with_raw_response/with_streaming_response hand the response over as it is")

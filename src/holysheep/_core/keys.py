@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from holysheep._egress import MIN_SECRET_LEN, mask_key, remember
 from holysheep._exceptions import InvalidAPIKeyError
 
 __all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "check_key_characters", "key_character_problem",
@@ -13,7 +14,6 @@ __all__ = ["HOLYSHEEP_KEY_RE", "MIN_SECRET_LEN", "SecretKey", "check_key_charact
 ENV_API_KEY = "HOLYSHEEP_API_KEY"
 HOLYSHEEP_KEY_RE = re.compile(r"hs_[A-Za-z0-9_-]{16,}")
 _ANY_HS_TOKEN = re.compile(r"hs_[A-Za-z0-9_-]{4,}")
-MIN_SECRET_LEN = 8  # shorter keys ("EMPTY", "ollama", "none", "db") are placeholders, not secrets
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
 _patterns: dict[str, re.Pattern[str]] = {}
 
@@ -26,15 +26,6 @@ def _secret_pattern(secret: str) -> re.Pattern[str]:
         pattern = _patterns[secret] = re.compile(
             rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
     return pattern
-
-
-def mask_key(key: str | None) -> str:
-    """Return the most of ``key`` that may ever be shown: ``hs_…`` plus the last 4 characters."""
-    if not key:
-        return "<none>"
-    if key.startswith("hs_") and len(key) > 8:
-        return "hs_…" + key[-4:]
-    return "…" + key[-4:] if len(key) > 8 else "<redacted>"
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -128,6 +119,7 @@ class SecretKey:
 
     def __init__(self, value: str | None) -> None:
         self._value = value
+        remember(value)  # every sink masks it from now on (holysheep._egress)
 
     def reveal(self) -> str | None:
         """The key itself, for the Authorization header only."""

@@ -13,6 +13,7 @@ from typing import Any
 from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
+from holysheep._egress import scrub_body
 from holysheep._exceptions import APIResponseValidationError, APIStreamError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -152,7 +153,7 @@ class StreamState:
             if event.event == "error" or '"error"' in data:
                 self._raise_if_error(event)
             try:
-                chunk = self._validate(data)
+                chunk = self._validate(scrub_body(data))  # a key the server echoed is masked
             except ValueError:  # pydantic's ValidationError is a ValueError
                 chunk = None
             if chunk is None:  # raised outside the handler: pydantic's error (with the raw input) is not chained

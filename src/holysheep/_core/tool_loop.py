@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from holysheep._core.tool_errors import MaxTurnsError
 from holysheep._core.tools import FunctionTool, ToolSet, error_lines
+from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
 from holysheep.types.chat import ChatCompletion, CompletionUsage, ToolCall
 
@@ -64,6 +65,11 @@ class ToolOutcome:
     output: Any = None
     error: str | None = None
     duration_s: float = 0.0
+
+    def __post_init__(self) -> None:  # the egress scrubber: a key a tool returned never reaches the model
+        object.__setattr__(self, "result", scrub(self.result))
+        if self.error is not None:
+            object.__setattr__(self, "error", scrub(self.error))
 
 
 @dataclass(frozen=True)

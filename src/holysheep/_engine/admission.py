@@ -9,9 +9,9 @@ server announced.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping
 
+from holysheep._core.log import get_logger
 from holysheep._engine.key_limits import KEY_LIMITS, KeyLimits, SharedBucket
 from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from holysheep._engine.options import BatchOptions
@@ -27,7 +27,7 @@ from holysheep._engine.server_limits import (
 
 __all__ = ["Admission"]
 
-logger = logging.getLogger("holysheep.batch")
+logger = get_logger("holysheep.batch")
 
 
 class Admission:

@@ -11,11 +11,11 @@ It also owns the batch's stop: once stopped, nothing more is sent and unfinished
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import TYPE_CHECKING
 
 from holysheep._core.call import Outcome
+from holysheep._core.log import get_logger
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
 from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AttemptRunner"]
 
-logger = logging.getLogger("holysheep.batch")
+logger = get_logger("holysheep.batch")
 
 
 class AttemptRunner:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
+from holysheep._egress import scrub
 from holysheep._engine.results import BatchStats
 from holysheep._exceptions import HolySheepError
 
@@ -97,7 +98,7 @@ class PlainProgress:
             self._write(stats)
 
     def _write(self, stats: BatchStats, end: str = "") -> None:
-        line = f"{self.label}: {describe(stats)}"
+        line = scrub(f"{self.label}: {describe(stats)}")  # the egress scrubber: a stop reason may quote a server
         self.stream.write(("\r" + line + "\x1b[K" + end) if self.tty else line + "\n")
         self.stream.flush()
 
@@ -179,7 +180,7 @@ class NotebookProgress:
     def _bundle(self, stats: BatchStats) -> dict[str, str]:
         import html
 
-        line = f"{self.label}: {describe(stats)}"
+        line = scrub(f"{self.label}: {describe(stats)}")  # the egress scrubber: a stop reason may quote a server
         total = stats.total if stats.total else max(stats.done, 1)
         bar = (f'<progress value="{stats.done}" max="{total}" style="width:40ch"></progress> '
                f"<code>{html.escape(line)}</code>")

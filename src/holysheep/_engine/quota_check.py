@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 import warnings
 
+from holysheep._core.log import get_logger
 from holysheep._engine.sender import Sender
 from holysheep._exceptions import APIError, AuthenticationError, QuotaExceededError, QuotaUnavailableError
 
 __all__ = ["check_quota"]
 
-logger = logging.getLogger("holysheep.batch")
+logger = get_logger("holysheep.batch")
 
 _warned_no_quota: set[str] = set()
 

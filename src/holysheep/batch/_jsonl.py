@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic_core import to_json
 
 from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
+from holysheep._core.log import get_logger
+from holysheep._egress import scrub
 from holysheep._engine.progress import make_progress, with_total
 from holysheep._engine.results import BatchResult, BatchSummary
 from holysheep._engine.run import with_client_cache
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JsonlReport", "arun_jsonl", "error_record", "run_jsonl"]
 
-logger = logging.getLogger("holysheep.batch")
+logger = get_logger("holysheep.batch")
 
 PathLike = str | os.PathLike[str]
 
@@ -125,7 +126,9 @@ class _Writer:
                     "intact; free space (or fix the disk) and run again with --resume to continue.") from None
 
     def _write(self, cid: str, digest: str | None, body: str) -> None:
-        self._line('{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest) + body + "}\n")
+        """A line: the head (the caller's ``custom_id``, which ``--resume`` matches) as it is, the rest through
+        the egress scrubber (a key the server or a tool echoed is masked, whatever field holds it)."""
+        self._line('{"custom_id":' + json.dumps(cid) + ',"request_hash":' + json.dumps(digest) + scrub(body) + "}\n")
 
     def _error(self, cid: str, digest: str | None, error: BaseException) -> None:
         record = error_record(error)

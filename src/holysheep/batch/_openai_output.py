@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from holysheep._egress import scrub
 from holysheep._exceptions import APIError, APIStatusError
 
 __all__ = ["FORMATS", "check_format", "error_line", "success_line"]
@@ -39,9 +40,10 @@ def _head(cid: str, digest: str | None) -> str:
 
 
 def success_line(cid: str, digest: str | None, request_id: str | None, body_json: str) -> str:
-    """The line of a successful result (``body_json``: the completion as JSON)."""
-    return (_head(cid, digest) + ',"response":{"status_code":200,"request_id":' + json.dumps(request_id)
-            + ',"body":' + body_json + '},"error":null}\n')
+    """The line of a successful result (``body_json``: the completion as JSON). All but the head (``id``,
+    ``custom_id``, ``request_hash``: the caller's, which ``--resume`` matches) passes the egress scrubber."""
+    return (_head(cid, digest) + scrub(',"response":{"status_code":200,"request_id":' + json.dumps(request_id)
+                                       + ',"body":' + body_json + '},"error":null}') + "\n")
 
 
 def error_line(cid: str, digest: str | None, error: BaseException, kind: str) -> str:
@@ -50,6 +52,7 @@ def error_line(cid: str, digest: str | None, error: BaseException, kind: str) ->
         inner: dict[str, Any] = {"message": error.message, "type": error.type or kind, "param": None,
                                  "code": error.code}
         response = {"status_code": error.status_code, "request_id": error.request_id, "body": {"error": inner}}
-        return _head(cid, digest) + ',"response":' + json.dumps(response) + ',"error":null}\n'
+        return _head(cid, digest) + scrub(',"response":' + json.dumps(response) + ',"error":null}') + "\n"
     message = error.message if isinstance(error, APIError) else str(error)
-    return _head(cid, digest) + ',"response":null,"error":' + json.dumps({"code": kind, "message": message}) + "}\n"
+    return (_head(cid, digest) + scrub(',"response":null,"error":' + json.dumps({"code": kind, "message": message}))
+            + "}\n")

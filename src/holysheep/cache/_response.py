@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
 from holysheep.cache._sqlite import SQLiteCache
 from holysheep.cache._store import CacheStats, CacheStore
@@ -143,7 +144,8 @@ class ResponseCache:
         """Store a successful completion (the JSON of the completion only; a cached one is not stored again)."""
         if response.served_by == "cache":
             return
-        self.store.put(key, response.model_dump_json().encode("utf-8"), model=response.model, cost_usd=response.cost)
+        row = scrub(response.model_dump_json())  # the egress scrubber: no key reaches a cache row
+        self.store.put(key, row.encode("utf-8"), model=scrub(response.model), cost_usd=response.cost)
 
     def stats(self) -> CacheStats:
         """The store's figures."""

@@ -8,7 +8,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from holysheep.cli._output import EXIT_INTERRUPTED, EXIT_USAGE, api_key_in_use, error, exit_code_for, message_for
+from holysheep.cli._output import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    api_key_in_use,
+    error,
+    exit_code_for,
+    message_for,
+    scrubbed_std_streams,
+)
 
 __all__ = ["build_parser", "run"]
 
@@ -131,7 +139,13 @@ def _merge_globals(args: argparse.Namespace) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and run the command; returns the exit status and never shows a traceback."""
+    """Parse ``argv`` and run the command; returns the exit status and never shows a traceback. Everything
+    it prints passes the egress scrubber (`scrubbed_std_streams`)."""
+    with scrubbed_std_streams():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

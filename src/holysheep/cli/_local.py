@@ -156,10 +156,13 @@ def run_mock_server(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             error(f"--script: {exc}")
             return EXIT_USAGE
+    from holysheep.cli._output import unscrubbed_std_streams
+
     try:
-        serve(args.host, args.port, latency_ms=args.latency_ms, fault_rate=args.fault_rate,
-              api_key=args.server_api_key, stream_chunk_delay_ms=args.chunk_delay_ms, seed=args.seed,
-              strict_models=args.strict_models, script=args.script, structured=args.structured)
+        with unscrubbed_std_streams():  # the test key it prints is the one to export: not a secret
+            serve(args.host, args.port, latency_ms=args.latency_ms, fault_rate=args.fault_rate,
+                  api_key=args.server_api_key, stream_chunk_delay_ms=args.chunk_delay_ms, seed=args.seed,
+                  strict_models=args.strict_models, script=args.script, structured=args.structured)
     except RuntimeError as exc:
         error(f"cannot serve on {args.host}:{args.port} ({exc.__cause__ or exc}); try another --port")
         return EXIT_API

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "print_json",
     "print_table",
     "scrub",
+    "scrubbed_std_streams",
+    "unscrubbed_std_streams",
     "use_rich",
 ]
 
@@ -38,15 +41,60 @@ def api_key_in_use(key: str | None) -> None:
 def scrub(text: str) -> str:
     """``text`` with the key, any 8-character piece of it, and anything shaped like a key masked."""
     from holysheep._core.keys import redact
+    from holysheep._egress import scrub as egress_scrub
 
     key = _secret
-    text = redact(text, key)
+    text = egress_scrub(redact(text, key))
     if key and len(key) >= 8:
         for i in range(len(key) - 7):
             piece = key[i : i + 8]
             if piece in text:
                 text = text.replace(piece, "…")
     return text
+
+
+class _ScrubbedStream:
+    """A text stream whose every write passes `scrub` (the key of the run, pieces of it, and every key the
+    egress scrubber knows); everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def writelines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def scrubbed_std_streams() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` scrubbed for the time of one command: every print, progress line,
+    table or summary of any command passes the scrubber, including one added later."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ScrubbedStream(out), _ScrubbedStream(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+@contextlib.contextmanager
+def unscrubbed_std_streams() -> Iterator[None]:
+    """The real ``sys.stdout`` / ``sys.stderr`` again, for ``mock-server`` only: the test key it prints is
+    the one its users must export."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = out._stream if isinstance(out, _ScrubbedStream) else out
+    sys.stderr = err._stream if isinstance(err, _ScrubbedStream) else err
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def error(message: str, *, file: IO[str] | None = None) -> None:

@@ -49,6 +49,7 @@ from holysheep.integrations.otel._attributes import (
     usage_counts,
 )
 from holysheep.integrations.otel._metrics import COST_METRIC, CallMetrics, MetricKey
+from holysheep.integrations.otel._scrubbing import ScrubbingTracer
 
 __all__ = ["COST_METRIC", "OpenTelemetryHooks"]  # COST_METRIC: re-exported from _metrics
 
@@ -96,7 +97,7 @@ class OpenTelemetryHooks(Hooks):
 
     def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None,
                  capture_message_content: bool | None = None) -> None:
-        self._tracer = trace.get_tracer(__name__, __version__, tracer_provider, schema_url=SCHEMA_URL)
+        self._tracer = ScrubbingTracer(trace.get_tracer(__name__, __version__, tracer_provider, schema_url=SCHEMA_URL))
         meter = metrics.get_meter(__name__, __version__, meter_provider, schema_url=SCHEMA_URL)
         self.capture_content = capture_from_env() if capture_message_content is None else bool(capture_message_content)
         self._metrics = CallMetrics(meter)
@@ -255,7 +256,7 @@ class OpenTelemetryHooks(Hooks):
         if batch.model:
             attrs[REQUEST_MODEL] = batch.model
         span = self._tracer.start_span("holysheep.batch", kind=SpanKind.INTERNAL, attributes=attrs)
-        batch.state[self] = trace.set_span_in_context(span)  # the parent of every item's span
+        batch.state[self] = trace.set_span_in_context(span.span)  # the parent of every item's span
         batch.state[(self, "span")] = span
 
     def on_batch_end(self, event: BatchEvent) -> None:

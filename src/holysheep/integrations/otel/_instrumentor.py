@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Collection
 from typing import Any
 
 from holysheep._core.hooks import register_global_hooks, unregister_global_hooks
+from holysheep._core.log import get_logger
 from holysheep.integrations.otel._hooks import OpenTelemetryHooks
 
 __all__ = ["HolySheepInstrumentor"]
 
-_logger = logging.getLogger("holysheep.integrations.otel")
+_logger = get_logger("holysheep.integrations.otel")
 
 
 class HolySheepInstrumentor:

@@ -9,6 +9,7 @@ from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from holysheep._egress import scrub_json
 from holysheep.integrations.otel._attributes import (
     ERROR_TYPE,
     OPERATION,
@@ -117,6 +118,7 @@ class CallMetrics:
             attrs[RESPONSE_MODEL] = response_model
         if error_type:
             attrs[ERROR_TYPE] = error_type
+        attrs = scrub_json(attrs)  # the egress scrubber: a model name a server glued a key into is masked
         if len(self._attrs) > 1000:  # a bounded cache: models and hosts are few
             self._attrs.clear()
         sets = self._attrs[key] = (attrs, {**attrs, TOKEN_TYPE: "input"}, {**attrs, TOKEN_TYPE: "output"})

@@ -1,0 +1,143 @@
+"""The one egress scrubber: every text the SDK writes or exports passes `scrub` on its way out.
+
+The keys of the clients of this process are remembered (`remember`, called by `SecretKey`), so a sink needs
+no key handed to it: exceptions (every attribute, as it is set), JSONL result lines, span and metric
+attributes and span events, log records, CLI output, progress lines, tool results sent to the model, and
+reply bodies as they enter the SDK (`scrub_body`). A key of 16 or more characters is masked wherever it
+appears, also glued inside a longer token (``chatcmpl-<key>``); a shorter one (8 to 15 characters) only where
+it stands as a whole token, so placeholder keys do not mangle a server's text. Anything shaped like a HolySheep
+key (``hs_`` and 16+ key characters, not preceded by a letter or digit) is masked too. The bottom layer: it
+imports nothing of the SDK, so `_exceptions` can use it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any, overload
+
+__all__ = ["MIN_SECRET_LEN", "mask_key", "remember", "scrub", "scrub_body", "scrub_json"]
+
+MIN_SECRET_LEN = 8  # shorter keys ("EMPTY", "ollama", "none", "db") are placeholders, not secrets
+GLUED_SECRET_LEN = 16  # a key this long is masked even inside a longer token
+MAX_REMEMBERED = 32  # the keys remembered at once (the most recent ones): clients of a process are few
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+# ``hs_`` + 16 key characters, after no letter or digit, or after a JSON escape (``\\n``, ``\\u2026``) in JSON text
+_KEY_SHAPE = re.compile(r"(?:(?<![A-Za-z0-9])|(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4}))hs_[A-Za-z0-9_-]{16,}")
+_ASCII_ESCAPE = re.compile(rb"\\u00[0-7][0-9A-Fa-f]")  # a JSON \u escape of an ASCII character
+_ASCII_ESCAPE_TEXT = re.compile(r"\\u00[0-7][0-9A-Fa-f]")
+
+_lock = threading.Lock()
+_secrets: dict[str, re.Pattern[str] | None] = {}  # key -> its whole-token pattern (None: matched anywhere)
+_needles: tuple[tuple[str, bytes, re.Pattern[str] | None], ...] = ()
+
+
+def mask_key(key: str | None) -> str:
+    """Return the most of ``key`` that may ever be shown: ``hs_…`` plus the last 4 characters."""
+    if not key:
+        return "<none>"
+    if key.startswith("hs_") and len(key) > 8:
+        return "hs_…" + key[-4:]
+    return "…" + key[-4:] if len(key) > 8 else "<redacted>"
+
+
+def remember(secret: str | None) -> None:
+    """Add ``secret`` to the keys every sink masks (a no-op for placeholders under `MIN_SECRET_LEN`)."""
+    global _needles
+    if not isinstance(secret, str) or len(secret) < MIN_SECRET_LEN:
+        return
+    with _lock:
+        pattern = _secrets.pop(secret, None)
+        if pattern is None and len(secret) < GLUED_SECRET_LEN:
+            pattern = re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
+        _secrets[secret] = pattern
+        while len(_secrets) > MAX_REMEMBERED:
+            del _secrets[next(iter(_secrets))]
+        _needles = tuple((s, s.encode("utf-8", "replace"), p) for s, p in _secrets.items())
+
+
+def scrub(text: str) -> str:
+    """``text`` with every remembered key and anything shaped like an ``hs_`` key masked."""
+    for secret, _, pattern in _needles:
+        if secret in text:
+            shown = mask_key(secret)
+            text = text.replace(secret, shown) if pattern is None else pattern.sub(shown.replace("\\", "\\\\"), text)
+    if "hs_" in text:
+        text = _KEY_SHAPE.sub(lambda m: mask_key(m.group(0)), text)
+    return text
+
+
+def scrub_json(value: Any) -> Any:
+    """`scrub` applied to every string (keys too) inside a JSON-like value, however deep (no recursion).
+    Dicts and lists are copied; a tuple becomes a list; anything else is returned as it is."""
+    return _scrub_tree(value)[0]
+
+
+def _scrub_tree(value: Any) -> tuple[Any, bool]:
+    """`scrub_json`'s value, and whether any string in it changed."""
+    if isinstance(value, str):
+        clean = scrub(value)
+        return clean, clean != value
+    if not isinstance(value, dict | list | tuple):
+        return value, False
+    changed = False
+    holder: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(holder, 0, value)]
+    while stack:
+        parent, slot, item = stack.pop()
+        if isinstance(item, str):
+            clean = scrub(item)
+            if clean != item:
+                parent[slot], changed = clean, True
+        elif isinstance(item, dict):
+            new: dict[Any, Any] = {}
+            parent[slot] = new
+            for k, v in item.items():
+                if isinstance(k, str):
+                    clean = scrub(k)
+                    changed, k = changed or clean != k, clean
+                new[k] = v
+                stack.append((new, k, v))
+        elif isinstance(item, list | tuple):
+            copy = list(item)
+            parent[slot] = copy
+            stack.extend((copy, i, v) for i, v in enumerate(copy))
+    return holder[0], changed
+
+
+def _might_hold_secret(raw: bytes | str) -> bool:
+    if isinstance(raw, str):
+        return ("hs_" in raw or _ASCII_ESCAPE_TEXT.search(raw) is not None
+                or any(secret in raw for secret, _, _ in _needles))
+    if b"hs_" in raw or _ASCII_ESCAPE.search(raw) is not None:
+        return True
+    return any(needle in raw for _, needle, _ in _needles)
+
+
+@overload
+def scrub_body(raw: bytes) -> bytes: ...
+@overload
+def scrub_body(raw: str) -> str: ...
+def scrub_body(raw: bytes | str) -> bytes | str:
+    """A reply body (JSON, or an SSE event's data) with every remembered key masked in every string, as it
+    enters the SDK. Unchanged (the same object, at the cost of a few scans) when it holds no key, no ``hs_``
+    and no ``\\u`` escape of an ASCII character (which could spell a key out)."""
+    if not _might_hold_secret(raw):
+        return raw
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON (the parser reports it), or too deep to decode here
+        clean = scrub(text)
+    else:
+        clean_value, changed = _scrub_tree(value)
+        if not changed:
+            return raw
+        try:
+            clean = json.dumps(clean_value, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:  # pragma: no cover - what json.loads decoded, json.dumps encodes
+            clean = scrub(text)
+    if clean == text:
+        return raw
+    return clean if isinstance(raw, str) else clean.encode()

@@ -1,0 +1,66 @@
+"""The tracer the hooks use: every span name, attribute, event and status passes the egress scrubber.
+
+It wraps the OpenTelemetry tracer, so an attribute added to the hooks later is scrubbed too: nothing reaches
+a span without passing `holysheep._egress.scrub`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.trace import Span, Status, Tracer
+
+from holysheep._egress import scrub, scrub_json
+
+__all__ = ["ScrubbingSpan", "ScrubbingTracer", "clean_attributes"]
+
+
+def clean_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``attrs`` with every string (inside sequences too) scrubbed; sequences stay tuples."""
+    if attrs is None:
+        return None
+    return {k: tuple(scrub_json(list(v))) if isinstance(v, list | tuple) else scrub(v) if isinstance(v, str) else v
+            for k, v in attrs.items()}
+
+
+class ScrubbingSpan:
+    """A span whose every write is scrubbed; ``span`` is the real one (to put in a context)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        attrs = clean_attributes({key: value})
+        assert attrs is not None
+        self.span.set_attribute(key, attrs[key])
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        self.span.set_attributes(clean_attributes(attributes) or {})
+
+    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None, timestamp: int | None = None) -> None:
+        self.span.add_event(scrub(name), clean_attributes(attributes), timestamp)
+
+    def set_status(self, status: Status) -> None:
+        description = status.description
+        self.span.set_status(Status(status.status_code, scrub(description)) if description else status)
+
+    def end(self, end_time: int | None = None) -> None:
+        self.span.end(end_time)
+
+
+class ScrubbingTracer:
+    """``start_span`` of the wrapped tracer, with the name and attributes scrubbed; returns a `ScrubbingSpan`."""
+
+    __slots__ = ("_tracer",)
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+
+    def start_span(self, name: str, context: Any = None, kind: Any = None, attributes: Mapping[str, Any] | None = None,
+                   start_time: int | None = None) -> ScrubbingSpan:
+        options: dict[str, Any] = {} if kind is None else {"kind": kind}
+        span = self._tracer.start_span(scrub(name), context=context, attributes=clean_attributes(attributes),
+                                       start_time=start_time, **options)
+        return ScrubbingSpan(span)
