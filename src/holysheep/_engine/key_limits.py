@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import struct
 import tempfile
@@ -26,6 +27,8 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+
+from holysheep._engine.private_state import open_private_file, private_folder, warn_once
 
 __all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "forget_limits", "limits_dir"]
 
@@ -41,6 +44,9 @@ FLOOR = 0.05
 """The rate never goes below this share of the target."""
 STALE_S = 120.0
 """A bucket file nobody touched for this long is started afresh (its rate and level are from another run)."""
+MAX_DEBT_S = 60.0
+"""A shared level below minus (capacity + this many seconds of the target rate) is not a state any batch
+writes: the file is ignored (started afresh), never a stall."""
 
 
 def limits_dir() -> Path | None:
@@ -55,19 +61,22 @@ def limits_dir() -> Path | None:
 
 
 def _open_state(folder: Path | None, name: str) -> int | None:
-    """A file descriptor of the bucket file ``name`` (created 0600 in a 0700 folder), or None."""
+    """A file descriptor of the bucket file ``name`` (created 0600, not through a link) in a folder private to
+    this user (see `private_state`), or None: the bucket then lives in this process."""
     if folder is None:
         return None
     try:
         import fcntl  # noqa: F401  (POSIX only)
     except ImportError:  # pragma: no cover - Windows
         return None
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _sweep(folder)
-        return os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
+    default = os.environ.get("HOLYSHEEP_LIMITS_DIR") is None
+    private = private_folder(folder, top=Path(tempfile.gettempdir()) if default else None,
+                             what="rate-limit folder", setting="HOLYSHEEP_LIMITS_DIR")
+    if private is None:
         return None
+    with contextlib.suppress(OSError):
+        _sweep(private)
+    return open_private_file(private / name, "rate-limit file")
 
 
 _swept: set[Path] = set()
@@ -81,7 +90,7 @@ def _sweep(folder: Path) -> None:
     cutoff = time.time() - 86_400
     for path in folder.glob("*.bucket"):
         with contextlib.suppress(OSError):
-            if path.stat().st_mtime < cutoff:
+            if path.lstat().st_mtime < cutoff:  # a link is removed, never followed
                 path.unlink()
 
 
@@ -145,6 +154,8 @@ class SharedBucket:
             try:
                 raw = os.pread(fd, _STATE.size, 0)
                 state = list(_STATE.unpack(raw)) if len(raw) == _STATE.size else [0.0, 0.0, 0.0, 0.0]
+                if state[1] != 0.0 and not self._plausible(state):
+                    state = [self.capacity, self._clock(), self.target, 0.0]  # started afresh
                 if refill and state[1] != 0.0 and state[2] > 0:
                     self._refill(state)
                 yield state
@@ -152,6 +163,20 @@ class SharedBucket:
                 os.pwrite(fd, _STATE.pack(*state), 0)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _plausible(self, state: list[float]) -> bool:
+        """Whether a state read from the shared file is one a batch of this limit could have written: finite,
+        not from the future, a rate between ``FLOOR`` and the target, and a debt of at most ``MAX_DEBT_S`` of
+        it. Anything else (a planted "next request in a day") is ignored with one warning."""
+        level, stamp, rate, last = state
+        now = self._clock()
+        ok = (all(math.isfinite(v) for v in state) and stamp <= now + 1.0 and last <= now + 1.0
+              and (rate <= 0 or self.target * FLOOR * (1 - 1e-9) <= rate)
+              and level >= -(self.capacity + MAX_DEBT_S * self.target))
+        if not ok:
+            warn_once("limits-state", "A shared rate-limit file held a state no batch writes (a wait far beyond the "
+                      "announced limit, or numbers that are not finite): it was ignored and started afresh.")
+        return ok
 
     def _refill(self, state: list[float]) -> None:
         now = self._clock()
