@@ -7,8 +7,9 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     ├── InvalidRequestError         bad argument, raised before any I/O (also a ValueError)
     │   ├── UnknownModelError       a model name the estimator catalog does not know
     │   ├── UnknownGPUError         a GPU name the hardware table does not know
-    │   └── InsecureTransportError  a key (api_key= or a header, also per call) would travel over plain http
-    │                               to a non-loopback host
+    │   ├── InsecureTransportError  a key (api_key= or a header, also per call) would travel over plain http
+    │   │                           to a non-loopback host
+    │   └── CacheFileError      the ``cache=`` file is not a response cache (not SQLite, or another format)
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     ├── ClientClosedError           a call on a client that was closed (also a RuntimeError)
     ├── ResponseConsumedError       a with_streaming_response body read again after it was iterated or closed
@@ -46,6 +47,7 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "CacheFileError",
     "ClientClosedError",
     "ConflictError",
     "HolySheepError",
@@ -123,6 +125,15 @@ class InsecureTransportError(InvalidRequestError):
     """An API key (``api_key=``, or a key-carrying header in ``default_headers`` or a call's ``extra_headers``)
     would be sent over plain ``http://`` to a host that is not loopback. Raised before any request; an
     `InvalidRequestError`, so a batch item with such headers fails alone, with nothing sent."""
+
+
+class CacheFileError(InvalidRequestError):
+    """The file given as ``cache=`` (or ``--cache``) is not a holysheep response cache: not a SQLite database,
+    or one of another format. ``path`` names it. Raised when the cache is opened, before any request."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message, field="cache")
+        self.path = path
 
 
 class QuotaExceededError(HolySheepError):

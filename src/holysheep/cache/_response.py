@@ -11,16 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from holysheep._core.log import get_logger
 from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
 from holysheep.cache._sqlite import SQLiteCache
-from holysheep.cache._store import CacheStats, CacheStore
+from holysheep.cache._store import CacheStats, CacheStore, MemoryCache
 from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ __all__ = ["CACHE_FORMAT", "CacheLike", "ResponseCache", "open_cache", "request_
 
 CACHE_FORMAT = "holysheep-cache-1"
 """Part of every key: a change in what is stored changes every key (old entries become misses)."""
+
+logger = get_logger("holysheep.cache")
 
 CacheLike = Any
 """What ``cache=`` accepts: a path (str or ``os.PathLike``), a ``CacheStore`` or a ``ResponseCache``."""
@@ -89,8 +93,22 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.saved_usd = 0.0
+        self.off: str | None = None
+        """Why the cache stopped (its store failed: a full disk, a read-only, damaged or locked file); None
+        while it works. Once off, every lookup is a miss and nothing is stored: calls go on uncached."""
         self._flushed = (0, 0.0)
         self._lock = threading.Lock()
+
+    def _failed(self, doing: str, exc: BaseException, where: str | None = None) -> None:
+        """The store failed: turn the cache off, with one warning (the first failure) saying why."""
+        with self._lock:
+            if self.off is not None:
+                return
+            self.off = f"{doing}: {type(exc).__name__}: {exc}"
+        where = where or getattr(self.store, "path", None) or type(self.store).__name__
+        logger.warning("response cache %s: %s failed (%s: %s). The cache is off for the rest of this run and calls "
+                       "go on uncached; check the file (a full disk, a read-only or damaged file, or a lock "
+                       "another program holds).", where, doing, type(exc).__name__, exc)
 
     def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "") -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""
@@ -102,7 +120,11 @@ class ResponseCache:
         """The stored completion for ``key`` (marked ``cached``; its ``elapsed_s`` is the lookup's time on
         ``clock``, monotonic seconds), or None (counted as a miss)."""
         start = clock()
-        raw = self.store.get(key)
+        try:
+            raw = self.store.get(key) if self.off is None else None
+        except Exception as exc:  # the cache is optional: a failing store is a miss, and then off
+            self._failed("reading", exc)
+            raw = None
         if raw is None:
             self.misses += 1
             return None
@@ -130,22 +152,21 @@ class ResponseCache:
         return key, (self.get(key, clock=config.clock) if key is not None else None)
 
     def save(self, key: str, result: object) -> None:
-        """Store a call's ``result`` under ``key`` when it is a completion (else nothing). A store that fails
-        (a full disk, a locked file) is logged as a warning, never raised: the call has its answer."""
+        """Store a call's ``result`` under ``key`` when it is a completion (else nothing)."""
         if isinstance(result, ChatCompletion):
-            try:
-                self.put(key, result)
-            except Exception as exc:
-                from holysheep._core.log import logger
-
-                logger.warning("response cache: could not store a response: %s", exc)
+            self.put(key, result)
 
     def put(self, key: str, response: ChatCompletion) -> None:
-        """Store a successful completion (the JSON of the completion only; a cached one is not stored again)."""
-        if response.served_by == "cache":
+        """Store a successful completion (the JSON of the completion only; a cached one is not stored again).
+        A store that fails (a full disk, a locked or read-only file) turns the cache off with one warning,
+        never raises: the call has its answer."""
+        if response.served_by == "cache" or self.off is not None:
             return
         row = scrub(response.model_dump_json())  # the egress scrubber: no key reaches a cache row
-        self.store.put(key, row.encode("utf-8"), model=scrub(response.model), cost_usd=response.cost)
+        try:
+            self.store.put(key, row.encode("utf-8"), model=scrub(response.model), cost_usd=response.cost)
+        except Exception as exc:
+            self._failed("storing a response", exc)
 
     def stats(self) -> CacheStats:
         """The store's figures."""
@@ -156,15 +177,19 @@ class ResponseCache:
         with self._lock:
             hits, saved = self.hits - self._flushed[0], self.saved_usd - self._flushed[1]
             self._flushed = (self.hits, self.saved_usd)
-        if hits:
-            self.store.record_hits(hits, saved)
+        if hits and self.off is None:
+            try:
+                self.store.record_hits(hits, saved)
+            except Exception as exc:
+                self._failed("counting hits", exc)
 
     def close(self) -> None:
-        """Flush the hit counters and close the store."""
+        """Flush the hit counters and close the store; never raises for a failing store (one warning)."""
+        self.flush()
         try:
-            self.flush()
-        finally:
             self.store.close()
+        except Exception as exc:
+            self._failed("closing it", exc)
 
     def __enter__(self) -> ResponseCache:
         return self
@@ -183,7 +208,12 @@ def open_cache(cache: CacheLike, *, ttl_s: float | None = None, max_entries: int
     if isinstance(cache, ResponseCache):
         return cache
     if isinstance(cache, (str, os.PathLike)):
-        return ResponseCache(SQLiteCache(cache, ttl_s=ttl_s, max_entries=max_entries, max_bytes=max_bytes))
+        try:
+            return ResponseCache(SQLiteCache(cache, ttl_s=ttl_s, max_entries=max_entries, max_bytes=max_bytes))
+        except (sqlite3.Error, OSError) as exc:  # damaged, locked, read-only: go on without (a garbage file and bad
+            off = ResponseCache(MemoryCache())  # arguments raise CacheFileError / InvalidRequestError above)
+            off._failed("opening it", exc, where=os.fspath(cache))
+            return off
     if isinstance(cache, CacheStore):
         return ResponseCache(cache)
     raise InvalidRequestError(f"cache must be a file path, a CacheStore or a ResponseCache, got "

@@ -24,12 +24,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from holysheep._exceptions import InvalidRequestError
+from holysheep._exceptions import CacheFileError, InvalidRequestError
 from holysheep.cache._store import CacheStats
 
 __all__ = ["SQLiteCache"]
 
 SCHEMA_VERSION = 1
+_SQLITE_NOTADB = 26  # "file is not a database"
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, created REAL NOT NULL, model TEXT NOT NULL DEFAULT '', "
@@ -58,6 +59,16 @@ def _check_limit(value: float | None, name: str, *, integer: bool) -> None:
         raise InvalidRequestError(f"{name} must be {kind} or None, got {value!r}.", field=name)
 
 
+def _create_private(path: Path) -> None:
+    """Create a missing cache file 0600 before SQLite opens it: SQLite gives its ``-wal`` and ``-shm`` files the
+    database file's mode, so the cached prompts and answers stay readable by this user only."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:  # it exists (kept as it is), or cannot be made (connect says why)
+        return
+    os.close(fd)
+
+
 class SQLiteCache:
     """A ``CacheStore`` in one SQLite file (created with its folder when missing).
 
@@ -78,6 +89,7 @@ class SQLiteCache:
             raise InvalidRequestError(f"cache path {self.path} is a folder; name a file, e.g. "
                                       f"{self.path / 'cache.db'}.", field="cache")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         self.ttl_s, self.max_entries, self.max_bytes = ttl_s, max_entries, max_bytes
         self._clock = clock
         self._lock = threading.Lock()
@@ -86,7 +98,28 @@ class SQLiteCache:
                                        check_same_thread=False)
         except sqlite3.Error as exc:
             raise InvalidRequestError(f"cannot open the cache file {self.path}: {exc}.", field="cache") from exc
+        try:
+            self._open(busy_timeout_s, durable)
+        except BaseException:
+            self._db.close()
+            raise
+        self._closed = False
+
+    def _open(self, busy_timeout_s: float, durable: bool) -> None:
+        """Check that the file is a cache of this format (`CacheFileError` if not), then set it up."""
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        try:
+            tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != _SQLITE_NOTADB and "not a database" not in str(exc):
+                raise  # damaged, locked, unreadable: the response cache goes on without it (one warning)
+            raise CacheFileError(f"the cache file {self.path} is not a holysheep response cache: SQLite cannot "
+                                 f"read it as a database ({exc}). Name a new file for cache= (--cache), or delete "
+                                 "this one if nothing else uses it.", path=str(self.path)) from None
+        if tables and not {"entries", "meta"} <= tables:
+            raise CacheFileError(f"the cache file {self.path} is a SQLite database of something else (its tables: "
+                                 f"{', '.join(sorted(tables)[:5])}), not a holysheep response cache; name a new file "
+                                 "for cache= (--cache).", path=str(self.path))
         self._set_wal()
         self._db.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
         with self._write() as db:
@@ -94,11 +127,8 @@ class SQLiteCache:
                 db.execute(statement)
             version = db.execute("SELECT version FROM meta WHERE id = 1").fetchone()[0]
         if version != SCHEMA_VERSION:
-            self._db.close()
-            raise InvalidRequestError(f"the cache file {self.path} has format {version}, this holysheep reads "
-                                      f"{SCHEMA_VERSION}; use another file or delete this one.",
-                                      field="cache")
-        self._closed = False
+            raise CacheFileError(f"the cache file {self.path} has format {version}, this holysheep reads "
+                                 f"{SCHEMA_VERSION}; use another file or delete this one.", path=str(self.path))
 
     def _set_wal(self) -> None:
         """WAL mode (kept in the file). Two processes opening a new file at once may collide here: retry."""
