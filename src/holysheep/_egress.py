@@ -29,8 +29,11 @@ _ASCII_ESCAPE = re.compile(rb"\\u00[0-7][0-9A-Fa-f]")  # a JSON \u escape of an 
 _ASCII_ESCAPE_TEXT = re.compile(r"\\u00[0-7][0-9A-Fa-f]")
 
 _lock = threading.Lock()
-_secrets: dict[str, re.Pattern[str] | None] = {}  # key -> its whole-token pattern (None: matched anywhere)
-_needles: tuple[tuple[str, bytes, re.Pattern[str] | None], ...] = ()
+_secrets: dict[str, None] = {}  # the remembered keys, oldest first
+# Each key as it appears in text, and as it appears inside JSON text when it holds a quote or a backslash:
+# (form, its UTF-8 bytes, its whole-token pattern or None when it is matched anywhere, what replaces it).
+_needles: tuple[tuple[str, bytes, re.Pattern[str] | None, str], ...] = ()
+_scanned: tuple[tuple[str, bytes], ...] = ()  # the forms a scan for "hs_" does not already find
 
 
 def mask_key(key: str | None) -> str:
@@ -44,25 +47,30 @@ def mask_key(key: str | None) -> str:
 
 def remember(secret: str | None) -> None:
     """Add ``secret`` to the keys every sink masks (a no-op for placeholders under `MIN_SECRET_LEN`)."""
-    global _needles
+    global _needles, _scanned
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_LEN:
         return
     with _lock:
-        pattern = _secrets.pop(secret, None)
-        if pattern is None and len(secret) < GLUED_SECRET_LEN:
-            pattern = re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
-        _secrets[secret] = pattern
+        _secrets.pop(secret, None)
+        _secrets[secret] = None
         while len(_secrets) > MAX_REMEMBERED:
             del _secrets[next(iter(_secrets))]
-        _needles = tuple((s, s.encode("utf-8", "replace"), p) for s, p in _secrets.items())
+        needles = []
+        for key in _secrets:
+            shown = mask_key(key).replace('"', "*").replace("\\", "*")  # safe inside JSON text too
+            for form in dict.fromkeys((key, json.dumps(key)[1:-1])):
+                pattern = (None if len(key) >= GLUED_SECRET_LEN else
+                           re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"))
+                needles.append((form, form.encode("utf-8", "replace"), pattern, shown))
+        _needles = tuple(needles)
+        _scanned = tuple((form, raw) for form, raw, _, _ in _needles if "hs_" not in form)
 
 
 def scrub(text: str) -> str:
     """``text`` with every remembered key and anything shaped like an ``hs_`` key masked."""
-    for secret, _, pattern in _needles:
+    for secret, _, pattern, shown in _needles:
         if secret in text:
-            shown = mask_key(secret)
-            text = text.replace(secret, shown) if pattern is None else pattern.sub(shown.replace("\\", "\\\\"), text)
+            text = text.replace(secret, shown) if pattern is None else pattern.sub(shown, text)
     if "hs_" in text:
         text = _KEY_SHAPE.sub(lambda m: mask_key(m.group(0)), text)
     return text
@@ -107,12 +115,14 @@ def _scrub_tree(value: Any) -> tuple[Any, bool]:
 
 
 def _might_hold_secret(raw: bytes | str) -> bool:
+    """Whether ``raw`` may hold a key: plain substring scans first (a few hundred ns for a typical body)."""
     if isinstance(raw, str):
-        return ("hs_" in raw or _ASCII_ESCAPE_TEXT.search(raw) is not None
-                or any(secret in raw for secret, _, _ in _needles))
-    if b"hs_" in raw or _ASCII_ESCAPE.search(raw) is not None:
+        if "hs_" in raw or ("\\u00" in raw and _ASCII_ESCAPE_TEXT.search(raw) is not None):
+            return True
+        return any(secret in raw for secret, _ in _scanned)
+    if b"hs_" in raw or (b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None):
         return True
-    return any(needle in raw for _, needle, _ in _needles)
+    return any(needle in raw for _, needle in _scanned)
 
 
 @overload

@@ -174,6 +174,7 @@ class APIError(HolySheepError):
     body: object | None
     type: str | None
     code: str | None
+    param: str | None
 
     def __init__(
         self,
@@ -183,6 +184,7 @@ class APIError(HolySheepError):
         body: object | None = None,
         type: str | None = None,
         code: str | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -190,6 +192,7 @@ class APIError(HolySheepError):
         self.body = body
         self.type = type
         self.code = code
+        self.param = param
 
     def __reduce__(self) -> str | tuple[object, ...]:
         # Pickle without the raw request/response: they can hold the Authorization header or a body in

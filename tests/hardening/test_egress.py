@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from holysheep import APIError, AsyncClient, Client
+from holysheep import APIError, APIStatusError, AsyncClient, Client
+from holysheep._egress import mask_key
 from holysheep.batch import arun_jsonl, run_jsonl
 
 from ..observability.otel_util import Telemetry, instrumented
@@ -198,7 +199,9 @@ def test_the_key_an_echoing_server_sends_back_reaches_no_output(kind: str, key: 
             values, errors = asyncio.run(go())
         sent_back = [r.body.decode() for r in server.requests]
     assert len(errors) == 3  # the 400, the mid-stream error, the batch item's 400
+    masked = mask_key(key)
     assert {type(e).__name__ for e in errors} == {"BadRequestError", "APIStreamError"}
+    assert {(e.type, e.code, e.param) for e in errors if isinstance(e, APIStatusError)} == {(masked,) * 3}
     assert any("lookup" in body and '"role": "tool"' in body.replace('":"', '": "') for body in sent_back)
     assert any("hs_…" in v or "…" in v for v in values)  # masked, not dropped
     assert_no_key(values, key)
@@ -272,6 +275,11 @@ def test_the_scrubber_masks_glued_escaped_and_deep_keys_and_leaves_placeholders(
     assert scrub("sk-short9 but sk-short9x and EMPTY") == "…ort9 but sk-short9x and EMPTY"
     assert scrub(r'"a\nhs_AbcdefGhijklMnop1234"') == r'"a\nhs_…1234"'
     assert scrub("graphs_abcdefghijklmnopqrst") == "graphs_abcdefghijklmnopqrst"  # not a key: glued to a word
+    odd = 'sk-"odd\\Secret-0123456789'  # a quote and a backslash: JSON text spells it differently
+    remember(odd)
+    line = json.dumps({"message": f"bad key {odd}!"})
+    assert odd not in scrub(odd) and json.dumps(odd)[1:-1] not in scrub(line)
+    assert json.loads(scrub(line)) == {"message": "bad key …6789!"}  # still valid JSON
     spelled = _escaped("sk-glued-Secret-0123456789")
     assert json.loads(scrub_body(f'{{"x":"{spelled}"}}'.encode())) == {"x": "…6789"}
     plain = b'{"x":"caf\\u00e9","y":1}'

@@ -181,6 +181,7 @@ def error_from_status(
         body=body,
         type=err_type if isinstance(err_type, str) else None,
         code=str(err_code) if err_code is not None else None,
+        param=str(detail["param"]) if detail.get("param") is not None else None,
     )
     err.retry_after = retry_after
     err.retries_taken = retries_taken
