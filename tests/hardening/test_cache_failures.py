@@ -8,9 +8,11 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -158,17 +160,40 @@ def test_a_store_that_fails_to_write_is_one_warning_and_close_never_raises(
     assert len(warnings) == 2 and all(str(error) in w for w in warnings)  # one per client, none from close()
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes a 0444 file anyway")
-def test_a_read_only_cache_file_is_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path = tmp_path / "responses.db"
+READ_ONLY = textwrap.dedent("""
+    import os, sys
+    from holysheep import Client
+    from holysheep.testing import FakeServer
+
+    path = os.path.join(sys.argv[1], "responses.db")
+    ask = lambda c, i: c.chat.completions.create(model="deepseek-v3.2", messages=[{"role": "user", "content": f"q{i}"}])
     with FakeServer() as server:
         with Client(base_url=server.url, api_key=server.api_key, cache=path) as client:
-            client.chat.completions.create(**_ask(0))
-        path.chmod(0o444)
+            ask(client, 0)
+        os.chmod(path, 0o444)
+        if os.geteuid() == 0:  # root writes a 0444 file anyway: be nobody from here on
+            os.setgid(65534)
+            os.setuid(65534)
         with Client(base_url=server.url, api_key=server.api_key, cache=path) as client:
-            assert client.chat.completions.create(**_ask(1)).choices
-            assert client.chat.completions.create(**_ask(2)).choices
-    assert len(_cache_warnings(caplog)) == 1
+            for i in range(1, 4):
+                assert ask(client, i).choices
+            off = client.cache.off
+        print("requests", len(server.requests), "off", off is not None)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_a_read_only_cache_file_is_one_warning_and_calls_go_on_uncached() -> None:
+    where = tempfile.mkdtemp()  # not under tmp_path: as root the script drops to nobody, who must reach it
+    try:
+        os.chmod(where, 0o755)
+        done = subprocess.run([sys.executable, "-c", READ_ONLY, where], capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["requests", "4", "off", "True"]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "readonly" in lines[0] and "go on uncached" in lines[0], done.stderr
 
 
 FULL_DISK = textwrap.dedent("""
