@@ -160,6 +160,23 @@ def test_a_store_that_fails_to_write_is_one_warning_and_close_never_raises(
     assert len(warnings) == 2 and all(str(error) in w for w in warnings)  # one per client, none from close()
 
 
+def test_a_cache_another_program_keeps_locked_is_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "responses.db"
+    store = SQLiteCache(path, busy_timeout_s=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another program holds the write lock and does not let go
+    try:
+        with FakeServer() as server:
+            with Client(base_url=server.url, api_key=server.api_key, cache=store) as client:
+                answers = [client.chat.completions.create(**_ask(0)) for _ in range(3)]
+                assert client.cache is not None and "database is locked" in str(client.cache.off)
+            assert len(server.requests) == 3 and not any(a.cached for a in answers)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(_cache_warnings(caplog)) == 1
+
+
 READ_ONLY = textwrap.dedent("""
     import os, sys
     from holysheep import Client
