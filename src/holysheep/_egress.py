@@ -27,6 +27,8 @@ _TOKEN_CHARS = r"A-Za-z0-9_\-"
 _KEY_SHAPE = re.compile(r"(?:(?<![A-Za-z0-9])|(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4}))hs_[A-Za-z0-9_-]{16,}")
 _ASCII_ESCAPE = re.compile(rb"\\u00[0-7][0-9A-Fa-f]")  # a JSON \u escape of an ASCII character
 _ASCII_ESCAPE_TEXT = re.compile(r"\\u00[0-7][0-9A-Fa-f]")
+_SHAPE_SCAN = re.compile(rb"hs_[A-Za-z0-9_-]{16}")  # what might be an hs_ key ("months_" is not)
+_SHAPE_SCAN_TEXT = re.compile(r"hs_[A-Za-z0-9_-]{16}")
 
 _lock = threading.Lock()
 _secrets: dict[str, None] = {}  # the remembered keys, oldest first
@@ -63,7 +65,7 @@ def remember(secret: str | None) -> None:
                            re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"))
                 needles.append((form, form.encode("utf-8", "replace"), pattern, shown))
         _needles = tuple(needles)
-        _scanned = tuple((form, raw) for form, raw, _, _ in _needles if "hs_" not in form)
+        _scanned = tuple((form, raw) for form, raw, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form))
 
 
 def scrub(text: str) -> str:
@@ -115,12 +117,14 @@ def _scrub_tree(value: Any) -> tuple[Any, bool]:
 
 
 def _might_hold_secret(raw: bytes | str) -> bool:
-    """Whether ``raw`` may hold a key: plain substring scans first (a few hundred ns for a typical body)."""
+    """Whether ``raw`` may hold a key: plain substring scans, a pattern only where one finds something."""
     if isinstance(raw, str):
-        if "hs_" in raw or ("\\u00" in raw and _ASCII_ESCAPE_TEXT.search(raw) is not None):
+        if ("hs_" in raw and _SHAPE_SCAN_TEXT.search(raw) is not None) or (
+                "\\u00" in raw and _ASCII_ESCAPE_TEXT.search(raw) is not None):
             return True
         return any(secret in raw for secret, _ in _scanned)
-    if b"hs_" in raw or (b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None):
+    if (b"hs_" in raw and _SHAPE_SCAN.search(raw) is not None) or (
+            b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None):
         return True
     return any(needle in raw for _, needle in _scanned)
 

@@ -284,6 +284,8 @@ def test_the_scrubber_masks_glued_escaped_and_deep_keys_and_leaves_placeholders(
     assert json.loads(scrub_body(f'{{"x":"{spelled}"}}'.encode())) == {"x": "…6789"}
     plain = b'{"x":"caf\\u00e9","y":1}'
     assert scrub_body(plain) is plain  # nothing to mask: the same bytes, not a copy
+    code = b'{"x":"for months_total in paths_by_month: ..."}'
+    assert scrub_body(code) is code  # "hs_" inside words is not a key: no second parse
     deep: Any = "hs_AbcdefGhijklMnop1234"
     for _ in range(5000):
         deep = [deep]
