@@ -25,8 +25,24 @@ MAX_REMEMBERED = 32  # the keys remembered at once (the most recent ones): clien
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
 # ``hs_`` + 16 key characters, after no letter or digit, or after a JSON escape (``\\n``, ``\\u2026``) in JSON text
 _KEY_SHAPE = re.compile(r"(?:(?<![A-Za-z0-9])|(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4}))hs_[A-Za-z0-9_-]{16,}")
-_ASCII_ESCAPE = re.compile(rb"\\u00[0-7][0-9A-Fa-f]")  # a JSON \u escape of an ASCII character
-_ASCII_ESCAPE_TEXT = re.compile(r"\\u00[0-7][0-9A-Fa-f]")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _escape_scan(chars: frozenset[str]) -> tuple[re.Pattern[bytes], re.Pattern[str]]:
+    """A JSON ``\\u00XX`` escape of one of ``chars`` (which could spell a key out); ``\\u003c`` for ``<``, as
+    Go's encoder writes it, is not one."""
+    by_first: dict[str, set[str]] = {}
+    for c in chars:
+        if ord(c) < 0x100:
+            code = f"{ord(c):02x}"
+            by_first.setdefault(code[0], set()).update((code[1], code[1].upper()))
+    branches = "|".join(f"[{d}{d.upper()}][{''.join(sorted(seconds))}]" for d, seconds in sorted(by_first.items()))
+    return re.compile(rf"\\u00(?:{branches})".encode()), re.compile(rf"\\u00(?:{branches})")
+
+
+_escape_bytes, _escape_text = _escape_scan(_KEY_CHARS)
+
+
 _SHAPE_SCAN = re.compile(rb"hs_[A-Za-z0-9_-]{16}")  # what might be an hs_ key ("months_" is not)
 _SHAPE_SCAN_TEXT = re.compile(r"hs_[A-Za-z0-9_-]{16}")
 
@@ -49,7 +65,7 @@ def mask_key(key: str | None) -> str:
 
 def remember(secret: str | None) -> None:
     """Add ``secret`` to the keys every sink masks (a no-op for placeholders under `MIN_SECRET_LEN`)."""
-    global _needles, _scanned
+    global _needles, _scanned, _escape_bytes, _escape_text
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_LEN:
         return
     with _lock:
@@ -66,6 +82,7 @@ def remember(secret: str | None) -> None:
                 needles.append((form, form.encode("utf-8", "replace"), pattern, shown))
         _needles = tuple(needles)
         _scanned = tuple((form, raw) for form, raw, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form))
+        _escape_bytes, _escape_text = _escape_scan(_KEY_CHARS.union(*_secrets))
 
 
 def scrub(text: str) -> str:
@@ -119,14 +136,12 @@ def _scrub_tree(value: Any) -> tuple[Any, bool]:
 def _might_hold_secret(raw: bytes | str) -> bool:
     """Whether ``raw`` may hold a key: plain substring scans, a pattern only where one finds something."""
     if isinstance(raw, str):
-        if ("hs_" in raw and _SHAPE_SCAN_TEXT.search(raw) is not None) or (
-                "\\u00" in raw and _ASCII_ESCAPE_TEXT.search(raw) is not None):
-            return True
-        return any(secret in raw for secret, _ in _scanned)
-    if (b"hs_" in raw and _SHAPE_SCAN.search(raw) is not None) or (
-            b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None):
-        return True
-    return any(needle in raw for _, needle in _scanned)
+        return (("hs_" in raw and _SHAPE_SCAN_TEXT.search(raw) is not None)
+                or any(secret in raw for secret, _ in _scanned)
+                or ("\\u00" in raw and _escape_text.search(raw) is not None))
+    return ((b"hs_" in raw and _SHAPE_SCAN.search(raw) is not None)
+            or any(needle in raw for _, needle in _scanned)
+            or (b"\\u00" in raw and _escape_bytes.search(raw) is not None))
 
 
 @overload

@@ -286,6 +286,8 @@ def test_the_scrubber_masks_glued_escaped_and_deep_keys_and_leaves_placeholders(
     assert scrub_body(plain) is plain  # nothing to mask: the same bytes, not a copy
     code = b'{"x":"for months_total in paths_by_month: ..."}'
     assert scrub_body(code) is code  # "hs_" inside words is not a key: no second parse
+    go = b'{"x":"\\u003chtml\\u003e \\u0026 \\u001b"}'
+    assert scrub_body(go) is go  # Go's escapes of <, > and & cannot spell a key
     deep: Any = "hs_AbcdefGhijklMnop1234"
     for _ in range(5000):
         deep = [deep]
