@@ -1,13 +1,14 @@
 """The one egress scrubber: every text the SDK writes or exports passes `scrub` on its way out.
 
-The keys of the clients of this process are remembered (`remember`, called by `SecretKey`), so a sink needs
-no key handed to it: exceptions (every attribute, as it is set), JSONL result lines, span and metric
-attributes and span events, log records, CLI output, progress lines, tool results sent to the model, and
-reply bodies as they enter the SDK (`scrub_body`). A key of 16 or more characters is masked wherever it
-appears, also glued inside a longer token (``chatcmpl-<key>``); a shorter one (8 to 15 characters) only where
-it stands as a whole token, so placeholder keys do not mangle a server's text. Anything shaped like a HolySheep
-key (``hs_`` and 16+ key characters, not preceded by a letter or digit) is masked too. The bottom layer: it
-imports nothing of the SDK, so `_exceptions` can use it.
+The keys of this process's clients are remembered (`remember`: called by `SecretKey`, and for a key-carrying
+header in ``default_headers`` / ``extra_headers``), so a sink needs no key handed to it: exceptions (every
+attribute, as it is set), JSONL result lines, span and metric attributes and span events, log records, CLI
+output, progress lines, tool results sent to the model, cache rows, and reply bodies as they enter the SDK
+(`scrub_body`). A key of 16 or more characters is masked wherever it appears, also glued inside a longer token
+(``chatcmpl-<key>``); a shorter one (8 to 15 characters) only where it stands as a whole token, so placeholder
+keys do not mangle a server's text. Anything shaped like a HolySheep key (``hs_`` and 16+ key characters, not
+glued behind a letter or digit) is masked too. The bottom layer: it imports nothing of the SDK, so
+`_exceptions` can use it.
 """
 
 from __future__ import annotations
@@ -150,8 +151,8 @@ def scrub_body(raw: bytes) -> bytes: ...
 def scrub_body(raw: str) -> str: ...
 def scrub_body(raw: bytes | str) -> bytes | str:
     """A reply body (JSON, or an SSE event's data) with every remembered key masked in every string, as it
-    enters the SDK. Unchanged (the same object, at the cost of a few scans) when it holds no key, no ``hs_``
-    and no ``\\u`` escape of an ASCII character (which could spell a key out)."""
+    enters the SDK. Unchanged (the same object, at the cost of a few scans) when it holds no remembered key,
+    nothing shaped like an ``hs_`` key and no ``\\u`` escape of a key character (which could spell one out)."""
     if not _might_hold_secret(raw):
         return raw
     text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")

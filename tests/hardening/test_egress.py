@@ -307,3 +307,13 @@ def test_every_attribute_set_on_an_error_is_scrubbed() -> None:
     err.param = (SELF_HOSTED_KEY,)  # a field added later, by anyone: scrubbed as it is set
     assert_no_key([str(err), repr(err), repr(vars(err))], SELF_HOSTED_KEY)
     assert err.body == {"error": {"type": "…6789"}} and err.param == ("…6789",)
+
+
+def test_a_key_given_only_as_a_header_is_masked_too() -> None:
+    header_key = "sk-only-in-a-Header-0123456789"
+    with echo_server(header_key) as server, \
+            Client(base_url=server.url, api_key="EMPTY", default_headers={"Api-Key": header_key}, max_retries=0) as c:
+        answer = c.chat.completions.create(model="ok", messages=MESSAGES)
+        with pytest.raises(APIStatusError) as info:
+            c.chat.completions.create(model="err", messages=MESSAGES)
+    assert_no_key([answer.model_dump_json(), *_texts_of_error(info.value)], header_key)

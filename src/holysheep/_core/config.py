@@ -20,6 +20,7 @@ from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, make_netwo
 from holysheep._core.option_checks import check_max_retries
 from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
+from holysheep._egress import remember
 from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from holysheep._version import __version__
 
@@ -166,7 +167,9 @@ def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
                     "Convert it first, e.g. str(value).", field=where)
             if name.lower() in _KEY_HEADERS:  # a credential: say what is wrong without quoting it
                 scheme, _, rest = value.partition(" ")
-                check_key_characters(rest if rest and scheme.isalpha() else value, where)
+                secret = rest if rest and scheme.isalpha() else value
+                check_key_characters(secret, where)
+                remember(secret)  # masked in every output, like api_key (holysheep._egress)
             if any(c in value for c in "\r\n\0"):
                 raise InvalidRequestError(
                     f"{where} contains a line break or NUL, which would split the HTTP header. Remove it.",
