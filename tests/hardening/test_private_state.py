@@ -152,3 +152,31 @@ def test_the_cache_file_and_its_wal_are_0600(tmp_path: Path) -> None:
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "c").iterdir()}
     cache.close()
     assert modes == {"responses.db": 0o600, "responses.db-wal": 0o600, "responses.db-shm": 0o600}
+
+
+def test_a_batch_runs_to_the_end_past_a_planted_next_request_in_a_day(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: another local user planted "the next request in 10^8 s" for the victim's key before the batch
+    started (the issue's reproduction stopped the batch after 1 of 50 items)."""
+    import time
+
+    from holysheep import Client
+    from holysheep._clients.senders import limits_key
+    from holysheep._engine.key_limits import forget_limits
+    from holysheep.testing import FakeServer
+
+    folder = tmp_path / "limits"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", str(folder))
+    forget_limits()
+    try:
+        with FakeServer(rpm_limit=60000) as server, Client(base_url=server.url, api_key=server.api_key) as client:
+            name = hashlib.sha256(f"{limits_key(client)}|requests".encode()).hexdigest()[:32] + ".bucket"
+            (folder / name).write_bytes(struct.pack("<dddd", -1e9, time.monotonic(), 1000.0, 0.0))
+            with pytest.warns(UserWarning, match="held a state no batch writes"):
+                results = client.chat.completions.batch(
+                    [{"model": "deepseek-v3.2", "messages": [{"role": "user", "content": f"q{i}"}]} for i in range(8)],
+                    check_quota=False)
+        assert [r.error for r in results] == [None] * 8
+    finally:
+        forget_limits()
