@@ -58,8 +58,11 @@ def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> 
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["users"]
 
 
-def test_the_cli_refuses_a_garbage_cache_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_refuses_a_garbage_cache_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from holysheep.cli import main
+
+    monkeypatch.setenv("HOLYSHEEP_API_KEY", "restored-after-the-test")  # `batch` exports --api-key there
 
     garbage, src = tmp_path / "c.db", tmp_path / "in.jsonl"
     garbage.write_bytes(b"\x00garbage" * 100)

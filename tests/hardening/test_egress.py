@@ -249,9 +249,11 @@ def test_the_cli_prints_no_key(argv: list[str], capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("output_format", ["holysheep", "openai"])
-def test_the_cli_batch_writes_and_prints_no_key(tmp_path: Path, output_format: str,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_batch_writes_and_prints_no_key(tmp_path: Path, output_format: str, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from holysheep.cli import main
+
+    monkeypatch.setenv("HOLYSHEEP_API_KEY", "restored-after-the-test")  # `batch` exports --api-key there
 
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(json.dumps({"custom_id": m, "model": m, "messages": MESSAGES}) + "\n"
