@@ -10,7 +10,9 @@ with ``O_NOFOLLOW`` and refuses anything but a regular file of this user with on
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -60,6 +62,7 @@ def _fallback_folder() -> Path:
     with _lock:
         if _fallback is None or not _fallback.is_dir():
             _fallback = Path(tempfile.mkdtemp(prefix="holysheep-private-"))  # 0700, a name nobody can guess
+            atexit.register(shutil.rmtree, _fallback, ignore_errors=True)  # this process's only: gone with it
         return _fallback
 
 
