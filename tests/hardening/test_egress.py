@@ -55,11 +55,13 @@ def _completion(key: str, tool_call: bool = False) -> dict[str, Any]:
             "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
 
 
-def _chunks(key: str, error_after_first: bool) -> bytes:
+def _chunks(key: str, error_after_first: bool, split: bool = False) -> bytes:
+    """A stream that echoes the key; with ``split``, the key is cut across two deltas."""
     first = {"id": f"chatcmpl-{key}", "object": "chat.completion.chunk", "created": 1, "model": key,
-             "system_fingerprint": "@ESC@",
-             "choices": [{"index": 0, "delta": {"role": "assistant", "content": f"echo {key}"}, "finish_reason": None}]}
-    last = {**first, "choices": [{"index": 0, "delta": {"content": OTHER}, "finish_reason": key}],
+             "system_fingerprint": "@ESC@", "choices": [{"index": 0, "delta": {
+                 "role": "assistant", "content": f"echo {key[:10] if split else key}"}, "finish_reason": None}]}
+    last = {**first, "choices": [{"index": 0, "delta": {"content": f"{key[10:]} " if split else OTHER},
+                                  "finish_reason": key}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
     error = {"error": {"message": f"boom {key}", "type": key, "code": key, "param": OTHER}}
     events = [first, error] if error_after_first else [first, last]
@@ -83,7 +85,7 @@ def echo_server(key: str) -> HostileServer:
             w.write(fixed(400, _json(error, key), **hdrs))
             return
         elif body.get("stream"):
-            w.write(head(200, "text/event-stream", **hdrs) + _chunks(key, model == "err-mid"))
+            w.write(head(200, "text/event-stream", **hdrs) + _chunks(key, model == "err-mid", model == "split"))
             w.close()
             return
         else:
@@ -237,7 +239,7 @@ def test_jsonl_lines_hold_no_key_in_either_format(tmp_path: Path, kind: str, out
 
 
 @pytest.mark.parametrize("argv", [["chat", "hi", "-m", "ok"], ["chat", "hi", "-m", "ok", "--no-stream"],
-                                  ["chat", "hi", "-m", "err"], ["models"], ["quota"]])
+                                  ["chat", "hi", "-m", "split"], ["chat", "hi", "-m", "err"], ["models"], ["quota"]])
 def test_the_cli_prints_no_key(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     from holysheep.cli import main
 
@@ -246,6 +248,8 @@ def test_the_cli_prints_no_key(argv: list[str], capsys: pytest.CaptureFixture[st
     captured = capsys.readouterr()
     assert code == (1 if "err" in argv else 0), captured.err
     assert_no_key([captured.out, captured.err], SELF_HOSTED_KEY)
+    if "split" in argv:  # the key came in two deltas: masked whole, the rest of the reply intact
+        assert captured.out.strip() == "echo …6789"
 
 
 @pytest.mark.parametrize("output_format", ["holysheep", "openai"])

@@ -53,20 +53,45 @@ def scrub(text: str) -> str:
     return text
 
 
+MAX_HELD = 4096
+"""The most of a word ``_ScrubbedStream`` holds back (a key is far shorter)."""
+
+
 class _ScrubbedStream:
     """A text stream whose every write passes `scrub` (the key of the run, pieces of it, and every key the
-    egress scrubber knows); everything else is the wrapped stream's."""
+    egress scrubber knows); everything else is the wrapped stream's.
 
-    def __init__(self, stream: Any) -> None:
+    With ``hold``, the word being written (the text after the last whitespace) is held back until the next
+    whitespace or `release`: a key a server split across two streamed deltas is scrubbed whole."""
+
+    def __init__(self, stream: Any, *, hold: bool = False) -> None:
         self._stream = stream
+        self._hold = hold
+        self._held = ""
 
     def write(self, text: str) -> int:
-        self._stream.write(scrub(text))
+        data = self._held + text
+        cut = len(data)
+        if self._hold:
+            while cut > 0 and not data[cut - 1].isspace():
+                cut -= 1
+            if len(data) - cut > MAX_HELD:
+                cut = len(data)
+        out, self._held = data[:cut], data[cut:]
+        if out:
+            self._stream.write(scrub(out))
         return len(text)
 
     def writelines(self, lines: Sequence[str]) -> None:
         for line in lines:
             self.write(line)
+
+    def release(self) -> None:
+        """Write what is held back."""
+        held, self._held = self._held, ""
+        if held:
+            self._stream.write(scrub(held))
+            self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -75,13 +100,17 @@ class _ScrubbedStream:
 @contextlib.contextmanager
 def scrubbed_std_streams() -> Iterator[None]:
     """``sys.stdout`` and ``sys.stderr`` scrubbed for the time of one command: every print, progress line,
-    table or summary of any command passes the scrubber, including one added later."""
+    table or summary of any command passes the scrubber, including one added later. Standard output holds
+    back the word being written (see `_ScrubbedStream`), so a streamed reply cannot split a key past it."""
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _ScrubbedStream(out), _ScrubbedStream(err)
+    scrubbed_out = _ScrubbedStream(out, hold=True)
+    sys.stdout, sys.stderr = scrubbed_out, _ScrubbedStream(err)
     try:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`holysheep chat | head`)
+            scrubbed_out.release()
 
 
 @contextlib.contextmanager
