@@ -27,7 +27,7 @@ from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
 from holysheep._transports.deadlines import within_deadline
-from holysheep.types.account import Model, Quota
+from holysheep.types.account import Model, ModelList, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 from holysheep.types.embeddings import CreateEmbeddingResponse
 
@@ -85,7 +85,7 @@ class AsyncChat(BaseChat[AsyncCompletions]):
     """``client.chat`` for the async client."""
 
 
-class AsyncModels(BaseModels[Coroutine[Any, Any, list[Model]]]):
+class AsyncModels(BaseModels[Coroutine[Any, Any, ModelList], Coroutine[Any, Any, Model]]):
     """``client.models`` for the async client."""
 
 

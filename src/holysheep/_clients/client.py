@@ -24,7 +24,7 @@ from holysheep._core.closing import SyncClosing
 from holysheep._core.raw_response import RAW, RawMode
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
-from holysheep.types.account import Model, Quota
+from holysheep.types.account import Model, ModelList, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 from holysheep.types.embeddings import CreateEmbeddingResponse
 
@@ -71,7 +71,7 @@ class Chat(BaseChat[Completions]):
     """``client.chat`` for the sync client."""
 
 
-class Models(BaseModels[list[Model]]):
+class Models(BaseModels[ModelList, Model]):
     """``client.models`` for the sync client."""
 
 

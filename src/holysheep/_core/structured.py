@@ -130,8 +130,8 @@ def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
                 "The response is in .completion; rephrase the request.", completion=summed)
         calls = message.tool_calls or []
         parsed_args.append([tool_arguments(tools, call, summed, len(attempts)) for call in calls] if tools else [])
-        if message.content is None or fmt is None:
-            parsed_values.append(None)  # e.g. a tool call
+        if message.content is None or fmt is None or (not message.content and calls):
+            parsed_values.append(None)  # e.g. a tool call (its streamed content is "")
             continue
         try:
             parsed_values.append(fmt.validate(message.content))
