@@ -133,7 +133,9 @@ class APIError(HolySheepError):
     """The API, or the way to it, failed.
 
     ``request`` is the ``httpx.Request`` that failed, when there was one; its headers mask the
-    ``Authorization`` value.
+    ``Authorization`` value. As in openai-python, ``body`` is the server's error object (the ``"error"`` member of
+    an OpenAI-style body, else the whole decoded body, or its text when it is not JSON; the whole body of a status
+    error stays in ``e.response.json()``), and ``type``, ``code`` and ``param`` are that object's fields.
     """
 
     message: str
@@ -141,6 +143,7 @@ class APIError(HolySheepError):
     body: object | None
     type: str | None
     code: str | None
+    param: str | None
 
     def __init__(
         self,
@@ -150,6 +153,7 @@ class APIError(HolySheepError):
         body: object | None = None,
         type: str | None = None,
         code: str | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -157,6 +161,7 @@ class APIError(HolySheepError):
         self.body = body
         self.type = type
         self.code = code
+        self.param = param
 
     def __reduce__(self) -> str | tuple[object, ...]:
         # Pickle without the raw request/response: they can hold the Authorization header or a body in

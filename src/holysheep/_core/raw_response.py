@@ -87,6 +87,14 @@ class BaseAPIResponse(Generic[R]):
         return value
 
     @property
+    def http_response(self) -> httpx.Response:
+        """The response as an ``httpx.Response`` (openai-python's ``raw.http_response``): status, headers, the
+        masked request and, once read, the body (a ``stream=True`` response's events come from ``parse()``)."""
+        response = httpx.Response(self.status_code, headers=self.headers, request=self.http_request)
+        response._content = getattr(self, "_content", None) or b""  # already decoded: not through its decoders
+        return response
+
+    @property
     def url(self) -> httpx.URL:
         """The URL the request went to."""
         return self.http_request.url

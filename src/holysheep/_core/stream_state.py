@@ -190,6 +190,7 @@ class StreamState:
         raise APIStreamError(
             message, body=err, type=err_type if isinstance(err_type, str) else None,
             code=str(code) if code is not None else None, partial_text=self.partial_text,
+            param=err["param"] if isinstance(err.get("param"), str) else None,
         )
 
     def _absorb(self, chunk: ChatCompletionChunk) -> None:

@@ -5,6 +5,7 @@ Both drive the same sans-I/O re-ask loop (`ParsePlan.steps`); they differ only i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -16,6 +17,7 @@ from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
     from holysheep._clients.parsed_stream import AsyncParsedStream, ParsedStream
+    from holysheep._core.structured import ParsePlan
     from holysheep.types.parsed import ParsedChatCompletion
 
 __all__ = ["AsyncParse", "SyncParse"]
@@ -28,6 +30,33 @@ def _spec(request: Mapping[str, Any], *, stream: bool = False) -> RequestSpec:
     params = {k: v for k, v in request.items() if k not in ("model", "messages")}
     return build_chat_spec(model=request["model"], messages=request["messages"], stream=stream, params=params,
                            parse=parse_chat_completion)
+
+
+def _raw_spec(plan: ParsePlan[Any], stream: bool) -> RequestSpec | None:
+    """Under ``with_raw_response`` / ``with_streaming_response``: the one request whose body ``parse()`` turns into
+    the `ParsedChatCompletion` (as openai's ``with_raw_response.parse``); None for a plain call."""
+    from holysheep._core.raw_response import RAW
+
+    if not RAW.get():
+        return None
+    if stream or plan.max_repairs:
+        from holysheep._exceptions import InvalidRequestError
+
+        raise InvalidRequestError("with_raw_response.parse() sends one request and returns its response: leave out "
+                                  "stream=True and max_repairs (or call parse() without with_raw_response).",
+                                  field="max_repairs" if plan.max_repairs else "stream")
+    steps = plan.steps()
+    request = next(steps)
+
+    def parse(content: bytes) -> ParsedChatCompletion[Any]:
+        try:
+            steps.send(parse_chat_completion(content))
+        except StopIteration as stop:
+            result: ParsedChatCompletion[Any] = stop.value
+            return result
+        raise AssertionError("max_repairs=0 sends no re-ask")  # pragma: no cover
+
+    return dataclasses.replace(_spec(request), parse=parse)
 
 
 
@@ -85,11 +114,14 @@ class SyncParse:
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
                            "max_repairs": max_repairs, **params}, stream=stream)
+        raw = _raw_spec(plan, stream)
+        if raw is not None:
+            return self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse
         if stream:
             from holysheep._clients.parsed_stream import ParsedStream
 
             return ParsedStream(self._client._execute(_spec(plan.params, stream=True)), plan.format,
-                                plan.tools)
+                                plan.tools, plan.on_refusal)
         steps = plan.steps()
         request = next(steps)
         while True:
@@ -149,11 +181,14 @@ class AsyncParse:
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
                            "max_repairs": max_repairs, **params}, stream=stream)
+        raw = _raw_spec(plan, stream)
+        if raw is not None:
+            return await self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse
         if stream:
             from holysheep._clients.parsed_stream import AsyncParsedStream
 
             return AsyncParsedStream(await self._client._execute(_spec(plan.params, stream=True)), plan.format,
-                                plan.tools)
+                                     plan.tools, plan.on_refusal)
         steps = plan.steps()
         request = next(steps)
         while True:
