@@ -120,7 +120,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
         "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks, "proxy": c.network.proxy,
         "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
-        "http2": c.network.http2,
+        "http2": c.network.http2, "default_query": dict(c.default_query) or None,
     }
 
 
@@ -170,7 +170,8 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
-                HTTP/2; httpx only, needs ``holysheep[http2]``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
+                HTTP/2; httpx only, needs ``holysheep[http2]``), ``default_query=None`` (query parameters added to every
+                request, as openai's) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
                 or ``"httpx"``, and ``"httpx"`` when ``http2=True``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -292,6 +293,21 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         return self._config.base_url
 
     @property
+    def api_key(self) -> str:
+        """The API key, as openai-python's ``client.api_key`` (``""`` for a keyless client). Never shown in a
+        repr, log or error: handle it as a secret."""
+        return self._config.api_key.reveal() or ""
+
+    def is_closed(self) -> bool:
+        """True once the client was closed (``close()``/``aclose()`` or the end of its ``with`` block)."""
+        return bool(getattr(self._backend, "closed", False))
+
+    @property
+    def default_query(self) -> dict[str, Any]:
+        """Query parameters added to every request (``default_query=``)."""
+        return dict(self._config.default_query)
+
+    @property
     def max_retries(self) -> int:
         """Retries after the first attempt for retryable failures."""
         return self._config.max_retries
@@ -304,18 +320,34 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
     def with_options(
         self: _Self,
         *,
+        api_key: str | None = None,
+        base_url: str | httpx.URL | None = None,
         timeout: TimeoutTypes | object = ...,
+        http_client: _HttpClientT | None = None,
         max_retries: int | None = None,
         initial_retry_delay: float | None = None,
         max_retry_delay: float | None = None,
         stream_idle_timeout: float | object | None = ...,
         default_headers: Mapping[str, str | None] | None = None,
+        set_default_headers: Mapping[str, str | None] | None = None,
+        default_query: Mapping[str, object] | None = None,
+        set_default_query: Mapping[str, object] | None = None,
         on_retry: OnRetry | None = None,
         hooks: Sequence[Any] | None = None,
     ) -> _Self:
-        """A copy with some options changed. It shares this client's connection pool (closing the
-        copy does not close the pool). It keeps this client's hooks unless ``hooks`` replaces them."""
+        """A copy with some options changed (openai-python's ``with_options``/``copy``). It shares this client's
+        connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
+        ``default_headers``/``default_query`` are merged into this client's; ``set_default_headers`` /
+        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them."""
+        if default_headers is not None and set_default_headers is not None:
+            raise ValueError("The `default_headers` and `set_default_headers` arguments are mutually exclusive")
+        if default_query is not None and set_default_query is not None:
+            raise ValueError("The `default_query` and `set_default_query` arguments are mutually exclusive")
         kwargs = self._init_kwargs()
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if base_url is not None:
+            kwargs["base_url"] = str(base_url)
         if timeout is not ...:
             kwargs["timeout"] = timeout
         if stream_idle_timeout is not ...:
@@ -327,10 +359,17 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         if default_headers is not None:
             kwargs["default_headers"] = {**self._config.default_headers,
                                          **check_headers("default_headers", default_headers)}
+        if set_default_headers is not None:
+            kwargs["default_headers"] = dict(check_headers("set_default_headers", set_default_headers))
+        if default_query is not None:
+            kwargs["default_query"] = {**self._config.default_query, **default_query}
+        if set_default_query is not None:
+            kwargs["default_query"] = dict(set_default_query)
         cls: Any = type(self)
-        new: _Self = quiet_build(cls, **kwargs, http_client=self._http_client)  # through __init__: all checked
-        new._backend = self._backend  # share the connection pool; the copy does not own it
-        new._owns_http = False
+        new: _Self = quiet_build(cls, **kwargs, http_client=http_client or self._http_client)  # all checked
+        if http_client is None:
+            new._backend = self._backend  # share the connection pool; the copy does not own it
+            new._owns_http = False
         if new._config.clock is not self._config.clock:
             new._use_clock(self._config.clock)
         return new

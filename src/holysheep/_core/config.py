@@ -219,6 +219,8 @@ class ClientConfig:
     """The client's hooks (``Client(hooks=[...])``), or None."""
     network: NetworkSettings = DEFAULT_NETWORK
     """Proxy and TLS settings (``proxy=``, ``trust_env=``, ``verify=``, ``cert=`` and the environment)."""
+    default_query: Mapping[str, Any] = field(default_factory=dict)
+    """Query parameters added to every request's URL (openai's ``default_query``; a call's ``extra_query`` wins)."""
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False, compare=False)
     """Monotonic seconds for everything a call measures: attempt start, ``elapsed_s``, stream metrics and hook
     events. Not a client argument: tests set it through ``BaseClient._use_clock`` to assert exact times."""
@@ -301,6 +303,7 @@ def make_config(
     verify: Any = True,
     cert: Any = None,
     http2: bool = False,
+    default_query: Mapping[str, Any] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
@@ -339,6 +342,9 @@ def make_config(
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
     hook_set = check_hooks(hooks)
+    if default_query is not None and not isinstance(default_query, Mapping):
+        raise InvalidRequestError(f"default_query must be a dict of query parameters, got "
+                                  f"{type(default_query).__name__}.", field="default_query")
     network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert, http2=http2)
     secret = SecretKey(key)
     return ClientConfig(
@@ -358,5 +364,6 @@ def make_config(
         max_sse_event_bytes=max_sse_event_bytes,
         hooks=hook_set,
         network=network,
+        default_query=dict(default_query or {}),
         clock=clock,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -99,9 +99,6 @@ class ParseParams(ChatParamsBase, total=False):
     ``tools`` may also be functions and pydantic models (made strict tools, their arguments parsed)."""
 
     tools: Sequence[ToolInput]
-    on_refusal: Literal["return", "raise"]
-    """A refusal: ``"return"`` it (``message.refusal`` set, ``parsed=None``, as openai-python; the default) or
-    ``"raise"`` `RefusalError` (the default in batches)."""
 
 
 class RunToolsParams(ChatParamsBase, total=False):

@@ -17,7 +17,7 @@ from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
     from holysheep._clients.parsed_stream import AsyncParsedStream, ParsedStream
-    from holysheep._core.structured import ParsePlan
+    from holysheep._core.structured import OnRefusal, ParsePlan
     from holysheep.types.parsed import ParsedChatCompletion
 
 __all__ = ["AsyncParse", "SyncParse"]
@@ -69,32 +69,39 @@ class SyncParse:
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
               stream: Literal[False] = False, max_repairs: int = 0,
+              on_refusal: OnRefusal = "return",
               **params: Unpack[ParseParams]) -> ParsedChatCompletion[T]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: type[T], stream: Literal[True],
-              max_repairs: int = 0, **params: Unpack[ParseParams]) -> ParsedStream[T]: ...
+              max_repairs: int = 0,
+              on_refusal: OnRefusal = "return", **params: Unpack[ParseParams]) -> ParsedStream[T]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
               stream: Literal[False] = False, max_repairs: int = 0,
+              on_refusal: OnRefusal = "return",
               **params: Unpack[ParseParams]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
               stream: Literal[True], max_repairs: int = 0,
+              on_refusal: OnRefusal = "return",
               **params: Unpack[ParseParams]) -> ParsedStream[Any]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[False] = False,
-              max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> ParsedChatCompletion[Any]: ...
+              max_repairs: int = 0,
+              on_refusal: OnRefusal = "return", **params: Unpack[ChatParamsBase]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[True],
-              max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> ParsedStream[Any]: ...
+              max_repairs: int = 0,
+              on_refusal: OnRefusal = "return", **params: Unpack[ChatParamsBase]) -> ParsedStream[Any]: ...
 
     def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None, stream: bool = False,
-              max_repairs: int = 0, **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
+              max_repairs: int = 0,
+              on_refusal: OnRefusal = "return", **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
         """Create a chat completion and validate its content as ``response_format``.
 
         ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
@@ -106,14 +113,15 @@ class SyncParse:
         ``response_format``) fills ``tool_calls[i].function.parsed_arguments`` with a ``Model``; arguments
         that do not validate raise `ToolArgumentsError` (the field, the raw arguments). ``max_repairs=N``
         re-asks up to N times with the model's reply and the validation errors; ``usage`` and ``cost`` count
-        every request. ``stream=True`` returns a
+        every request. A refusal comes back as openai's does (``message.refusal`` set, ``parsed=None``);
+        ``on_refusal="raise"`` raises `RefusalError` instead. ``stream=True`` returns a
         `ParsedStream` whose ``get_final_completion()`` is parsed. Other arguments are those of ``create``.
         See ``docs/structured-outputs.md``.
         """
         from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
-                           "max_repairs": max_repairs, **params}, stream=stream)
+                           "max_repairs": max_repairs, "on_refusal": on_refusal, **params}, stream=stream)
         raw = _raw_spec(plan, stream)
         if raw is not None:
             return self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse
@@ -142,34 +150,41 @@ class AsyncParse:
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
                     stream: Literal[False] = False, max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Unpack[ParseParams]) -> ParsedChatCompletion[T]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: type[T],
                     stream: Literal[True], max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Unpack[ParseParams]) -> AsyncParsedStream[T]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
                     stream: Literal[False] = False, max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Unpack[ParseParams]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Mapping[str, Any] | object,
                     stream: Literal[True], max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Unpack[ParseParams]) -> AsyncParsedStream[Any]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput],
                     stream: Literal[False] = False, max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Unpack[ChatParamsBase]) -> ParsedChatCompletion[Any]: ...
 
     @overload
     async def parse(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], stream: Literal[True],
-                    max_repairs: int = 0, **params: Unpack[ChatParamsBase]) -> AsyncParsedStream[Any]: ...
+                    max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return", **params: Unpack[ChatParamsBase]) -> AsyncParsedStream[Any]: ...
 
     async def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None,
                     stream: bool = False, max_repairs: int = 0,
+                    on_refusal: OnRefusal = "return",
                     **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
         """Create a chat completion (``await`` it) and validate its content as ``response_format``.
 
@@ -180,7 +195,7 @@ class AsyncParse:
         from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
 
         plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
-                           "max_repairs": max_repairs, **params}, stream=stream)
+                           "max_repairs": max_repairs, "on_refusal": on_refusal, **params}, stream=stream)
         raw = _raw_spec(plan, stream)
         if raw is not None:
             return await self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse
