@@ -158,12 +158,13 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         Args:
             api_key: An ``hs_`` key; defaults to ``HOLYSHEEP_API_KEY``. Never shown in a repr, log or error.
             base_url: Defaults to ``HOLYSHEEP_BASE_URL`` or ``https://api.holysheep.ai/v1``.
-            timeout: Per attempt: seconds or an ``httpx.Timeout``.
+            timeout: Per attempt: seconds or an ``httpx.Timeout`` (or ``httpx2.Timeout``).
             max_retries: Retries after the first attempt (``0`` turns retries off).
             default_headers: Sent with every request; a ``None`` value removes a header.
             http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``),
-                e.g. for event hooks. Used as it is and not closed by the client; ``proxy``, ``verify`` and ``cert``
-                do not apply to it (and an ``AsyncClient`` given one sends with httpx, not aiohttp).
+                or httpx2's (``holysheep[httpx2]``), e.g. for event hooks. Used as it is and not closed by the
+                client; ``proxy``, ``verify`` and ``cert`` do not apply to it (and an ``AsyncClient`` given one sends
+                with it, not aiohttp).
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
@@ -191,15 +192,21 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             if self._config.base_url.scheme == "http":
                 _warn_plain_http2()
         kind = self._http_client_type
+        given = http_client
+        if http_client is not None and not isinstance(http_client, kind):  # an httpx2 client: sent through it
+            from holysheep._transports.httpx2_bridge import wrap_http_client
+
+            http_client = wrap_http_client(http_client)  # type: ignore[assignment]
         if http_client is not None and not isinstance(http_client, kind):
             from holysheep._exceptions import InvalidRequestError
 
             raise InvalidRequestError(
-                f"http_client must be an {kind.__module__}.{kind.__qualname__}, got {type(http_client).__name__}.",
+                f"http_client must be an {kind.__module__}.{kind.__qualname__} (or httpx2's {kind.__qualname__}), got "
+                f"{type(http_client).__name__}.",
                 field="http_client",
             )
         if http_client is not None:
-            _warn_if_tls_unverified(http_client)
+            _warn_if_tls_unverified(given)
             import dataclasses
 
             # proxy=, verify= and cert= do not apply to a caller's client: TLS errors name its own store

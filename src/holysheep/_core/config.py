@@ -9,12 +9,13 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Protocol, Union
 from urllib.parse import urlsplit
 
 import httpx
 
 from holysheep._core.hooks import HookSet, check_hooks
+from holysheep._core.httpx2_types import is_httpx2
 from holysheep._core.keys import ENV_API_KEY, SecretKey, check_key_characters, mask_key, validate_holysheep_key
 from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, make_network
 from holysheep._core.option_checks import check_max_retries
@@ -42,7 +43,13 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 USER_AGENT = f"holysheep-python/{__version__}"
 
-TimeoutTypes = Union[float, int, httpx.Timeout, None]
+class TimeoutLike(Protocol):
+    """A timeout object with httpx's four parts: an ``httpx.Timeout`` or an ``httpx2.Timeout``."""
+
+    def as_dict(self) -> dict[str, float | None]: ...
+
+
+TimeoutTypes = Union[float, int, httpx.Timeout, TimeoutLike, None]
 OnRetry = Callable[[int, Any, float], None]
 
 
@@ -67,7 +74,10 @@ def is_holysheep_host(host: str) -> bool:
 
 
 def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> httpx.Timeout:
-    """Turn seconds (or an ``httpx.Timeout``, or None for no limit) into a validated ``httpx.Timeout``."""
+    """Turn seconds (or an ``httpx.Timeout`` or ``httpx2.Timeout``, or None for no limit) into a validated
+    ``httpx.Timeout``."""
+    if is_httpx2(timeout, "Timeout"):
+        timeout = httpx.Timeout(**timeout.as_dict())  # type: ignore[union-attr]  # httpx2: same parts
     if isinstance(timeout, httpx.Timeout):
         for part in ("connect", "read", "write", "pool"):
             value = getattr(timeout, part)
@@ -82,7 +92,8 @@ def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> 
         return httpx.Timeout(None)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise InvalidRequestError(
-            f"{field_name} must be seconds (a number), an httpx.Timeout or None, got {type(timeout).__name__}.",
+            f"{field_name} must be seconds (a number), an httpx.Timeout (or httpx2.Timeout) or None, got "
+            f"{type(timeout).__name__}.",
             field=field_name,
         )
     if timeout <= 0 or math.isnan(timeout):
