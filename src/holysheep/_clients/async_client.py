@@ -244,6 +244,7 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
         response cache it opened."""
         self._close_cache()
+        self._closed = True
         if self._owns_http:
             await self._backend.aclose()
 

@@ -129,6 +129,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
     _config: ClientConfig
     _owns_http: bool
+    _closed: bool = False
     _backend: Any
     _http_client_type: ClassVar[type]
     _http_backends: ClassVar[tuple[str, ...]]  # the first is the default
@@ -306,8 +307,9 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         return self._config.api_key.reveal() or ""
 
     def is_closed(self) -> bool:
-        """True once the client was closed (``close()``/``aclose()`` or the end of its ``with`` block)."""
-        return bool(getattr(self._backend, "closed", False))
+        """True once this client was closed (``close()``/``aclose()`` or the end of its ``with`` block; a
+        caller's ``http_client`` stays open, as the client does not own it) or its connection pool was."""
+        return self._closed or bool(getattr(self._backend, "closed", False))
 
     @property
     def default_query(self) -> dict[str, Any]:

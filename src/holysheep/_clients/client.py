@@ -211,5 +211,6 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
         response cache it opened."""
         self._close_cache()
+        self._closed = True
         if self._owns_http:
             self._backend.close()
