@@ -60,3 +60,16 @@ def test_the_rich_message_stays_in_str(server: FakeServer) -> None:
     assert text.startswith("HTTP 400 Bad Request: max_tokens is too large")
     assert f"[request_id={err.request_id}]" in text and "code=integer_above_max_value" in text
     assert err.body["message"] == "max_tokens is too large"  # openai's e.body["message"]
+
+
+def test_batch_output_line_keeps_the_errors_param() -> None:
+    """An OpenAI Batch output line for an HTTP error carries the server's ``param``, as OpenAI's do."""
+    import json
+
+    from holysheep.batch._openai_output import error_line
+
+    err = holysheep.BadRequestError("HTTP 400: too large", status_code=400, request_id="req_1", body=ERROR["error"],
+                                    type="invalid_request_error", code="integer_above_max_value", param="max_tokens")
+    line = json.loads(error_line("item-1", None, err, "api_error"))
+    assert line["response"]["body"]["error"] == {"message": "HTTP 400: too large", "type": "invalid_request_error",
+                                                 "param": "max_tokens", "code": "integer_above_max_value"}

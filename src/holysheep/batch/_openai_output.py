@@ -47,8 +47,8 @@ def success_line(cid: str, digest: str | None, request_id: str | None, body_json
 def error_line(cid: str, digest: str | None, error: BaseException, kind: str) -> str:
     """The line of a failed result: an HTTP error as a response, anything else as an error object."""
     if isinstance(error, APIStatusError):
-        inner: dict[str, Any] = {"message": error.message, "type": error.type or kind, "param": None,
-                                 "code": error.code}
+        inner: dict[str, Any] = {"message": error.message, "type": error.type or kind,
+                                 "param": getattr(error, "param", None), "code": error.code}
         response = {"status_code": error.status_code, "request_id": error.request_id, "body": {"error": inner}}
         return _head(cid, digest) + ',"response":' + json.dumps(response) + ',"error":null}\n'
     message = error.message if isinstance(error, APIError) else str(error)
