@@ -57,14 +57,17 @@ def test_models_retrieve(client: Client, server: FakeServer) -> None:
 
 
 def test_async_models(server: FakeServer) -> None:
-    async def main() -> tuple[list[str], str]:
+    async def main() -> tuple[list[str], list[str], str, int]:
         async with AsyncClient(api_key=server.api_key, base_url=server.url) as c:
             page = await c.models.list()
+            streamed = [m.id async for m in c.models.list(extra_query={"x": 1})]  # openai's AsyncPaginator way
             model = await c.models.retrieve("gpt-4.1")
-            return [m.id for m in page], model.id
+            raw = await c.models.with_raw_response.list()
+            return [m.id for m in page], streamed, model.id, raw.status_code
 
-    ids, one = asyncio.run(main())
-    assert ids == list(server.models) and one == "gpt-4.1"
+    ids, streamed, one, status = asyncio.run(main())
+    assert ids == streamed == list(server.models) and one == "gpt-4.1" and status == 200
+    assert [r.query for r in server.requests[-4:]] == ["", "x=1", "", ""]
 
 
 def test_with_options_takes_api_key_base_url_and_default_query(client: Client, server: FakeServer) -> None:

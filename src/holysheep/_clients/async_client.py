@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 import httpx
 from typing_extensions import Unpack
 
 from holysheep._clients.base_client import NO_HIT, BaseClient, config_kwargs, quiet_build
-from holysheep._clients.resources.account import BaseModels, BaseQuota
+from holysheep._clients.resources.account import AsyncModelPager, BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
@@ -27,7 +27,7 @@ from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
 from holysheep._transports.deadlines import within_deadline
-from holysheep.types.account import Model, ModelList, Quota
+from holysheep.types.account import Model, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 from holysheep.types.embeddings import CreateEmbeddingResponse
 
@@ -85,8 +85,14 @@ class AsyncChat(BaseChat[AsyncCompletions]):
     """``client.chat`` for the async client."""
 
 
-class AsyncModels(BaseModels[Coroutine[Any, Any, ModelList], Coroutine[Any, Any, Model]]):
+class AsyncModels(BaseModels[AsyncModelPager, Coroutine[Any, Any, Model]]):
     """``client.models`` for the async client."""
+
+    def list(self, **options: Unpack[RequestParams]) -> AsyncModelPager:
+        """The models (``GET /models``): ``await`` it for the `ModelList` page, or ``async for`` over the models
+        (as openai-python's ``AsyncPaginator``). Options as on the sync client."""
+        fetch: Callable[..., Any] = super().list  # a coroutine on this client
+        return AsyncModelPager(lambda: fetch(**options))
 
 
 class AsyncEmbeddings(BaseEmbeddings[Coroutine[Any, Any, CreateEmbeddingResponse]]):

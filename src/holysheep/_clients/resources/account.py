@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from typing_extensions import Unpack
@@ -13,7 +13,7 @@ from holysheep._clients.resources.embeddings import RequestParams
 from holysheep._core.request import RequestSpec, request_options
 from holysheep.types.account import Model, ModelList, Quota
 
-__all__ = ["BaseModels", "BaseQuota"]
+__all__ = ["AsyncModelPager", "BaseModels", "BaseQuota"]
 
 _RL = TypeVar("_RL")
 _RM = TypeVar("_RM")
@@ -68,6 +68,24 @@ class BaseModels(Resource, Generic[_RL, _RM]):
         spec = _spec("retrieve", "models/" + quote(model, safe=""), _parse_model, options)
         result: _RM = self._client._execute(spec)
         return result
+
+
+class AsyncModelPager:
+    """What ``AsyncClient.models.list()`` returns, as openai-python's ``AsyncPaginator``: ``await`` it for the
+    `ModelList` page, or ``async for model in client.models.list()`` (the request is sent then, once per use)."""
+
+    __slots__ = ("_fetch",)
+
+    def __init__(self, fetch: Callable[[], Awaitable[ModelList]]) -> None:
+        self._fetch = fetch
+
+    def __await__(self) -> Generator[Any, None, ModelList]:
+        return self._fetch().__await__()
+
+    async def __aiter__(self) -> AsyncIterator[Model]:
+        page = await self._fetch()
+        for model in page.data:
+            yield model
 
 
 class BaseQuota(Resource, Generic[_RQ]):
