@@ -100,3 +100,8 @@ def test_async_get_cast_to_httpx2_response(server: FakeServer) -> None:
 
     response = asyncio.run(main())
     assert isinstance(response, httpx2.Response) and response.json()["data"][0]["object"] == "model"
+
+
+def test_an_unverified_httpx2_client_warns() -> None:
+    with httpx2.Client(verify=False) as http, pytest.warns(UserWarning, match="does not verify TLS certificates"):
+        Client(api_key="k" * 20, base_url="http://127.0.0.1:9/v1", http_client=http).close()
