@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
 
+from holysheep._clients.client_warnings import warn_if_tls_unverified, warn_plain_http2, warn_unverified
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.client_options import ClientOptions, check_option_names
 from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
@@ -34,14 +35,6 @@ _HttpClientT = TypeVar("_HttpClientT")
 _BackendT = TypeVar("_BackendT", bound=str)
 
 
-def _tls_contexts(http_client: object) -> list[Any]:
-    """The SSL contexts of an httpx client's transport and of every transport in its ``mounts``."""
-    transports = [getattr(http_client, "_transport", None)]
-    transports += list((getattr(http_client, "_mounts", None) or {}).values())
-    pools = [getattr(t, "_pool", None) for t in transports if t is not None]
-    return [getattr(p, "_ssl_context", None) for p in pools if p is not None]
-
-
 def quiet_build(cls: Any, **kwargs: Any) -> Any:
     """``cls(**kwargs)`` without repeating the construction warnings its original already gave (a copy, or a
     batch's clone of a client)."""
@@ -50,51 +43,6 @@ def quiet_build(cls: Any, **kwargs: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return cls(**kwargs)
-
-
-def _warn_unverified(what: str) -> None:
-    import warnings
-
-    from holysheep._core.log import logger
-
-    message = (f"holysheep does not verify TLS certificates ({what}): anyone on the network path can read your "
-               "API key. Remove it unless this is a test, or pass verify='/path/to/ca.pem' for a private CA.")
-    logger.warning(message)
-    warnings.warn(message, stacklevel=4)  # the line that built the client
-
-
-def _warn_plain_http2() -> None:
-    import warnings
-
-    from holysheep._core.log import logger
-
-    message = ("http2=True is offered by TLS (ALPN) only: this http:// base_url is sent over HTTP/1.1. Use "
-               "https:// for HTTP/2.")
-    logger.warning(message)
-    warnings.warn(message, stacklevel=3)  # the line that built the client
-
-
-def _warn_if_tls_unverified(http_client: object) -> None:
-    """TLS verification is on by default; a custom http_client that turns it off (``verify=False``, on the
-    client or on a transport in ``mounts=``, or a context with ``check_hostname=False``) is never silent."""
-    import ssl
-
-    weak = None
-    for ctx in _tls_contexts(http_client):
-        if isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_NONE:
-            weak = "does not verify TLS certificates (verify=False)"
-            break
-        if isinstance(ctx, ssl.SSLContext) and not ctx.check_hostname:
-            weak = "does not check the server's host name against its certificate (check_hostname=False)"
-    if weak is not None:
-        import warnings
-
-        from holysheep._core.log import logger
-
-        message = (f"The http_client passed to holysheep {weak}: anyone on the network path can read your API "
-                   "key. Use the default verification unless this is a test.")
-        logger.warning(message)
-        warnings.warn(message, stacklevel=3)  # the line that built the client
 
 
 def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
@@ -191,7 +139,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         if self._config.network.http2:
             http_backend = http2_backend(http_backend, backend_given, http_client is not None)
             if self._config.base_url.scheme == "http":
-                _warn_plain_http2()
+                warn_plain_http2()
         kind = self._http_client_type
         given = http_client
         if http_client is not None and not isinstance(http_client, kind):  # an httpx2 client: sent through it
@@ -207,14 +155,14 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 field="http_client",
             )
         if http_client is not None:
-            _warn_if_tls_unverified(given)
+            warn_if_tls_unverified(given)
             import dataclasses
 
             # proxy=, verify= and cert= do not apply to a caller's client: TLS errors name its own store
             network = dataclasses.replace(self._config.network, ca_source="the http_client's own (its verify=)")
             self._config = self._config.replace(network=network)
         elif self._config.network.verify is False:
-            _warn_unverified("verify=False")
+            warn_unverified("verify=False")
         _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._http_client = http_client
