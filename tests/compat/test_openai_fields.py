@@ -143,3 +143,17 @@ def test_logprobs_are_typed_as_openais() -> None:
     assert mine is not None and their is not None and mine.content and their.content
     assert (mine.content[0].token, mine.content[0].logprob, mine.content[0].top_logprobs[0].token) == (
         their.content[0].token, their.content[0].logprob, their.content[0].top_logprobs[0].token)
+
+
+def test_odd_shapes_of_the_optional_parts_do_not_fail_the_reply() -> None:
+    """A server's own idea of these fields (a string, a number) reads as None: the answer still arrives."""
+    body = {"choices": [{"message": {"content": "x", "annotations": ["a note"], "audio": "none",
+                                     "function_call": 3}, "logprobs": "n/a"}], "moderation": "off"}
+    completion = ht.ChatCompletion.model_validate(body)
+    message = completion.choices[0].message
+    assert (message.content, message.annotations, message.audio, message.function_call) == ("x", None, None, None)
+    assert completion.choices[0].logprobs is None and completion.moderation is None
+    chunk = ht.ChatCompletionChunk.model_validate({"choices": [{"delta": {"content": "y", "audio": 1,
+                                                                          "function_call": "f"}}]})
+    assert (chunk.choices[0].delta.content, chunk.choices[0].delta.audio, chunk.choices[0].delta.function_call) == (
+        "y", None, None)

@@ -16,6 +16,7 @@ from holysheep.types.chat_parts import (
     ChoiceDeltaFunctionCall,
     ChoiceLogprobs,
     object_or_none,
+    objects_or_none,
 )
 
 __all__ = [
@@ -90,9 +91,9 @@ class ChatCompletionMessage(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ToolCall] | None = None
-    annotations: list[Annotation] | None = None
-    audio: ChatCompletionAudio | None = None
-    function_call: FunctionCall | None = None
+    annotations: Annotated[list[Annotation] | None, BeforeValidator(objects_or_none)] = None
+    audio: Annotated[ChatCompletionAudio | None, BeforeValidator(object_or_none)] = None
+    function_call: Annotated[FunctionCall | None, BeforeValidator(object_or_none)] = None
     """The legacy function call (superseded by ``tool_calls``)."""
     reasoning_content: str | None = None
     """The model's reasoning, from servers that send it apart from the answer (DeepSeek, vLLM and SGLang
@@ -265,8 +266,8 @@ class ChatCompletion(_ResponseMeta):
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
     service_tier: str | None = None
-    metadata: dict[str, str] | None = None
-    moderation: dict[str, Any] | None = None
+    metadata: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
+    moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
     """OpenAI's moderation results, as JSON."""
 
     @property
@@ -303,8 +304,8 @@ class ChoiceDelta(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ChoiceDeltaToolCall] | None = None
-    audio: ChoiceDeltaAudio | None = None
-    function_call: ChoiceDeltaFunctionCall | None = None
+    audio: Annotated[ChoiceDeltaAudio | None, BeforeValidator(object_or_none)] = None
+    function_call: Annotated[ChoiceDeltaFunctionCall | None, BeforeValidator(object_or_none)] = None
     reasoning_content: str | None = None
     """A piece of the model's reasoning (DeepSeek-style servers)."""
 
@@ -330,4 +331,4 @@ class ChatCompletionChunk(HolySheepModel):
     system_fingerprint: str | None = None
     service_tier: str | None = None
     obfuscation: str | None = None
-    moderation: dict[str, Any] | None = None
+    moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None

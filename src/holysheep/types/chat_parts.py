@@ -17,12 +17,19 @@ __all__ = [
     "ChoiceLogprobs",
     "TopLogprob",
     "object_or_none",
+    "objects_or_none",
 ]
 
 
 def object_or_none(value: Any) -> Any:
     """A JSON object as it is; anything else (an odd server's scalar or list) dropped to ``None``."""
     return value if value is None or isinstance(value, dict) else None
+
+
+def objects_or_none(value: Any) -> Any:
+    """A list of JSON objects as it is; anything else dropped to ``None`` (the optional parts openai declares
+    must not make an odd server's whole reply fail validation)."""
+    return value if isinstance(value, list) and all(isinstance(v, dict) for v in value) else None
 
 
 class AnnotationURLCitation(HolySheepModel):
