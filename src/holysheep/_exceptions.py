@@ -166,7 +166,9 @@ class APIError(HolySheepError):
     """The API, or the way to it, failed.
 
     ``request`` is the ``httpx.Request`` that failed, when there was one; its headers mask the
-    ``Authorization`` value.
+    ``Authorization`` value. As in openai-python, ``body`` is the server's error object (the ``"error"`` member of
+    an OpenAI-style body, else the whole decoded body, or its text when it is not JSON; the whole body of a status
+    error stays in ``e.response.json()``), and ``type``, ``code`` and ``param`` are that object's fields.
     """
 
     message: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,6 @@ def run(kind: str, fn: Callable[[Any], Any], **client_kwargs: Any) -> Any:
     async def main() -> Any:
         async with AsyncClient(**client_kwargs) as client:
             result = fn(client)
-            return await result if asyncio.iscoroutine(result) else result
+            return await result if inspect.isawaitable(result) else result
 
     return asyncio.run(main())

@@ -114,3 +114,30 @@ def test_auto_headers_are_the_sdks_own_or_none() -> None:
     assert "user-agent" not in bare.headers and "content-type" not in bare.headers
     assert (listing.method, "user-agent" in listing.headers, "content-type" in listing.headers) == ("GET", False,
                                                                                                    False)
+
+
+_NEVER_CLOSED = """
+import asyncio
+from holysheep import AsyncClient
+from holysheep.testing import FakeServer
+
+server = FakeServer().start()
+client = AsyncClient(api_key=server.api_key, base_url=server.url)  # module level, never closed (openai's README)
+
+async def main() -> None:
+    reply = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    print(reply.choices[0].message.content)
+
+asyncio.run(main())
+server.stop()
+"""
+
+
+def test_a_client_never_closed_exits_quietly() -> None:
+    """aiohttp's "Unclosed client session" / "Unclosed connector" are not printed at exit (openai prints nothing)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NEVER_CLOSED], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")

@@ -132,7 +132,9 @@ def test_non_retryable_status_sends_exactly_one_request(
     assert err.status_code == status
     assert err.request_id == "req_1"
     assert err.type == "invalid_request_error" and err.code == "bad"
-    assert err.body == {"error": {"message": "nope", "type": "invalid_request_error", "code": "bad"}}
+    assert err.body == {"message": "nope", "type": "invalid_request_error", "code": "bad"}  # openai's e.body
+    assert err.response is not None
+    assert err.response.json() == {"error": {"message": "nope", "type": "invalid_request_error", "code": "bad"}}
     assert "nope" in str(err) and f"HTTP {status}" in str(err)
 
 

@@ -30,7 +30,7 @@ def test_options_name_every_keyword_the_clients_took() -> None:
         "on_retry", "fallbacks", "circuit_breaker", "max_response_bytes", "max_sse_event_bytes", "http_backend",
         "hooks",
         "cache",
-        "proxy", "trust_env", "verify", "cert", "http2",
+        "proxy", "trust_env", "verify", "cert", "http2", "default_query",
     ])
     assert ClientOptions.__required_keys__ == frozenset()
 

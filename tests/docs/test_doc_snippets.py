@@ -129,6 +129,7 @@ def _invoice_reply(body: dict[str, Any]) -> ScriptedReply:
 # What the page's HolySheep API server does, where a plain echo is not the story the page tells.
 API_SERVER: dict[str, Callable[[], dict[str, Any]]] = {
     "fallback.md": lambda: {"faults": [Fault.status(503)] * 4},    # the primary is down for a while
+    "migrating.md": lambda: {"reply": auto_reply()},               # parse() gets JSON that fits its schema
     "structured-outputs.md": lambda: {"reply": _invoice_reply},    # a model that answers in JSON
     "tools.md": lambda: {"reply": Script.load(MOCK_SCRIPT, fallback=auto_reply())},  # the page's mock-server
 }
@@ -138,6 +139,7 @@ PRINTS = {
     "configuration.md": "refused: Refusing to send the API key over plain http://",
     "errors.md": "StreamInterruptedError; partial_text = 'one two '",
     "fallback.md": "after cool-down: primary | circuit: closed",
+    "migrating.md": "name='example' req_",
     "structured-outputs.md": "not an Invoice:",
     "tools.md": "4 agents finished in 8 requests",
     "testing.md": "400 content_policy",

@@ -11,7 +11,7 @@ from ._util import offline_env
 
 LAZY = ("holysheep.estimator", "holysheep.hardware", "holysheep.accelerators", "holysheep.cli", "holysheep.batch",
         "holysheep._engine", "holysheep.testing", "holysheep.integrations")
-HEAVY = ("rich", "aiohttp", "openai", "click", "pygments", "ray", "pyarrow", "opentelemetry")
+HEAVY = ("rich", "aiohttp", "openai", "click", "pygments", "ray", "pyarrow", "opentelemetry", "httpx2", "httpcore2")
 
 _PROBE = """
 import json, sys

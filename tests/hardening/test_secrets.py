@@ -293,7 +293,7 @@ def test_short_placeholder_keys_are_not_redacted(key: str) -> None:
         chat("sync", srv.url, client_kw={"api_key": key})
     assert "No connected db. mock none EMPTY ollama" in str(info.value)
     assert "type=no_db_connection" in str(info.value)
-    assert info.value.body == body
+    assert info.value.body == body["error"]
 
 
 def test_long_key_is_redacted_only_as_a_whole_token() -> None:

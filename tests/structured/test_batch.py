@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from holysheep import AsyncClient, Client, StructuredOutputError
+from holysheep import AsyncClient, Client, RefusalError, StructuredOutputError
 from holysheep.batch.__main__ import main as cli_main
-from holysheep.testing import FakeServer, ScriptedReply, json_reply
+from holysheep.testing import FakeServer, ScriptedReply, json_reply, refusal_reply
 
 MODEL = "gpt-4.1"
 PROMPTS = ["good 1", "fixable", "bad", "good 2", "good 3"]
@@ -76,6 +76,18 @@ def test_without_repairs_a_bad_item_is_sent_once_and_fails_alone() -> None:
     assert len(chat(server)) == 5
     assert [type(r.error).__name__ if r.error else "ok" for r in results] == [
         "ok", "StructuredOutputError", "StructuredOutputError", "ok", "ok"]
+
+
+def test_a_refusal_fails_its_batch_item() -> None:
+    """parse() returns a refusal (as openai); a batch still reports it as the item's RefusalError."""
+    def refuse_bad(body: dict[str, Any]) -> ScriptedReply:
+        return refusal_reply("No.") if body["messages"][0]["content"] == "bad" else answer(body)
+
+    with FakeServer(reply=refuse_bad) as server, Client(api_key=server.api_key, base_url=server.url) as client:
+        results = client.chat.completions.batch(["good 1", "bad"], model=MODEL, response_format=Person,
+                                                check_quota=False)
+    assert results[0].parsed == Person(name="p1", age=1)
+    assert isinstance(results[1].error, RefusalError) and results[1].error.refusal == "No."
 
 
 def test_async_batch_iter_gives_parsed_results() -> None:

@@ -97,13 +97,17 @@ def test_refusal_reply_plain_and_streamed() -> None:
     async def streamed(server: FakeServer) -> None:
         async with AsyncClient(api_key=server.api_key, base_url=server.url, allow_insecure_http=True) as client:
             stream = await client.chat.completions.parse(model="m", messages=MESSAGES, response_format=Person,
-                                                         stream=True)
+                                                         stream=True, on_refusal="raise")
             async with stream:
                 await stream.get_final_completion()
 
     with FakeServer(reply=refusal_reply("No.")) as server:
-        with client_for(server) as client, pytest.raises(RefusalError) as info:
-            client.chat.completions.parse(model="m", messages=MESSAGES, response_format=Person)
+        with client_for(server) as client:
+            returned = client.chat.completions.parse(model="m", messages=MESSAGES, response_format=Person)
+            assert (returned.choices[0].message.refusal, returned.choices[0].message.parsed) == ("No.", None)
+            with pytest.raises(RefusalError) as info:
+                client.chat.completions.parse(model="m", messages=MESSAGES, response_format=Person,
+                                              on_refusal="raise")
         assert info.value.refusal == "No."
         with pytest.raises(RefusalError) as streamed_info:
             asyncio.run(streamed(server))

@@ -90,10 +90,18 @@ def test_invalid_content_raises_structured_output_error(kind: str, content: str,
 
 
 @respx.mock
-def test_refusal_raises_refusal_error(kind: str) -> None:
+def test_refusal_is_returned_with_parsed_none_as_openai(kind: str) -> None:
+    respx.post(URL).mock(return_value=reply(None, refusal="I can't help with that."))
+    result = parse(kind, response_format=Person)
+    message = result.choices[0].message
+    assert (message.refusal, message.parsed, message.content) == ("I can't help with that.", None, None)
+
+
+@respx.mock
+def test_refusal_raises_refusal_error_when_asked(kind: str) -> None:
     respx.post(URL).mock(return_value=reply(None, refusal="I can't help with that."))
     with pytest.raises(RefusalError) as info:
-        parse(kind, response_format=Person)
+        parse(kind, response_format=Person, on_refusal="raise")
     assert info.value.refusal == "I can't help with that."
     assert info.value.completion.choices[0].message.refusal == "I can't help with that."
     assert "refused" in str(info.value)

@@ -86,10 +86,17 @@ def test_invalid_json_is_reported_only_at_the_end(kind: str) -> None:
 
 
 @respx.mock
-def test_streamed_refusal_raises_refusal_error(kind: str) -> None:
+def test_streamed_refusal_is_returned_as_openai(kind: str) -> None:
+    respx.post(URL).mock(return_value=sse_response(*body([], refusal=["I can't ", "do that."])))
+    final = stream_parse(kind)[2]
+    assert (final.choices[0].message.refusal, final.choices[0].message.parsed) == ("I can't do that.", None)
+
+
+@respx.mock
+def test_streamed_refusal_raises_refusal_error_when_asked(kind: str) -> None:
     respx.post(URL).mock(return_value=sse_response(*body([], refusal=["I can't ", "do that."])))
     with pytest.raises(RefusalError) as info:
-        stream_parse(kind)
+        stream_parse(kind, on_refusal="raise")
     assert info.value.refusal == "I can't do that."
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 import httpx
 from typing_extensions import Unpack
 
 from holysheep._clients.base_client import NO_HIT, BaseClient, config_kwargs, quiet_build
-from holysheep._clients.resources.account import BaseModels, BaseQuota
+from holysheep._clients.resources.account import AsyncModelPager, BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
@@ -22,7 +22,7 @@ from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.config import DEFAULT_LIMITS, ClientConfig
 from holysheep._core.fallback import CircuitBreaker, Fallback
-from holysheep._core.raw_response import RAW, RawMode
+from holysheep._core.raw_response import RAW, RawMode, response_as
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.aiohttp_backend import AiohttpBackend
 from holysheep._transports.backends import AsyncBackend, AsyncHttpxBackend, attempt_outcome
@@ -85,8 +85,14 @@ class AsyncChat(BaseChat[AsyncCompletions]):
     """``client.chat`` for the async client."""
 
 
-class AsyncModels(BaseModels[Coroutine[Any, Any, list[Model]]]):
+class AsyncModels(BaseModels[AsyncModelPager, Coroutine[Any, Any, Model]]):
     """``client.models`` for the async client."""
+
+    def list(self, **options: Unpack[RequestParams]) -> AsyncModelPager:
+        """The models (``GET /models``): ``await`` it for the `ModelList` page, or ``async for`` over the models
+        (as openai-python's ``AsyncPaginator``). Options as on the sync client."""
+        fetch: Callable[..., Any] = super().list  # a coroutine on this client
+        return AsyncModelPager(lambda: fetch(**options))
 
 
 class AsyncEmbeddings(BaseEmbeddings[Coroutine[Any, Any, CreateEmbeddingResponse]]):
@@ -97,7 +103,15 @@ class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
     """``client.quota`` for the async client."""
 
 
-class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "aiohttp"]],
+if TYPE_CHECKING:  # httpx2 is optional (holysheep[httpx2]): its client is wrapped as httpx's
+    import httpx2
+
+    _HttpClient = Union[httpx.AsyncClient, httpx2.AsyncClient]
+else:
+    _HttpClient = httpx.AsyncClient
+
+
+class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohttp"]],
                   http_client_type=httpx.AsyncClient, http_backends=("aiohttp", "httpx")):
     """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
 
@@ -116,9 +130,10 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
 
     _backend: AsyncBackend
 
-    def _open_backend(self, http_client: httpx.AsyncClient | None, http_backend: str) -> AsyncBackend:
+    def _open_backend(self, http_client: _HttpClient | None, http_backend: str) -> AsyncBackend:
         if http_backend == "aiohttp" and http_client is None:
             return AiohttpBackend(max_connections=DEFAULT_LIMITS.max_connections or 1000, network=self._config.network)
+        assert http_client is None or isinstance(http_client, httpx.AsyncClient)  # httpx2's: wrapped by __init__
         return AsyncHttpxBackend(http_client, self._config.timeout,  # an httpx http_client is used as it is
                                  network=self._config.network)
 
@@ -137,7 +152,7 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         self.embeddings = AsyncEmbeddings(self)
 
     async def _execute(self, spec: RequestSpec) -> Any:
-        mode = RAW.get()
+        mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)
         if mode:
             return await self._execute_raw(spec, mode)
         key, hit = self._cache_lookup(spec) if self._cache is not None else NO_HIT  # (one test when off)
@@ -186,8 +201,11 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
              **options: Unpack[RequestParams]) -> Any:
         """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
         (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.
-        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON)."""
-        return await self._execute(generic_spec("POST", path, body=body, cast_to=cast_to, params=options))
+        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON), or
+        ``httpx.Response`` / ``httpx2.Response`` for the response itself (body read; errors still raise)."""
+        spec = generic_spec("POST", path, body=body, cast_to=cast_to, params=options)
+        result = await self._execute(spec)
+        return response_as(result, cast_to) if spec.raw else result
 
     @overload
     async def get(self, path: str, *, cast_to: type[_T], **options: Unpack[RequestParams]) -> _T: ...
@@ -197,7 +215,9 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
 
     async def get(self, path: str, *, cast_to: Any = None, **options: Unpack[RequestParams]) -> Any:
         """GET ``path`` under the base URL (query parameters: ``extra_query={...}``); like ``post``."""
-        return await self._execute(generic_spec("GET", path, cast_to=cast_to, params=options))
+        spec = generic_spec("GET", path, cast_to=cast_to, params=options)
+        result = await self._execute(spec)
+        return response_as(result, cast_to) if spec.raw else result
 
     def reserve_connections(self, n: int) -> None:
         """Let this client's own pool hold at least ``n`` connections (a batch at ``concurrency=n``); never
@@ -230,6 +250,7 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
         """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
         response cache it opened."""
         self._close_cache()
+        self._closed = True
         if self._owns_http:
             await self._backend.aclose()
 

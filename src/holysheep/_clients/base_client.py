@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
 
+from holysheep._clients.client_warnings import warn_if_tls_unverified, warn_plain_http2, warn_unverified
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.client_options import ClientOptions, check_option_names
 from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
@@ -34,14 +35,6 @@ _HttpClientT = TypeVar("_HttpClientT")
 _BackendT = TypeVar("_BackendT", bound=str)
 
 
-def _tls_contexts(http_client: object) -> list[Any]:
-    """The SSL contexts of an httpx client's transport and of every transport in its ``mounts``."""
-    transports = [getattr(http_client, "_transport", None)]
-    transports += list((getattr(http_client, "_mounts", None) or {}).values())
-    pools = [getattr(t, "_pool", None) for t in transports if t is not None]
-    return [getattr(p, "_ssl_context", None) for p in pools if p is not None]
-
-
 def quiet_build(cls: Any, **kwargs: Any) -> Any:
     """``cls(**kwargs)`` without repeating the construction warnings its original already gave (a copy, or a
     batch's clone of a client)."""
@@ -50,51 +43,6 @@ def quiet_build(cls: Any, **kwargs: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return cls(**kwargs)
-
-
-def _warn_unverified(what: str) -> None:
-    import warnings
-
-    from holysheep._core.log import logger
-
-    message = (f"holysheep does not verify TLS certificates ({what}): anyone on the network path can read your "
-               "API key. Remove it unless this is a test, or pass verify='/path/to/ca.pem' for a private CA.")
-    logger.warning(message)
-    warnings.warn(message, stacklevel=4)  # the line that built the client
-
-
-def _warn_plain_http2() -> None:
-    import warnings
-
-    from holysheep._core.log import logger
-
-    message = ("http2=True is offered by TLS (ALPN) only: this http:// base_url is sent over HTTP/1.1. Use "
-               "https:// for HTTP/2.")
-    logger.warning(message)
-    warnings.warn(message, stacklevel=3)  # the line that built the client
-
-
-def _warn_if_tls_unverified(http_client: object) -> None:
-    """TLS verification is on by default; a custom http_client that turns it off (``verify=False``, on the
-    client or on a transport in ``mounts=``, or a context with ``check_hostname=False``) is never silent."""
-    import ssl
-
-    weak = None
-    for ctx in _tls_contexts(http_client):
-        if isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_NONE:
-            weak = "does not verify TLS certificates (verify=False)"
-            break
-        if isinstance(ctx, ssl.SSLContext) and not ctx.check_hostname:
-            weak = "does not check the server's host name against its certificate (check_hostname=False)"
-    if weak is not None:
-        import warnings
-
-        from holysheep._core.log import logger
-
-        message = (f"The http_client passed to holysheep {weak}: anyone on the network path can read your API "
-                   "key. Use the default verification unless this is a test.")
-        logger.warning(message)
-        warnings.warn(message, stacklevel=3)  # the line that built the client
 
 
 def _check_fallback_args(fallbacks: object, circuit_breaker: object) -> None:
@@ -120,7 +68,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
         "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks, "proxy": c.network.proxy,
         "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
-        "http2": c.network.http2,
+        "http2": c.network.http2, "default_query": dict(c.default_query) or None,
     }
 
 
@@ -129,6 +77,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
     _config: ClientConfig
     _owns_http: bool
+    _closed: bool = False
     _backend: Any
     _http_client_type: ClassVar[type]
     _http_backends: ClassVar[tuple[str, ...]]  # the first is the default
@@ -158,19 +107,21 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         Args:
             api_key: An ``hs_`` key; defaults to ``HOLYSHEEP_API_KEY``. Never shown in a repr, log or error.
             base_url: Defaults to ``HOLYSHEEP_BASE_URL`` or ``https://api.holysheep.ai/v1``.
-            timeout: Per attempt: seconds or an ``httpx.Timeout``.
+            timeout: Per attempt: seconds or an ``httpx.Timeout`` (or ``httpx2.Timeout``).
             max_retries: Retries after the first attempt (``0`` turns retries off).
             default_headers: Sent with every request; a ``None`` value removes a header.
             http_client: Your own ``httpx.Client`` (for ``Client``) or ``httpx.AsyncClient`` (for ``AsyncClient``),
-                e.g. for event hooks. Used as it is and not closed by the client; ``proxy``, ``verify`` and ``cert``
-                do not apply to it (and an ``AsyncClient`` given one sends with httpx, not aiohttp).
+                or httpx2's (``holysheep[httpx2]``), e.g. for event hooks. Used as it is and not closed by the
+                client; ``proxy``, ``verify`` and ``cert`` do not apply to it (and an ``AsyncClient`` given one sends
+                with it, not aiohttp).
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
                 ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
-                HTTP/2; httpx only, needs ``holysheep[http2]``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
+                HTTP/2; httpx only, needs ``holysheep[http2]``), ``default_query=None`` (query parameters added to every
+                request, as openai's) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
                 or ``"httpx"``, and ``"httpx"`` when ``http2=True``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -188,24 +139,30 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         if self._config.network.http2:
             http_backend = http2_backend(http_backend, backend_given, http_client is not None)
             if self._config.base_url.scheme == "http":
-                _warn_plain_http2()
+                warn_plain_http2()
         kind = self._http_client_type
+        given = http_client
+        if http_client is not None and not isinstance(http_client, kind):  # an httpx2 client: sent through it
+            from holysheep._transports.httpx2_bridge import wrap_http_client
+
+            http_client = wrap_http_client(http_client)  # type: ignore[assignment]
         if http_client is not None and not isinstance(http_client, kind):
             from holysheep._exceptions import InvalidRequestError
 
             raise InvalidRequestError(
-                f"http_client must be an {kind.__module__}.{kind.__qualname__}, got {type(http_client).__name__}.",
+                f"http_client must be an {kind.__module__}.{kind.__qualname__} (or httpx2's {kind.__qualname__}), got "
+                f"{type(http_client).__name__}.",
                 field="http_client",
             )
         if http_client is not None:
-            _warn_if_tls_unverified(http_client)
+            warn_if_tls_unverified(given)
             import dataclasses
 
             # proxy=, verify= and cert= do not apply to a caller's client: TLS errors name its own store
             network = dataclasses.replace(self._config.network, ca_source="the http_client's own (its verify=)")
             self._config = self._config.replace(network=network)
         elif self._config.network.verify is False:
-            _warn_unverified("verify=False")
+            warn_unverified("verify=False")
         _check_fallback_args(fallbacks, circuit_breaker)
         self._owns_http = http_client is None
         self._http_client = http_client
@@ -292,6 +249,22 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         return self._config.base_url
 
     @property
+    def api_key(self) -> str:
+        """The API key, as openai-python's ``client.api_key`` (``""`` for a keyless client). Never shown in a
+        repr, log or error: handle it as a secret."""
+        return self._config.api_key.reveal() or ""
+
+    def is_closed(self) -> bool:
+        """True once this client was closed (``close()``/``aclose()`` or the end of its ``with`` block; a
+        caller's ``http_client`` stays open, as the client does not own it) or its connection pool was."""
+        return self._closed or bool(getattr(self._backend, "closed", False))
+
+    @property
+    def default_query(self) -> dict[str, Any]:
+        """Query parameters added to every request (``default_query=``)."""
+        return dict(self._config.default_query)
+
+    @property
     def max_retries(self) -> int:
         """Retries after the first attempt for retryable failures."""
         return self._config.max_retries
@@ -304,18 +277,34 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
     def with_options(
         self: _Self,
         *,
+        api_key: str | None = None,
+        base_url: str | httpx.URL | None = None,
         timeout: TimeoutTypes | object = ...,
+        http_client: _HttpClientT | None = None,
         max_retries: int | None = None,
         initial_retry_delay: float | None = None,
         max_retry_delay: float | None = None,
         stream_idle_timeout: float | object | None = ...,
         default_headers: Mapping[str, str | None] | None = None,
+        set_default_headers: Mapping[str, str | None] | None = None,
+        default_query: Mapping[str, object] | None = None,
+        set_default_query: Mapping[str, object] | None = None,
         on_retry: OnRetry | None = None,
         hooks: Sequence[Any] | None = None,
     ) -> _Self:
-        """A copy with some options changed. It shares this client's connection pool (closing the
-        copy does not close the pool). It keeps this client's hooks unless ``hooks`` replaces them."""
+        """A copy with some options changed (openai-python's ``with_options``/``copy``). It shares this client's
+        connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
+        ``default_headers``/``default_query`` are merged into this client's; ``set_default_headers`` /
+        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them."""
+        if default_headers is not None and set_default_headers is not None:
+            raise ValueError("The `default_headers` and `set_default_headers` arguments are mutually exclusive")
+        if default_query is not None and set_default_query is not None:
+            raise ValueError("The `default_query` and `set_default_query` arguments are mutually exclusive")
         kwargs = self._init_kwargs()
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if base_url is not None:
+            kwargs["base_url"] = str(base_url)
         if timeout is not ...:
             kwargs["timeout"] = timeout
         if stream_idle_timeout is not ...:
@@ -327,10 +316,17 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         if default_headers is not None:
             kwargs["default_headers"] = {**self._config.default_headers,
                                          **check_headers("default_headers", default_headers)}
+        if set_default_headers is not None:
+            kwargs["default_headers"] = dict(check_headers("set_default_headers", set_default_headers))
+        if default_query is not None:
+            kwargs["default_query"] = {**self._config.default_query, **default_query}
+        if set_default_query is not None:
+            kwargs["default_query"] = dict(set_default_query)
         cls: Any = type(self)
-        new: _Self = quiet_build(cls, **kwargs, http_client=self._http_client)  # through __init__: all checked
-        new._backend = self._backend  # share the connection pool; the copy does not own it
-        new._owns_http = False
+        new: _Self = quiet_build(cls, **kwargs, http_client=http_client or self._http_client)  # all checked
+        if http_client is None:
+            new._backend = self._backend  # share the connection pool; the copy does not own it
+            new._owns_http = False
         if new._config.clock is not self._config.clock:
             new._use_clock(self._config.clock)
         return new

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 import httpx
 from typing_extensions import Unpack
@@ -21,10 +21,10 @@ from holysheep._clients.streamed_response import StreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
 from holysheep._core.closing import SyncClosing
-from holysheep._core.raw_response import RAW, RawMode
+from holysheep._core.raw_response import RAW, RawMode, response_as
 from holysheep._core.request import RequestSpec, generic_spec
 from holysheep._transports.backends import SyncHttpxBackend, attempt_outcome
-from holysheep.types.account import Model, Quota
+from holysheep.types.account import Model, ModelList, Quota
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 from holysheep.types.embeddings import CreateEmbeddingResponse
 
@@ -71,7 +71,7 @@ class Chat(BaseChat[Completions]):
     """``client.chat`` for the sync client."""
 
 
-class Models(BaseModels[list[Model]]):
+class Models(BaseModels[ModelList, Model]):
     """``client.models`` for the sync client."""
 
 
@@ -83,7 +83,15 @@ class QuotaResource(BaseQuota[Quota]):
     """``client.quota`` for the sync client."""
 
 
-class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
+if TYPE_CHECKING:  # httpx2 is optional (holysheep[httpx2]): its client is wrapped as httpx's
+    import httpx2
+
+    _HttpClient = Union[httpx.Client, httpx2.Client]
+else:
+    _HttpClient = httpx.Client
+
+
+class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
              http_client_type=httpx.Client, http_backends=("httpx",)):
     """Synchronous HolySheep client (plain ``httpx.Client``: safe inside Jupyter's running loop).
 
@@ -98,7 +106,8 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
 
     _backend: SyncHttpxBackend
 
-    def _open_backend(self, http_client: httpx.Client | None, http_backend: str) -> SyncHttpxBackend:
+    def _open_backend(self, http_client: _HttpClient | None, http_backend: str) -> SyncHttpxBackend:
+        assert http_client is None or isinstance(http_client, httpx.Client)  # httpx2's was wrapped by __init__
         return SyncHttpxBackend(http_client, self._config.timeout, self._config.network)
 
     @property
@@ -113,7 +122,7 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         self.embeddings = Embeddings(self)
 
     def _execute(self, spec: RequestSpec) -> Any:
-        mode = RAW.get()
+        mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)
         if mode:
             return self._execute_raw(spec, mode)
         key, hit = self._cache_lookup(spec) if self._cache is not None else NO_HIT  # (one test when off)
@@ -162,8 +171,11 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
              **options: Unpack[RequestParams]) -> Any:
         """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
         (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.
-        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON)."""
-        return self._execute(generic_spec("POST", path, body=body, cast_to=cast_to, params=options))
+        ``cast_to``: a pydantic model or any type pydantic validates (default: the decoded JSON), or
+        ``httpx.Response`` / ``httpx2.Response`` for the response itself (body read; errors still raise)."""
+        spec = generic_spec("POST", path, body=body, cast_to=cast_to, params=options)
+        result = self._execute(spec)
+        return response_as(result, cast_to) if spec.raw else result
 
     @overload
     def get(self, path: str, *, cast_to: type[_T], **options: Unpack[RequestParams]) -> _T: ...
@@ -173,7 +185,9 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
 
     def get(self, path: str, *, cast_to: Any = None, **options: Unpack[RequestParams]) -> Any:
         """GET ``path`` under the base URL (query parameters: ``extra_query={...}``); like ``post``."""
-        return self._execute(generic_spec("GET", path, cast_to=cast_to, params=options))
+        spec = generic_spec("GET", path, cast_to=cast_to, params=options)
+        result = self._execute(spec)
+        return response_as(result, cast_to) if spec.raw else result
 
     def sender(self, max_workers: int) -> ThreadSender:
         """What the batch engine sends through: this client's plans and attempts, each attempt run in a
@@ -197,5 +211,6 @@ class Client(SyncClosing, BaseClient[httpx.Client, Literal["httpx"]],
         """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
         response cache it opened."""
         self._close_cache()
+        self._closed = True
         if self._owns_http:
             self._backend.close()

@@ -16,6 +16,7 @@ from holysheep.types.parsed import ParsedChatCompletion
 if TYPE_CHECKING:
     from holysheep._clients.streaming import AsyncStream, Stream
     from holysheep._core.schema import ResponseFormat
+    from holysheep._core.structured import OnRefusal
     from holysheep._core.tools import ToolSet
 
 __all__ = ["AsyncParsedStream", "ParsedStream"]
@@ -43,9 +44,11 @@ class _Refusals:
 class _ParsedStreamBase(Generic[T]):
     _stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk]
 
-    def __init__(self, fmt: ResponseFormat[T] | None, tools: ToolSet | None = None) -> None:
+    def __init__(self, fmt: ResponseFormat[T] | None, tools: ToolSet | None = None,
+                 on_refusal: OnRefusal = "return") -> None:
         self._format = fmt
         self._tools = tools
+        self._on_refusal: OnRefusal = on_refusal
         self._refusals = _Refusals()
         self._parsed: ParsedChatCompletion[T] | None = None
 
@@ -69,7 +72,7 @@ class _ParsedStreamBase(Generic[T]):
             from holysheep._core.structured import parse_completion  # lazy: `import holysheep` stays light
 
             self._refusals.apply(completion)
-            self._parsed = parse_completion(self._format, completion, None, self._tools)
+            self._parsed = parse_completion(self._format, completion, None, self._tools, self._on_refusal)
         return self._parsed
 
 
@@ -78,8 +81,8 @@ class ParsedStream(SyncClosing, _ParsedStreamBase[T]):
     ``get_final_completion()`` reads to the end and returns the `ParsedChatCompletion`."""
 
     def __init__(self, stream: Stream[ChatCompletionChunk], fmt: ResponseFormat[T] | None,
-                 tools: ToolSet | None = None) -> None:
-        super().__init__(fmt, tools)
+                 tools: ToolSet | None = None, on_refusal: OnRefusal = "return") -> None:
+        super().__init__(fmt, tools, on_refusal)
         self._stream = self._sync = stream
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
@@ -106,8 +109,8 @@ class AsyncParsedStream(AsyncClosing, _ParsedStreamBase[T]):
     ``await get_final_completion()`` returns the `ParsedChatCompletion`."""
 
     def __init__(self, stream: AsyncStream[ChatCompletionChunk], fmt: ResponseFormat[T] | None,
-                 tools: ToolSet | None = None) -> None:
-        super().__init__(fmt, tools)
+                 tools: ToolSet | None = None, on_refusal: OnRefusal = "return") -> None:
+        super().__init__(fmt, tools, on_refusal)
         self._stream = self._async = stream
 
     def __aiter__(self) -> AsyncParsedStream[T]:

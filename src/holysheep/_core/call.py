@@ -154,6 +154,8 @@ class Call:
             url = config.base_url.join(spec.path)
             if config.base_url.query and not url.query:  # joining drops the base URL's query: keep it
                 url = url.copy_with(query=config.base_url.query)
+            if config.default_query:
+                url = url.copy_merge_params(dict(config.default_query))
             cached = config.urls[spec.path] = (url, str(url))
         self._url, self._url_str = cached
         if opts.extra_query:

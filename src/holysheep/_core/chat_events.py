@@ -137,12 +137,12 @@ class ChatEventState:
             events.append(FunctionToolCallArgumentsDeltaEvent(name=slot[0], index=call.index, arguments=slot[1],
                                                               parsed_arguments=parsed_args, arguments_delta=piece))
         logprobs = choice.logprobs
-        if isinstance(logprobs, Mapping):
-            content = logprobs.get("content")
+        if logprobs is not None:
+            content = logprobs.content
             if content:
                 state.logprobs_content = [*(state.logprobs_content or []), *content]
                 events.append(LogprobsContentDeltaEvent(content=content, snapshot=state.logprobs_content))
-            refusal = logprobs.get("refusal")
+            refusal = logprobs.refusal
             if refusal:
                 state.logprobs_refusal = [*(state.logprobs_refusal or []), *refusal]
                 events.append(LogprobsRefusalDeltaEvent(refusal=refusal, snapshot=state.logprobs_refusal))

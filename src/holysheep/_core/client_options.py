@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from typing_extensions import TypedDict
@@ -69,6 +69,8 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     (`pip install "holysheep[http2]"`). On `AsyncClient` it selects `http_backend="httpx"` (aiohttp speaks
     HTTP/1.1 only); `http_backend="aiohttp"` or an `http_client=` with it is an `InvalidRequestError`.
     See `docs/performance.md` for when it helps."""
+    default_query: Mapping[str, Any] | None
+    """Query parameters added to every request's URL (openai's ``default_query``; default `None`)."""
     hooks: Sequence[Any] | None
     """Objects told about every call, stream, batch item and tool call (`holysheep.Hooks` subclasses; default
     `None`); kept by `with_options`, the batch and fallbacks. See `docs/observability.md`."""

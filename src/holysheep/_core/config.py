@@ -9,12 +9,13 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Protocol, Union
 from urllib.parse import urlsplit
 
 import httpx
 
 from holysheep._core.hooks import HookSet, check_hooks
+from holysheep._core.httpx2_types import is_httpx2
 from holysheep._core.keys import ENV_API_KEY, SecretKey, check_key_characters, mask_key, validate_holysheep_key
 from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, make_network
 from holysheep._core.option_checks import check_max_retries
@@ -43,7 +44,13 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 USER_AGENT = f"holysheep-python/{__version__}"
 
-TimeoutTypes = Union[float, int, httpx.Timeout, None]
+class TimeoutLike(Protocol):
+    """A timeout object with httpx's four parts: an ``httpx.Timeout`` or an ``httpx2.Timeout``."""
+
+    def as_dict(self) -> dict[str, float | None]: ...
+
+
+TimeoutTypes = Union[float, int, httpx.Timeout, TimeoutLike, None]
 OnRetry = Callable[[int, Any, float], None]
 
 
@@ -68,7 +75,10 @@ def is_holysheep_host(host: str) -> bool:
 
 
 def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> httpx.Timeout:
-    """Turn seconds (or an ``httpx.Timeout``, or None for no limit) into a validated ``httpx.Timeout``."""
+    """Turn seconds (or an ``httpx.Timeout`` or ``httpx2.Timeout``, or None for no limit) into a validated
+    ``httpx.Timeout``."""
+    if is_httpx2(timeout, "Timeout"):
+        timeout = httpx.Timeout(**timeout.as_dict())  # type: ignore[union-attr]  # httpx2: same parts
     if isinstance(timeout, httpx.Timeout):
         for part in ("connect", "read", "write", "pool"):
             value = getattr(timeout, part)
@@ -83,7 +93,8 @@ def normalize_timeout(timeout: TimeoutTypes, *, field_name: str = "timeout") -> 
         return httpx.Timeout(None)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise InvalidRequestError(
-            f"{field_name} must be seconds (a number), an httpx.Timeout or None, got {type(timeout).__name__}.",
+            f"{field_name} must be seconds (a number), an httpx.Timeout (or httpx2.Timeout) or None, got "
+            f"{type(timeout).__name__}.",
             field=field_name,
         )
     if timeout <= 0 or math.isnan(timeout):
@@ -222,6 +233,8 @@ class ClientConfig:
     """The client's hooks (``Client(hooks=[...])``), or None."""
     network: NetworkSettings = DEFAULT_NETWORK
     """Proxy and TLS settings (``proxy=``, ``trust_env=``, ``verify=``, ``cert=`` and the environment)."""
+    default_query: Mapping[str, Any] = field(default_factory=dict)
+    """Query parameters added to every request's URL (openai's ``default_query``; a call's ``extra_query`` wins)."""
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False, compare=False)
     """Monotonic seconds for everything a call measures: attempt start, ``elapsed_s``, stream metrics and hook
     events. Not a client argument: tests set it through ``BaseClient._use_clock`` to assert exact times."""
@@ -304,6 +317,7 @@ def make_config(
     verify: Any = True,
     cert: Any = None,
     http2: bool = False,
+    default_query: Mapping[str, Any] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are
@@ -342,6 +356,9 @@ def make_config(
     if stream_idle_timeout is not None:
         _check_non_negative("stream_idle_timeout", stream_idle_timeout)
     hook_set = check_hooks(hooks)
+    if default_query is not None and not isinstance(default_query, Mapping):
+        raise InvalidRequestError(f"default_query must be a dict of query parameters, got "
+                                  f"{type(default_query).__name__}.", field="default_query")
     network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert, http2=http2)
     secret = SecretKey(key)
     return ClientConfig(
@@ -361,5 +378,6 @@ def make_config(
         max_sse_event_bytes=max_sse_event_bytes,
         hooks=hook_set,
         network=network,
+        default_query=dict(default_query or {}),
         clock=clock,
     )

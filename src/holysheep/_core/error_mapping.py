@@ -142,6 +142,7 @@ def error_from_status(
     server_msg = server_message(body)
     err_type = detail.get("type")
     err_code = detail.get("code")
+    err_param = detail.get("param")
     request_id = request_id_of(response.headers, api_key)
     if status == 401:
         hint = (f"The API key ({mask_key(api_key)}) was rejected: check that HOLYSHEEP_API_KEY (or api_key=) "
@@ -165,6 +166,8 @@ def error_from_status(
         parts.append(f". {hint}")
     message = redact("".join(parts), api_key)
     body = redact_value(body, api_key)  # strings masked in place; the structure is kept
+    if isinstance(body, dict) and "error" in body:  # openai-python's e.body: the error object itself
+        body = body["error"]
     cls = (QuotaUnavailableError if status == 404 and _is_quota_path(response.request.url)
            else _STATUS_CLASSES.get(status)) or (InternalServerError if status >= 500 else APIStatusError)
     request = sanitized_request(response.request, api_key)
@@ -181,7 +184,7 @@ def error_from_status(
         body=body,
         type=err_type if isinstance(err_type, str) else None,
         code=str(err_code) if err_code is not None else None,
-        param=str(detail["param"]) if detail.get("param") is not None else None,
+        param=redact(err_param, api_key) if isinstance(err_param, str) else None,
     )
     err.retry_after = retry_after
     err.retries_taken = retries_taken

@@ -20,7 +20,7 @@ from holysheep._core.body_chunks import text_decoder
 from holysheep._core.parse_to import parse_to, stream_to
 from holysheep._exceptions import ResponseConsumedError
 
-__all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode"]
+__all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode", "response_as", "wants_response"]
 
 R = TypeVar("R")
 _T = TypeVar("_T")
@@ -85,6 +85,14 @@ class BaseAPIResponse(Generic[R]):
         """The server's ``x-request-id``."""
         value: str | None = self.headers.get("x-request-id")
         return value
+
+    @property
+    def http_response(self) -> httpx.Response:
+        """The response as an ``httpx.Response`` (openai-python's ``raw.http_response``): status, headers, the
+        masked request and, once read, the body (a ``stream=True`` response's events come from ``parse()``)."""
+        response = httpx.Response(self.status_code, headers=self.headers, request=self.http_request)
+        response._content = getattr(self, "_content", None) or b""  # already decoded: not through its decoders
+        return response
 
     @property
     def url(self) -> httpx.URL:
@@ -167,3 +175,28 @@ class APIResponse(BaseAPIResponse[R]):
         close = getattr(self._value, "close", None)
         if self._value is not _UNSET and close is not None:
             await close()
+
+
+def _is_httpx2_response(cast_to: object) -> bool:
+    from holysheep._core.httpx2_types import httpx2_class
+
+    return cast_to is not None and cast_to is httpx2_class("Response")
+
+
+def wants_response(cast_to: object) -> bool:
+    """True when ``cast_to`` asks for the HTTP response itself: ``httpx.Response`` or ``httpx2.Response``."""
+    return cast_to is httpx.Response or _is_httpx2_response(cast_to)
+
+
+def response_as(raw: BaseAPIResponse[Any], cast_to: object) -> Any:
+    """``raw``'s response as the ``cast_to`` that `wants_response` accepted (its body read)."""
+    response = raw.http_response
+    if not _is_httpx2_response(cast_to):
+        return response
+    import httpx2
+
+    request = response.request
+    request2 = httpx2.Request(request.method, str(request.url), headers=request.headers.multi_items())
+    response2 = httpx2.Response(response.status_code, headers=response.headers.multi_items(), request=request2)
+    response2._content = response.content  # decoded already: not through its decoders again
+    return response2

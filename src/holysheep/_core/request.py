@@ -262,4 +262,8 @@ def generic_spec(method: str, path: object, *, body: object = None, cast_to: Any
     if method == "GET" and body is not None:
         raise InvalidRequestError("get() sends no body; pass query parameters as extra_query={...}.", field="body")
     options = request_options(params or {})
+    from holysheep._core.raw_response import wants_response
+
+    if wants_response(cast_to):  # cast_to=httpx.Response (or httpx2's): the response itself, as openai-python
+        return RequestSpec(method, path.lstrip("/"), body, _cast_parser(None), options=options, raw="raw")
     return RequestSpec(method, path.lstrip("/"), body, _cast_parser(cast_to), options=options)

@@ -65,8 +65,8 @@ class StreamState:
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
     __slots__ = ("_clock", "_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
-                 "_refusals", "_roles", "_secret", "_texts", "_tools", "_usage", "_validate", "chunks", "done",
-                 "ended_at", "finish", "first_at", "raw_error", "reported", "started_at")
+                 "_refusals", "_roles", "_secret", "_served", "_texts", "_tools", "_usage", "_validate", "chunks",
+                 "done", "ended_at", "finish", "first_at", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -91,6 +91,7 @@ class StreamState:
         self._first_answer: float | None = None
         self.finish: dict[int, str | None] = {}
         self._usage: Any = None
+        self._served: dict[str, str] = {}  # the latest system_fingerprint and service_tier a chunk carried
         # pydantic-core's validator itself: model_validate_json adds ~1 us of Python per event
         self._validate = ChatCompletionChunk.__pydantic_validator__.validate_json
 
@@ -190,6 +191,7 @@ class StreamState:
         raise APIStreamError(
             message, body=err, type=err_type if isinstance(err_type, str) else None,
             code=str(code) if code is not None else None, partial_text=self.partial_text,
+            param=err["param"] if isinstance(err.get("param"), str) else None,
         )
 
     def _absorb(self, chunk: ChatCompletionChunk) -> None:
@@ -199,15 +201,19 @@ class StreamState:
             self.first_at = self._clock()
         if chunk.usage is not None:
             self._usage = chunk.usage
+        if chunk.system_fingerprint is not None:
+            self._served["system_fingerprint"] = chunk.system_fingerprint
+        if chunk.service_tier is not None:
+            self._served["service_tier"] = chunk.service_tier
         got_content = got_reasoning = False
         for choice in chunk.choices:
             delta = choice.delta
             idx = choice.index
             if delta.role:
                 self._roles[idx] = delta.role
-            if delta.content:
+            if delta.content is not None:  # "" too: the final content is then "", not None (as openai)
                 self._texts.setdefault(idx, []).append(delta.content)
-                got_content = True
+                got_content = got_content or bool(delta.content)
             if delta.reasoning_content:
                 self._reasoning.setdefault(idx, []).append(delta.reasoning_content)
                 got_reasoning = True
@@ -263,6 +269,7 @@ class StreamState:
             "model": first.model if first else "",
             "choices": choices,
             "usage": self._usage.model_dump() if self._usage is not None else None,
+            **self._served,
         }
         completion = ChatCompletion.model_validate(body)
         if self.ended_at is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["ParsePlan", "parse_completion", "plan_parse", "repair_prompt", "tool_arguments", "wants_parse"]
 
 T = TypeVar("T")
+OnRefusal = Literal["return", "raise"]
+"""What ``parse()`` does with a refusal: return it (``message.refusal`` set, ``parsed=None``, as openai-python)
+or raise `RefusalError` (batches: the item fails)."""
 Steps = Generator[dict[str, Any], ChatCompletion, ParsedChatCompletion[T]]
 
 MAX_ERRORS_SHOWN = 20
@@ -97,14 +100,15 @@ def tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attem
 
 
 def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
-                     attempts: list[ChatCompletion] | None = None, tools: ToolSet | None = None
-                     ) -> ParsedChatCompletion[T]:
+                     attempts: list[ChatCompletion] | None = None, tools: ToolSet | None = None,
+                     on_refusal: OnRefusal = "return") -> ParsedChatCompletion[T]:
     """``completion`` with each choice's content validated into ``message.parsed`` (left ``None`` without
     ``fmt``) and, with ``tools``, each tool call's arguments into ``function.parsed_arguments``.
 
-    ``attempts`` (every response for this call, ``completion`` last) sets the summed ``usage``. Raises
-    `RefusalError`, `LengthFinishReasonError`, `ContentFilterFinishReasonError`, `StructuredOutputError` or
-    `ToolArgumentsError`.
+    ``attempts`` (every response for this call, ``completion`` last) sets the summed ``usage``. A refusal
+    (``message.refusal``) leaves ``parsed`` None, as openai-python does; ``on_refusal="raise"`` raises
+    `RefusalError` instead (batches use it: a refusal is the item's failure). Raises `LengthFinishReasonError`,
+    `ContentFilterFinishReasonError`, `StructuredOutputError` or `ToolArgumentsError`.
     """
     attempts = attempts if attempts is not None else [completion]
     usage = _summed_usage(attempts)
@@ -114,7 +118,7 @@ def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
     for choice in completion.choices:
         message = choice.message
         where = f"choice {choice.index}" if len(completion.choices) > 1 else "the reply"
-        if message.refusal:
+        if message.refusal and on_refusal == "raise":
             raise RefusalError(f"The model refused to answer ({where}): {message.refusal!r}. The full response "
                                "is in .completion; rephrase the request or try another model.",
                                refusal=message.refusal, completion=summed)
@@ -130,8 +134,8 @@ def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
                 "The response is in .completion; rephrase the request.", completion=summed)
         calls = message.tool_calls or []
         parsed_args.append([tool_arguments(tools, call, summed, len(attempts)) for call in calls] if tools else [])
-        if message.content is None or fmt is None:
-            parsed_values.append(None)  # e.g. a tool call
+        if message.refusal or message.content is None or fmt is None or (not message.content and calls):
+            parsed_values.append(None)  # a refusal, or a tool call (whose streamed content is "")
             continue
         try:
             parsed_values.append(fmt.validate(message.content))
@@ -173,6 +177,7 @@ class ParsePlan(Generic[T]):
     max_repairs: int
     params: dict[str, Any]
     tools: ToolSet | None = None
+    on_refusal: OnRefusal = "return"
 
     def steps(self) -> Steps[T]:
         """The request/response loop: yields ``create()`` kwargs, receives each `ChatCompletion`."""
@@ -182,7 +187,7 @@ class ParsePlan(Generic[T]):
             completion = yield request
             attempts.append(completion)
             try:
-                return parse_completion(self.format, completion, attempts, self.tools)
+                return parse_completion(self.format, completion, attempts, self.tools, self.on_refusal)
             except StructuredOutputError as err:
                 if len(attempts) > self.max_repairs:
                     raise
@@ -211,6 +216,10 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
     create() parameters) before any I/O. Raises `InvalidRequestError`."""
     rest = dict(params)
     max_repairs = _check_repairs(rest.pop("max_repairs", 0))
+    on_refusal = rest.pop("on_refusal", "return")
+    if on_refusal not in ("return", "raise"):
+        raise InvalidRequestError(f"on_refusal must be 'return' (message.refusal set, parsed=None, as openai) or "
+                                  f"'raise' (RefusalError), got {on_refusal!r}.", field="on_refusal")
     tools: ToolSet | None = None
     if rest.get("tools") is not None:
         from holysheep._core.tools import tool_set  # lazy: only parse(tools=...) builds tool schemas
@@ -234,7 +243,7 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
     if max_repairs and stream:
         raise InvalidRequestError("max_repairs does not work with stream=True (a re-ask needs the whole reply "
                                   "first). Use stream=False, or max_repairs=0.", field="max_repairs")
-    return ParsePlan(fmt, max_repairs, rest, tools)
+    return ParsePlan(fmt, max_repairs, rest, tools, on_refusal)
 
 
 def wants_parse(params: Mapping[str, Any]) -> bool:

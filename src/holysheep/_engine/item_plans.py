@@ -46,7 +46,7 @@ def request_of(item: BatchRequest) -> Mapping[str, Any]:
         item.request = next(item.steps)
         return item.request
     if item.steps is None and wants_parse(item.params):
-        item.steps = plan_parse(item.params).steps()
+        item.steps = plan_parse({"on_refusal": "raise", **item.params}).steps()  # a refusal fails the item
         item.request = next(item.steps)
         return item.request
     if "max_repairs" in item.params:

@@ -8,6 +8,7 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +97,14 @@ class AiohttpBackend:
         self._timeouts: dict[tuple[Any, ...], Any] = {}
         self._urls: dict[str, Any] = {}
         self._yarl_url: Any = None
+
+    def __del__(self) -> None:
+        # A client dropped without aclose() (a module-level client at exit, as in openai's README): close the
+        # pool's sockets quietly, as httpx does, instead of aiohttp's "Unclosed client session / connector".
+        session = self._session
+        if session is not None and not self.closed:
+            with contextlib.suppress(Exception):
+                session.connector._close()  # sync: closes the transports; marks the session closed
 
     def _open(self) -> Any:
         import aiohttp

@@ -18,6 +18,18 @@ from holysheep.types.chat import (
     PromptTokensDetails,
     ToolCall,
 )
+from holysheep.types.chat_parts import (
+    Annotation,
+    AnnotationURLCitation,
+    ChatCompletionAudio,
+    ChatCompletionTokenLogprob,
+    ChoiceDeltaAudio,
+    ChoiceDeltaFunctionCall,
+    ChoiceLogprobs,
+    TopLogprob,
+)
+from holysheep.types.chat_stream import ChatCompletionStreamEvent
+from holysheep.types.embeddings import CreateEmbeddingResponse, Embedding, EmbeddingUsage
 from holysheep.types.parsed import (
     ParsedChatCompletion,
     ParsedChatCompletionMessage,
@@ -27,14 +39,21 @@ from holysheep.types.parsed import (
 )
 
 __all__ = [
+    "Annotation",
+    "AnnotationURLCitation",
     "ChatCompletion",
+    "ChatCompletionAudio",
     "ChatCompletionChunk",
     "ChatCompletionMessage",
     "ChatCompletionMessageParam",
     "ChatCompletionStreamEvent",
+    "ChatCompletionTokenLogprob",
     "Choice",
     "ChoiceDelta",
+    "ChoiceDeltaAudio",
+    "ChoiceDeltaFunctionCall",
     "ChoiceDeltaToolCall",
+    "ChoiceLogprobs",
     "ChunkChoice",
     "CompletionTokensDetails",
     "CompletionUsage",
@@ -54,4 +73,5 @@ __all__ = [
     "PromptTokensDetails",
     "Quota",
     "ToolCall",
+    "TopLogprob",
 ]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from holysheep.types._base import HolySheepModel
+from holysheep.types.chat import _ResponseMeta
 
 __all__ = ["Model", "ModelList", "Quota"]
 
@@ -14,13 +18,42 @@ class Model(HolySheepModel):
     object: str = "model"
     created: int | float | None = None  # Unix seconds; some servers (transformers serve) send a float
     owned_by: str | None = None
+    shutdown_date: str | None = None
 
 
-class ModelList(HolySheepModel):
-    """The ``GET /models`` envelope."""
+class ModelList(_ResponseMeta):
+    """The ``GET /models`` page, as openai-python's ``SyncPage[Model]``: ``data`` holds the models, and the page
+    iterates, indexes and counts them (``for m in client.models.list()``). The API returns one page."""
 
     object: str = "list"
     data: list[Model] = []
+
+    def __iter__(self) -> Iterator[Model]:  # type: ignore[override]  # the models, as openai's pages
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> Model:
+        return self.data[index]
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, list):  # holysheep < 3 returned a plain list
+            return self.data == other
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def has_next_page(self) -> bool:
+        """Always False: ``GET /models`` returns every model in one page."""
+        return False
+
+    def iter_pages(self) -> Iterator[ModelList]:
+        """This page (the only one)."""
+        yield self
+
+    def _get_page_items(self) -> list[Model]:
+        return self.data
 
 
 class Quota(HolySheepModel):

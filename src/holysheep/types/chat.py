@@ -9,6 +9,15 @@ from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
 from holysheep.types._base import HolySheepModel
+from holysheep.types.chat_parts import (
+    Annotation,
+    ChatCompletionAudio,
+    ChoiceDeltaAudio,
+    ChoiceDeltaFunctionCall,
+    ChoiceLogprobs,
+    object_or_none,
+    objects_or_none,
+)
 
 __all__ = [
     "ChatCompletion",
@@ -82,6 +91,10 @@ class ChatCompletionMessage(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ToolCall] | None = None
+    annotations: Annotated[list[Annotation] | None, BeforeValidator(objects_or_none)] = None
+    audio: Annotated[ChatCompletionAudio | None, BeforeValidator(object_or_none)] = None
+    function_call: Annotated[FunctionCall | None, BeforeValidator(object_or_none)] = None
+    """The legacy function call (superseded by ``tool_calls``)."""
     reasoning_content: str | None = None
     """The model's reasoning, from servers that send it apart from the answer (DeepSeek, vLLM and SGLang
     reasoning parsers); ``None`` when the server sent none."""
@@ -93,11 +106,7 @@ class Choice(HolySheepModel):
     index: int = 0
     message: ChatCompletionMessage
     finish_reason: str | None = None
-    logprobs: Any = None
-
-
-def _object_or_none(value: Any) -> Any:
-    return value if value is None or isinstance(value, dict) else None  # an odd server's scalar: dropped
+    logprobs: Annotated[ChoiceLogprobs | None, BeforeValidator(object_or_none)] = None
 
 
 class PromptTokensDetails(HolySheepModel):
@@ -105,6 +114,9 @@ class PromptTokensDetails(HolySheepModel):
 
     cached_tokens: int | None = None
     audio_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    image_tokens: int | None = None
+    text_tokens: int | None = None
 
 
 class CompletionTokensDetails(HolySheepModel):
@@ -114,6 +126,7 @@ class CompletionTokensDetails(HolySheepModel):
     audio_tokens: int | None = None
     accepted_prediction_tokens: int | None = None
     rejected_prediction_tokens: int | None = None
+    text_tokens: int | None = None
 
 
 class CompletionUsage(HolySheepModel):
@@ -124,8 +137,8 @@ class CompletionUsage(HolySheepModel):
     total_tokens: int = 0
     # Typed (not left in model_extra): reading a missing extra attribute raises inside pydantic, which
     # made `ChatCompletion.cost` cost as much CPU as parsing the whole reply.
-    prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(_object_or_none)] = None
-    completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(_object_or_none)] = None
+    prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(object_or_none)] = None
+    completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(object_or_none)] = None
 
 
 class _Keep:
@@ -217,6 +230,11 @@ class _ResponseMeta(HolySheepModel):
         return self._transport[0]
 
     @property
+    def _request_id(self) -> str | None:
+        """openai-python's name for `request_id`."""
+        return self._transport[0]
+
+    @property
     def retries_taken(self) -> int:
         """How many retries the call needed before this response (0 when the first attempt worked)."""
         return self._transport[1]
@@ -247,6 +265,10 @@ class ChatCompletion(_ResponseMeta):
     choices: list[Choice] = []
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
+    service_tier: str | None = None
+    metadata: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
+    moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
+    """OpenAI's moderation results, as JSON."""
 
     @property
     def cost(self) -> float | None:
@@ -282,6 +304,8 @@ class ChoiceDelta(HolySheepModel):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ChoiceDeltaToolCall] | None = None
+    audio: Annotated[ChoiceDeltaAudio | None, BeforeValidator(object_or_none)] = None
+    function_call: Annotated[ChoiceDeltaFunctionCall | None, BeforeValidator(object_or_none)] = None
     reasoning_content: str | None = None
     """A piece of the model's reasoning (DeepSeek-style servers)."""
 
@@ -292,7 +316,7 @@ class ChunkChoice(HolySheepModel):
     index: int = 0
     delta: ChoiceDelta = ChoiceDelta()
     finish_reason: str | None = None
-    logprobs: Any = None
+    logprobs: Annotated[ChoiceLogprobs | None, BeforeValidator(object_or_none)] = None
 
 
 class ChatCompletionChunk(HolySheepModel):
@@ -305,3 +329,6 @@ class ChatCompletionChunk(HolySheepModel):
     choices: list[ChunkChoice] = []
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
+    service_tier: str | None = None
+    obfuscation: str | None = None
+    moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None

@@ -45,8 +45,8 @@ class RawResponseProxy:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._resource, name)
-        if name.startswith("_") or not callable(method) or name in ("parse", "batch", "batch_iter", "stream"):
-            raise AttributeError(f"{self._name} has no {name!r}: it wraps single requests (create, list, "
+        if name.startswith("_") or not callable(method) or name in ("batch", "batch_iter", "stream"):
+            raise AttributeError(f"{self._name} has no {name!r}: it wraps single requests (create, parse, list, "
                                  "retrieve)")
         mode = self._mode
         return lambda *args, **kwargs: _raw_call(self._resource, method, args, kwargs, mode)

@@ -32,6 +32,12 @@ def stream_spec(model: Any, messages: Any, response_format: Any,
         from holysheep._exceptions import InvalidRequestError
 
         raise InvalidRequestError("stream() always streams: leave out stream=.", field="stream")
+    if "on_refusal" in params:
+        from holysheep._exceptions import InvalidRequestError
+
+        raise InvalidRequestError("stream() returns a refusal as openai-python does (message.refusal set, parsed "
+                                  "None, refusal.* events); on_refusal= is a parse() option: leave it out.",
+                                  field="on_refusal")
     if response_format is not None and not isinstance(response_format, Mapping):
         from holysheep._core.structured import plan_parse
 
