@@ -55,8 +55,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--objective", default="cost", choices=["cost", "latency", "throughput"],
                    help="rank by $/M tokens (cost, default), batch-1 tok/s (latency) or total tok/s (throughput)")
     p.add_argument("--budget-per-hour", type=float, help="drop options above this USD/hour")
-    p.add_argument("--gpus", nargs="+", metavar="GPU",
-                   help="only these GPUs: names or model numbers (4090 is the RTX 4090), NxGPU for a count (4x4090)")
+    p.add_argument("--gpus", action="append", metavar="GPU[,GPU...]",
+                   help="only these GPUs, comma-separated (--gpus H100,L40S): names or model numbers (4090 is "
+                        "the RTX 4090), NxGPU for a count (4x4090)")
     p.add_argument("--count", type=int, metavar="N",
                    help="exactly N GPUs (data-parallel when training) instead of powers of two up to --max-gpus")
     p.add_argument("--api-model", help="compare self-hosting with this API model's price")

@@ -18,6 +18,7 @@ from ._common import (
     check_choice,
     check_int,
     runtime_memory_gb,
+    warn_once,
 )
 from ._quant import QuantSpec, quant_spec, weight_bytes
 from ._render import render_html, render_text
@@ -138,11 +139,11 @@ class InferenceEstimate(MemoryTotals):
         ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. Same answer as
         ``memory_check(gpu, count).fits``, which ``pick_hardware`` and ``holysheep plan`` use. Under vLLM
         and SGLang a table GPU without CUDA's total (``cuda_total_gib``) is judged on the driver's figure
-        and a ``UserWarning`` says so (``memory_check(...).warnings`` carries the same text).
+        and a ``UserWarning`` says so, once per run (``memory_check(...).warnings`` carries the same text).
         """
         check = self.memory_check(gpu, count)
         for text in check.warnings:
-            warnings.warn(text, UserWarning, stacklevel=2)
+            warn_once(text, stacklevel=2)
         return check.fits
 
     def __str__(self) -> str:

@@ -101,13 +101,20 @@ def _is_gpu(name: str) -> bool:
 def parse_gpus(values: Sequence[str] | None, count: int | None = None) -> tuple[list[str] | None, int | None]:
     """``--gpus`` and ``--count`` as (GPU names or None, GPU count or None).
 
+    Each ``--gpus`` value is one comma-separated list (``H100,L40S``), so the option never takes the model
+    that follows it; a value that is itself a GPU name containing a comma is kept whole.
+
     A value that names a GPU is that GPU, also when it is a number (``4090`` is the RTX 4090, ``5090``
     the RTX 5090); ``4x4090`` is four of them. A bare number that names no GPU (``--gpus 8``) still means
     a count, as before; ``--count N`` says so explicitly. Two different counts are an error.
     """
     names: list[str] = []
     counts = {count} if count is not None else set()
-    for raw in values or ():
+    split = [part.strip() for value in values or () for part in ([value] if _is_gpu(value) else value.split(","))]
+    if any(not part for part in split):
+        raise InvalidRequestError(f"--gpus has an empty name in {','.join(values or ())!r}: separate GPUs with "
+                                  "single commas, e.g. --gpus H100,L40S", field="gpus", reason="empty gpu name")
+    for raw in split:
         m = _COUNTED.match(raw)
         if m and not _is_gpu(raw):
             counts.add(int(m.group(1)))

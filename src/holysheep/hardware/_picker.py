@@ -106,6 +106,9 @@ def _memory(g: GPU, sized: Any, devices: int,
         c = check(SimpleNamespace(memory_gb=per_device, name=g.name, cuda_total_gib=g.cuda_total_gib), devices)
         fits, need, limit, rule = bool(c.fits), float(c.need_gb), float(c.limit_gb), str(c.rule)
         warned = tuple(getattr(c, "warnings", ()))
+        sized_from = float(getattr(c, "gpu_memory_gb", per_device))
+        if abs(sized_from - per_device) > 1e-6:
+            rule += f" of CUDA's total {sized_from:.2f} GB"
     else:
         frac = 0.9 if memory_fraction is None else memory_fraction
         need, limit, rule = float(sized.per_gpu_gb), per_device * frac, f"{frac:g} of the memory"
