@@ -56,10 +56,11 @@ def test_fp8_is_rejected_on_a100() -> None:
 
 
 def test_heads_limit_tensor_parallel_degree() -> None:
+    """128 query / 8 KV heads: TP 16 splits the query heads and replicates each KV head on 2 GPUs (vLLM's rule)."""
     res = pick_hardware("llama-3.1-405b", quant="bf16", gpus=["h100"], max_gpus=16)
-    (rej,) = res.rejected
-    assert rej.count == 8 and "heads not divisible by TP: 16 does not divide 128 attention / 8 KV heads" in (
-        rej.reason or "")
+    assert [o.count for o in res] == [16] and res.rejected == []
+    odd = pick_hardware("llama-3.1-405b", quant="bf16", gpus=["h100"], gpu_count=12)
+    assert odd.rejected[0].reason_code == "heads_not_divisible"
 
 
 def test_plan_text_and_json() -> None:

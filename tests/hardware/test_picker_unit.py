@@ -96,7 +96,7 @@ def test_heads_not_divisible_by_tp() -> None:
     assert list(res) == []
     (rej,) = res.rejected
     assert rej.reason_code == "does_not_fit" and rej.count == 2
-    assert "larger counts: heads not divisible by TP: 4 does not divide 24 attention / 6 KV heads" in (rej.reason or "")
+    assert "larger counts: heads do not shard over 4 GPUs: 4 GPUs do not divide the 6 KV heads" in (rej.reason or "")
 
 
 def test_budget_filters_and_unpriced_gpus_are_rejected_under_a_budget() -> None:

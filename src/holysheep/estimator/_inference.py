@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import InvalidRequestError
-from ._architecture import Architecture, dtype_bytes
+from ._architecture import Architecture, dtype_bytes, tensor_parallel_problem
 from ._catalog import ModelLike, resolve_model, shipped_quant
 from ._common import (
     GB,
@@ -203,12 +203,12 @@ def _build(
     if arch.is_mla and tp > 1 and not split:
         notes.append("MLA latent cache is replicated on every tensor-parallel rank")
     elif not arch.is_mla and tp > arch.num_key_value_heads and not split:
-        notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: KV heads are replicated")
-    if arch.num_attention_heads % tp and not split:
-        warns.append(
-            f"{arch.num_attention_heads} attention heads do not divide by tensor_parallel={tp}; "
-            "vLLM and most runtimes refuse this"
-        )
+        notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: each KV head is replicated on "
+                     f"{tp // arch.num_key_value_heads} GPUs (its cache counted on each)")
+    problem = None if split else tensor_parallel_problem(arch.num_attention_heads, arch.num_key_value_heads, tp,
+                                                          mla=arch.is_mla)
+    if problem:
+        warns.append(f"tensor_parallel={tp}: {problem}; vLLM and SGLang refuse this")
     if arch.windowed_layers():
         notes.append(
             f"{len(arch.windowed_layers())} of {arch.num_hidden_layers} layers keep at most "

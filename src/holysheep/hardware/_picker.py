@@ -3,8 +3,10 @@
 Policy (also in docs/hardware.md):
 
 * Counts are powers of two up to ``max_gpus``. For inference the number of devices is the tensor-
-  parallel degree and must divide both the attention and the KV head counts. For training it is the
-  data-parallel degree (ZeRO shards over it); heads do not constrain it.
+  parallel degree: it must divide the attention heads, and divide the KV heads or be a multiple of them
+  (KV heads are then replicated, as vLLM and SGLang do, and their cache counted on every GPU;
+  ``tensor_parallel_problem``). For training it is the data-parallel degree (ZeRO shards over it); heads
+  do not constrain it.
 * A count fits when the estimate's own runtime rule says so, applied once (``memory_check``: vLLM's
   ``gpu_memory_utilization``, SGLang's ``mem_fraction_static``, all of the memory for transformers,
   llama.cpp, MLX and the default runtime, whose overheads are already counted). ``fits()``, this
@@ -33,6 +35,7 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ..accelerators import GPU, gpu, gpus
+from ..estimator._architecture import tensor_parallel_problem
 from ._hints import fit_hints
 from ._result import HardwareOption, PickResult
 from ._roofline import (
@@ -134,10 +137,12 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         if runtime == "mlx" and devices > 1:
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
                                   reason="MLX serves from one machine", reason_code="runtime_limit")
-        if not getattr(est, "layer_split", False) and (heads % devices or kv % devices):
+        problem = None if getattr(est, "layer_split", False) else tensor_parallel_problem(
+            heads, kv, devices, mla=bool(getattr(arch, "is_mla", False)))
+        if problem:
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
-                                  reason=f"heads not divisible by TP: {devices} does not divide {heads} "
-                                  f"attention / {kv} KV heads", reason_code="heads_not_divisible")
+                                  reason=f"heads do not shard over {devices} GPUs: {problem}",
+                                  reason_code="heads_not_divisible")
         sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
     else:
         sized = est.with_num_gpus(devices)
