@@ -158,3 +158,11 @@ def test_gpus_takes_one_comma_separated_value_and_never_the_model(cli: Runner) -
     assert sorted(o["gpu"] for o in both["options"]) == ["l40s", "rtx4090"]  # type: ignore[union-attr]
     done = cli("plan", "--gpus", "4090", "L40S", "llama-3.1-8b")  # a second name is not the model: argparse says so
     assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+
+
+def test_expert_parallel_flag_changes_the_assumed_placement(cli: Runner) -> None:
+    default = _plan(cli, "mixtral-8x7b", "--gpus", "H100", "--count", "4")
+    ep = _plan(cli, "mixtral-8x7b", "--gpus", "H100", "--count", "4", "--expert-parallel")
+    (d,), (e,) = default["options"], ep["options"]  # type: ignore[misc]
+    assert d["notes"][-1].startswith("experts tensor-parallel") and e["notes"][-1].startswith("expert parallel")
+    assert e["decode_tokens_per_s"] < d["decode_tokens_per_s"]

@@ -69,6 +69,8 @@ class InferenceEstimate(MemoryTotals):
     flash_attention: bool = True
     static_fraction: float | None = None
     quant_as_shipped: bool = False
+    expert_parallel: bool = False
+    """MoE experts placed whole on GPUs (vLLM's ``--enable-expert-parallel``) instead of tensor-parallel slices."""
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -190,6 +192,7 @@ def _build(
     emit_warning: bool = True,
     as_shipped: bool = False,
     base_warnings: tuple[str, ...] = (),
+    expert_parallel: bool = False,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -205,6 +208,11 @@ def _build(
     elif not arch.is_mla and tp > arch.num_key_value_heads and not split:
         notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: each KV head is replicated on "
                      f"{tp // arch.num_key_value_heads} GPUs (its cache counted on each)")
+    if arch.is_moe and tp > 1 and not split:
+        notes.append(f"experts expert-parallel: {arch.num_experts} whole experts spread over {tp} GPUs, an "
+                     "all-to-all dispatch and combine per MoE layer" if expert_parallel else
+                     f"experts tensor-parallel (vLLM's and SGLang's default): each GPU holds 1/{tp} of every "
+                     "expert, one all-reduce per MoE layer; expert_parallel=True models expert parallelism")
     problem = None if split else tensor_parallel_problem(arch.num_attention_heads, arch.num_key_value_heads, tp,
                                                           mla=arch.is_mla)
     if problem:
@@ -271,6 +279,7 @@ def _build(
         flash_attention=flash_attention,
         static_fraction=rm.static_fraction,
         quant_as_shipped=as_shipped,
+        expert_parallel=expert_parallel,
         _rebuild=rebuild,
     )
 
@@ -290,6 +299,7 @@ def estimate_inference_memory(
     vllm_version: str = "v1",
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
+    expert_parallel: bool = False,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -307,6 +317,9 @@ def estimate_inference_memory(
     whole prompt at once, uncompressed MLA cache, layer split over GPUs), ``"llama.cpp"`` (layer split,
     compute buffer, no cap) or ``"mlx"`` (Apple unified memory). ``flash_attention=False`` counts the
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
+    ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
+    experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
+    use it).
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -334,6 +347,11 @@ def estimate_inference_memory(
         )
     if not isinstance(flash_attention, bool):
         raise InvalidRequestError("flash_attention must be True or False", field="flash_attention")
+    if not isinstance(expert_parallel, bool):
+        raise InvalidRequestError("expert_parallel must be True or False", field="expert_parallel")
+    if expert_parallel and not arch.is_moe:
+        raise InvalidRequestError(f"expert_parallel=True needs a mixture-of-experts model; {name} is dense",
+                                  field="expert_parallel", reason="dense model")
     if gpu_memory_gb is not None:
         gpu_memory_gb = gpu_memory_gb_checked = float(gpu_memory_gb)
         if gpu_memory_gb_checked <= 0:
@@ -358,4 +376,5 @@ def estimate_inference_memory(
         max_num_batched_tokens=max_num_batched_tokens,
         as_shipped=shipped is not None and shipped != "bf16",
         base_warnings=() if unread is None else (unread,),
+        expert_parallel=expert_parallel,
     )

@@ -79,6 +79,18 @@ def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
     return None, notes
 
 
+def moe_placement_note(est: Any, devices: int) -> str | None:
+    """How an MoE model's experts are placed over ``devices`` GPUs and what that costs, or ``None``."""
+    arch = getattr(est, "architecture", None)
+    if devices <= 1 or not getattr(arch, "is_moe", False) or getattr(est, "layer_split", False):
+        return None
+    if getattr(est, "expert_parallel", False):
+        return (f"expert parallel: {getattr(arch, 'num_experts', 0)} experts over {devices} GPUs; the most loaded "
+                "GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer")
+    return (f"experts tensor-parallel (runtime default): 1/{devices} of each expert per GPU, its all-reduce "
+            "per layer; pass expert_parallel=True (--expert-parallel) for expert parallelism")
+
+
 def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     notes = []
     kind = "data parallel" if training else "tensor parallel"
@@ -185,7 +197,8 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
-                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)))
+                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)
+                            + ([] if training else [n for n in [moe_placement_note(est, devices)] if n])))
     if budget is not None and price is None:
         return HardwareOption(**base, reason="no price known, so the budget cannot be checked",
                               reason_code="no_price")
@@ -274,6 +287,7 @@ def pick_hardware(
     gpu_memory_utilization: float | None = None,
     gpu_count: int | None = None,
     min_speedup_per_doubling: float = 1.4,
+    expert_parallel: bool = False,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
@@ -282,9 +296,11 @@ def pick_hardware(
     ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
     ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
     tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
-    ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
-    brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
-    option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
+    ``runtime`` (and ``gpu_memory_utilization``, ``expert_parallel``) set the serving stack when a name is
+    given; an estimate brings its own. MoE experts are tensor-parallel unless ``expert_parallel`` (each
+    option's notes say which was assumed). Memory is judged by the estimate's ``memory_check`` (its
+    runtime's rule, once), so an option here fits exactly when ``estimate.fits(gpu, count)`` does;
+    ``memory_fraction`` is an extra cap.
     ``gpu_count`` tries only that many GPUs (any integer) instead of the powers of two up to ``max_gpus``.
     Under ``"latency"`` a GPU type only moves to twice the GPUs when that buys at least
     ``min_speedup_per_doubling`` (1.4: 70 % scaling) more batch-1 speed, so small models are not spread
@@ -310,7 +326,8 @@ def pick_hardware(
 
         est: Any = estimate_inference_memory(model_or_estimate, quant=quant, context=context, batch=batch,
                                              kv_dtype=kv_dtype, tensor_parallel=1, runtime=runtime,
-                                             gpu_memory_utilization=gpu_memory_utilization)
+                                             gpu_memory_utilization=gpu_memory_utilization,
+                                             expert_parallel=expert_parallel)
     else:
         est = model_or_estimate
     training = _is_training(est)

@@ -12,7 +12,10 @@ Decode, per step for a batch of B sequences on T devices::
 AWQ/GPTQ elsewhere). The all-reduce latency falls with the link class (NVLink/NVSwitch, NVLink bridge
 beyond its pair, PCIe) and grows with log2(T); see ``_speed``. A layer split (llama.cpp, transformers)
 runs GPUs one after another: ``t_mem`` is the whole read at one device's bandwidth, plus a hop per boundary.
-Mixture-of-experts with expert parallelism waits for the GPU that drew the most of a token's experts.
+Mixture-of-experts: by default the experts are tensor-parallel, as vLLM and SGLang run them unless asked
+otherwise (every GPU reads 1/T of each touched expert, no extra collective); with expert parallelism
+(``expert_parallel``) the step waits for the GPU that drew the most of a token's experts, plus an
+all-to-all dispatch and combine per MoE layer.
 
 Prefill: ``T * dense_peak * mfu / (2 * N_active + 2 * layers * d_attn * L)`` tokens/s at prompt
 length L (the causal attention term: +54 % at 32k for Llama-3.1-8B), minus the all-reduce traffic.
@@ -163,12 +166,16 @@ def decode_tokens_per_s(
     moe_layers: int = 0,
     expert_bytes: float = 0.0,
     awq: bool = False,
+    expert_parallel: bool = False,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
     ``layers`` and ``hidden`` enable the all-reduce term; ``layer_split`` models llama.cpp / transformers
     running GPUs in sequence; the ``moe_*`` and ``expert_bytes`` (one routed expert's bytes) arguments
-    enable the expert-parallel model. With ``layers`` the runtime's fixed costs are added
+    enable the mixture-of-experts model: tensor-parallel experts (each GPU reads its slice of every touched
+    expert; the MoE output joins the per-layer all-reduce), or with ``expert_parallel`` whole experts per
+    GPU (the most loaded GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer). With
+    ``layers`` the runtime's fixed costs are added
     (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
     AutoAWQ's host cost).
     """
@@ -182,6 +189,8 @@ def decode_tokens_per_s(
         distinct = moe_experts * (1 - (1 - moe_top_k / moe_experts) ** batch)
         if devices == 1 or layer_split:
             per_dev = weight_bytes - routed + moe_layers * distinct * expert_bytes + kv_read
+        elif not expert_parallel:  # each GPU reads its 1/T slice of every expert the batch touches
+            per_dev = (weight_bytes - routed + moe_layers * distinct * expert_bytes + kv_read) / devices
         else:
             picks = min(batch * moe_top_k, 64)
             load = min(moe_experts / devices, max(distinct / devices, expected_max_load(picks, devices)))

@@ -139,6 +139,6 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
         out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
-                   moe_layers=int(arch.num_moe_layers),
+                   moe_layers=int(arch.num_moe_layers), expert_parallel=bool(getattr(est, "expert_parallel", False)),
                    expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
     return out
