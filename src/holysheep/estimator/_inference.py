@@ -20,7 +20,7 @@ from ._common import (
     runtime_memory_gb,
     warn_once,
 )
-from ._quant import QuantSpec, quant_spec, weight_bytes
+from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import RUNTIMES, prefill_activation_bytes, runtime_memory, uses_layer_split
 from ._vllm import VLLMCapacity, vllm_profile
@@ -228,6 +228,10 @@ def _build(
         )
     if as_shipped:
         notes.append(f"weights in {spec.name}, the format the checkpoint ships in; pass quant= to plan another")
+    kept = unquantized_params(arch, spec)
+    if kept:
+        notes.append(f"{kept / 1e9:.2f}B parameters the checkpoint leaves unquantized ({', '.join(spec.unquantized)})"
+                     f" counted at {spec.other_bits:g} bits")
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
     rm = runtime_memory(
@@ -374,7 +378,7 @@ def estimate_inference_memory(
         vllm_version=vllm_version,
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
-        as_shipped=shipped is not None and shipped != "bf16",
+        as_shipped=shipped is not None and spec.name != "bf16",
         base_warnings=() if unread is None else (unread,),
         expert_parallel=expert_parallel,
     )
