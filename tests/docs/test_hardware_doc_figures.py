@@ -38,13 +38,14 @@ def awq_plan() -> PickResult:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, max_gpus=8)
+        return pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, max_gpus=8,
+                             objective="cost_per_token")
 
 
 def test_hardware_picker_block_is_what_plan_prints() -> None:
     from holysheep.hardware._cli import run_plan
 
-    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4)
+    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, objective="cost_per_token")
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Options (objective"))
     assert block("hardware.md", "Llama-3.1-70B, int4-awq, 8k context, batch 4 (52.8 GB") == lines[start:]
@@ -218,13 +219,14 @@ def test_the_price_table_is_the_catalog() -> None:
 
 
 def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:
-    """README: "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it
-    ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason"."""
+    """README: "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it,
+    cheapest per hour first, with their decode throughput and $/M tokens, and the GPUs rejected with the reason"."""
     from holysheep.cli import main
 
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it " \
-           "ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason." in readme
+    assert "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it, " \
+           "cheapest per hour first, with their decode throughput and $/M tokens, and the GPUs rejected with the " \
+           "reason." in readme
     assert main(["plan", "llama-3.1-70b", "--quant", "int4-awq", "--context", "8192", "--batch", "4"]) == 0
     out = capsys.readouterr().out
     for row in ("weights", "kv_cache", "activations", "overhead"):
@@ -232,8 +234,8 @@ def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixtu
     header = next(line for line in out.splitlines() if line.startswith("option "))
     assert "decode tok/s" in header and header.rstrip().endswith("$/M tok")
     options = out[out.index(header):out.index("\nRejected")].splitlines()[2:]
-    costs = [float(line.split()[-1]) for line in options if line[:1].isdigit()]
-    assert len(costs) == 5 and costs == sorted(costs)
+    hourly = [float(line.split()[-2]) for line in options if line[:1].isdigit()]
+    assert len(hourly) == 5 and hourly == sorted(hourly)
     assert "\nRejected\ngpu " in out and "no int4 AWQ kernel for compute capability 7.0" in out
 
 

@@ -128,7 +128,10 @@ def test_awq_rejected_on_volta_and_bf16_served_as_fp16() -> None:
 
 def test_objectives_order_options() -> None:
     est = FakeInference(weights_gb=20)
-    cost = pick_hardware(est, gpus=["h100", "l4", "b200"], objective="cost")
+    cheapest = pick_hardware(est, gpus=["h100", "l4", "b200"], objective="cost")  # lowest $/h that fits
+    assert [(o.gpu.id, o.count, o.price_per_hour) for o in cheapest] == [
+        ("l4", 2, pytest.approx(1.40)), ("h100-sxm", 1, 3.49), ("b200", 1, 6.69)]
+    cost = pick_hardware(est, gpus=["h100", "l4", "b200"], objective="cost_per_token")
     assert [o.gpu.id for o in cost] == ["b200", "h100-sxm", "l4"]
     b200_decode = 2 / ((20e9 + 2 * 100_000 * 1024) / (7700e9 * 0.7))
     assert cost[0].cost_per_million_tokens == pytest.approx(6.69 / (b200_decode * 3600) * 1e6)

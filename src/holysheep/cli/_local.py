@@ -52,8 +52,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--optimizer", help="training optimizer, e.g. adamw, adamw-8bit, paged-adamw, sgd")
     p.add_argument("--precision", help="training precision: bf16-mixed, bf16-true, fp32")
     p.add_argument("--max-gpus", type=int, default=8, help="largest GPU count considered (default 8)")
-    p.add_argument("--objective", default="cost", choices=["cost", "latency", "throughput"],
-                   help="rank by $/M tokens (cost, default), batch-1 tok/s (latency) or total tok/s (throughput)")
+    p.add_argument("--objective", default="cost", choices=["cost", "cost_per_token", "latency", "throughput"],
+                   help="rank by the lowest $/hour that meets the request (cost, default), $/M tokens "
+                        "(cost_per_token), batch-1 tok/s (latency) or total tok/s (throughput)")
     p.add_argument("--budget-per-hour", type=float, help="drop options above this USD/hour")
     p.add_argument("--gpus", action="append", metavar="GPU[,GPU...]",
                    help="only these GPUs, comma-separated (--gpus H100,L40S): names or model numbers (4090 is "

@@ -45,12 +45,14 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
-from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
+from ._speed import attention_dim, embedding_bytes, link_kind, scale_up_domain, speed_shape
 from ._training_stack import training_support
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 
-OBJECTIVES = ("cost", "latency", "throughput")
+OBJECTIVES = ("cost", "cost_per_token", "latency", "throughput")
+"""``cost``: the lowest hourly price that meets the request (the cheapest GPU); ``cost_per_token``: the lowest
+$/M tokens at the requested batch; ``latency``: batch-1 decode speed; ``throughput``: aggregate decode speed."""
 NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not in the table"
 """Option note under vLLM/SGLang for a GPU row without ``cuda_total_gib`` (the budget may be ~1 GiB high)."""
 
@@ -98,6 +100,10 @@ def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
         notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
     elif devices > 1 and link_kind(g, devices) == "pcie":
         notes.append(f"NVLink bridges join pairs only: {devices} GPUs run {kind} over PCIe between them")
+    elif devices > 1 and link_kind(g, devices) == "network":
+        domain = scale_up_domain(g)
+        notes.append(f"{kind} over the network: NVLink joins {domain} {'GPU' if domain == 1 else 'GPUs'} at most "
+                     f"({g.form_factor}), so {devices} span {math.ceil(devices / domain)} domains")
     if g.devices_per_package > 1:
         notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
     if g.form_factor == "SoM":
@@ -223,7 +229,9 @@ def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
     inf = float("inf")
     speed = o.train_tokens_per_s if o.decode_tokens_per_s is None else (
         o.decode_tokens_per_s_batch1 if objective == "latency" else o.decode_tokens_per_s)
-    if objective == "cost":
+    if objective == "cost":  # the cheapest hardware that meets the request; faster breaks a tie
+        return (o.price_per_hour if o.price_per_hour is not None else inf, -(speed or 0.0))
+    if objective == "cost_per_token":
         return (o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf, o.count)
     return (-(speed or 0.0), o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf)
 
@@ -294,8 +302,9 @@ def pick_hardware(
     ``model_or_estimate`` is a model name (an inference estimate is built with ``quant``, ``context``,
     ``batch`` and ``kv_dtype``; ``quant`` defaults to the format the checkpoint ships in), an
     ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
-    ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
-    tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
+    ``"cost"`` (the lowest hourly price that meets the request: the cheapest GPU), ``"cost_per_token"``
+    ($/M tokens at the requested batch), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"``
+    (aggregate tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
     ``runtime`` (and ``gpu_memory_utilization``, ``expert_parallel``) set the serving stack when a name is
     given; an estimate brings its own. MoE experts are tensor-parallel unless ``expert_parallel`` (each
     option's notes say which was assumed). Memory is judged by the estimate's ``memory_check`` (its

@@ -20,7 +20,8 @@ all-to-all dispatch and combine per MoE layer.
 Prefill: ``T * dense_peak * mfu / (2 * N_active + 2 * layers * d_attn * L)`` tokens/s at prompt
 length L (the causal attention term: +54 % at 32k for Llama-3.1-8B), minus the all-reduce traffic.
 Training: ``T * dense_peak * mfu_train * link / (k * N)`` tokens/s, k = 6 (full) or 4 (LoRA/QLoRA),
-where ``link`` is the same multi-device factor as ``tp`` (gradient all-reduce / ZeRO gathers).
+where ``link`` is ``tp_fast_link`` inside one NVLink/fabric domain (an HGX board, an NVL72 rack, a bridged
+pair) and ``tp_pcie`` over PCIe or the network between domains (8 GH200 superchips, 16 H100s).
 
 ``W_read`` is the whole weight size for dense models; for mixture-of-experts models without an
 expert shape it is ``W * min(1, B * N_active / N)`` (each sequence touches its own experts), with one
@@ -260,5 +261,6 @@ def train_tokens_per_s(
     peak, _ = compute_peak(gpu, "bf16")
     if not peak or active_params <= 0:
         return None
-    link = _tp_factor(gpu, count * gpu.devices_per_package, eff)
+    kind = link_kind(gpu, count * gpu.devices_per_package)
+    link = 1.0 if kind == "local" else eff.tp_fast_link if kind in ("switch", "bridge") else eff.tp_pcie
     return count * peak * 1e12 * eff.mfu_train * link / (flops_per_param * active_params)
