@@ -36,6 +36,7 @@ from typing import Any
 from .._exceptions import InvalidRequestError
 from ..accelerators import GPU, gpu, gpus
 from ..estimator._architecture import tensor_parallel_problem
+from ._coverage import speed_caveats
 from ._hints import fit_hints
 from ._result import HardwareOption, PickResult
 from ._roofline import (
@@ -202,6 +203,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
             attention_dim=attention_dim(arch))
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
+    base["caveats"] = speed_caveats(g, devices, est, training=training)
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
                 notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)
                             + ([] if training else [n for n in [moe_placement_note(est, devices)] if n])))
