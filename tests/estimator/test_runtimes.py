@@ -152,3 +152,18 @@ def test_fits_and_pick_hardware_agree_over_a_grid(runtime: str, model: str, quan
             assert est.memory_check(name, opt.count).fits
         elif opt.reason_code == "does_not_fit":
             assert fitting == [], (name, fitting)
+
+
+def test_transformers_before_4_45_builds_logits_for_the_whole_prompt() -> None:
+    """Qwen2.5-7B at 6,144 tokens: 6,144 x 152,064 x 6 B = 5.606 GB more than the last position's fp32 row."""
+    new = estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf")
+    old = estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf", transformers_version="4.44.2")
+    assert estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf",
+                                     transformers_version="4.45.0").total_gb == new.total_gb
+    extra = (6144 * 152064 * 6 - 152064 * 4) / 1e9
+    assert old.breakdown["activations"] - new.breakdown["activations"] == pytest.approx(extra, abs=1e-6)
+    assert any("before 4.45" in n for n in old.assumptions)
+    with pytest.raises(InvalidRequestError, match="applies to runtime='hf'"):
+        estimate_inference_memory("qwen2.5-7b", runtime="vllm", transformers_version="4.44")
+    with pytest.raises(InvalidRequestError, match=r"must look like 4\.44"):
+        estimate_inference_memory("qwen2.5-7b", runtime="hf", transformers_version="four")

@@ -22,7 +22,7 @@ from ._common import (
 )
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
-from ._runtimes import RUNTIMES, prefill_activation_bytes, runtime_memory, uses_layer_split
+from ._runtimes import RUNTIMES, full_prompt_logits, prefill_activation_bytes, runtime_memory, uses_layer_split
 from ._vllm import VLLMCapacity, vllm_profile
 
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
@@ -186,6 +186,7 @@ def _build(
     gpu_memory_gb: float | None,
     prefill_chunk: int | None,
     vllm_version: str,
+    transformers_version: str | None = None,
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
     gpu_name: str | None = None,
@@ -228,6 +229,9 @@ def _build(
         )
     if as_shipped:
         notes.append(f"weights in {spec.name}, the format the checkpoint ships in; pass quant= to plan another")
+    if runtime == "hf" and full_prompt_logits(transformers_version):
+        notes.append(f"transformers {transformers_version} (before 4.45) builds logits for the whole prompt: "
+                     f"{context * batch:,} x {arch.vocab_size:,} x 6 bytes (16-bit + fp32 copy) counted")
     kept = unquantized_params(arch, spec)
     if kept:
         notes.append(f"{kept / 1e9:.2f}B parameters the checkpoint leaves unquantized ({', '.join(spec.unquantized)})"
@@ -238,7 +242,7 @@ def _build(
         arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
-        vllm_version=vllm_version,
+        vllm_version=vllm_version, transformers_version=transformers_version,
     )
     notes += rm.notes
     warns += rm.warnings
@@ -304,6 +308,7 @@ def estimate_inference_memory(
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
     expert_parallel: bool = False,
+    transformers_version: str | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -323,7 +328,8 @@ def estimate_inference_memory(
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
     experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
-    use it).
+    use it). ``transformers_version`` (runtime ``"hf"``): before 4.45 the whole prompt's logits are built
+    in fp32, which is counted.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -361,6 +367,11 @@ def estimate_inference_memory(
         if gpu_memory_gb_checked <= 0:
             raise InvalidRequestError(f"gpu_memory_gb must be > 0, got {gpu_memory_gb}", field="gpu_memory_gb")
     vllm_profile(vllm_version)
+    if transformers_version is not None:
+        if rt != "hf":
+            raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
+                                      field="transformers_version")
+        full_prompt_logits(transformers_version)  # a clear error for a malformed version
     return _build(
         arch=arch,
         name=name,
@@ -376,6 +387,7 @@ def estimate_inference_memory(
         gpu_memory_gb=gpu_memory_gb,
         prefill_chunk=prefill_chunk,
         vllm_version=vllm_version,
+        transformers_version=transformers_version,
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
         as_shipped=shipped is not None and spec.name != "bf16",
