@@ -182,19 +182,8 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         perf["train_tokens_per_s"] = tok_s = train_tokens_per_s(g, count, active_params=active,
                                                                 flops_per_param=k, eff=eff)
     else:
-        spec = est.quant_spec
-        compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
-        kw: dict[str, Any] = {
-            "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
-            "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
-            "context": int(est.context),
-            "params": params,
-            "active_params": active,
-            "precision": compute,
-            "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
-            "eff": eff,
-            **speed_shape(est, spec),
-        }
+        kw = {**decode_inputs(est), "eff": eff}
+        compute = str(kw["precision"])
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
         perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
@@ -214,6 +203,23 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
                               reason_code="over_budget")
     return HardwareOption(**base)
+
+
+def decode_inputs(est: Any) -> dict[str, Any]:
+    """The keyword arguments ``decode_tokens_per_s`` takes for an inference estimate (all but ``eff``)."""
+    arch, spec = est.architecture, est.quant_spec
+    params = float(arch.num_params)
+    compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
+    return {
+        "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
+        "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
+        "context": int(est.context),
+        "params": params,
+        "active_params": float(getattr(arch, "num_active_params", None) or params),
+        "precision": compute,
+        "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
+        **speed_shape(est, spec),
+    }
 
 
 def _training_hint(sized: Any, g: GPU, devices: int) -> str | None:
