@@ -136,3 +136,19 @@ def test_expected_max_load() -> None:
     assert expected_max_load(1, 8) == pytest.approx(1.0)
     assert expected_max_load(2, 2) == pytest.approx(1.5)
     assert 2.0 < expected_max_load(8, 8) < 3.0
+
+
+def test_int4_kernels_follow_the_vllm_release_and_the_gpu() -> None:
+    """Marlin (eta 0.60) needs compute capability 8.0+ and a vLLM with the kernels; else AWQ's GEMM (0.50)."""
+    from holysheep.hardware._roofline import uses_marlin
+
+    def rate(gpu_id: str, version: str) -> float:
+        est = estimate_inference_memory("llama-3.1-8b", "int4-awq", 2048, runtime="vllm", vllm_version=version)
+        (opt,) = pick_hardware(est, gpus=[gpu_id], gpu_count=1)
+        assert opt.decode_tokens_per_s is not None
+        return opt.decode_tokens_per_s
+
+    assert uses_marlin(gpu("A100 80GB"), "vllm") and not uses_marlin(gpu("T4"), "vllm")
+    assert not uses_marlin(gpu("A100 80GB"), "vllm", marlin=False) and not uses_marlin(gpu("MI300X"), "vllm")
+    assert (round(rate("a100-80-sxm", "v1"), 1), round(rate("a100-80-sxm", "0.2.5"), 1)) == (152.8, 136.0)
+    assert rate("t4", "v1") == rate("t4", "0.2.5")  # no Marlin on compute capability 7.5 in any release

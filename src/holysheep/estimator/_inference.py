@@ -79,6 +79,11 @@ class InferenceEstimate(MemoryTotals):
         return f"{self.quant} (as shipped)" if self.quant_as_shipped else self.quant
 
     @property
+    def vllm_version(self) -> str:
+        """The vLLM profile this estimate was sized with (``"v1"`` unless given)."""
+        return str(self._rebuild.get("vllm_version", "v1"))
+
+    @property
     def gpu_count(self) -> int:
         return self.tensor_parallel
 

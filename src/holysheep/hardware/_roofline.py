@@ -133,13 +133,24 @@ def _tp_factor(gpu: GPU, devices: int, eff: Efficiencies) -> float:
     return eff.tp_fast_link if gpu.has_fast_interconnect else eff.tp_pcie
 
 
-def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default") -> float:
+def uses_marlin(gpu: GPU, runtime: str, *, marlin: bool = True) -> bool:
+    """Whether INT4 AWQ/GPTQ decode runs through Marlin: vLLM/SGLang on NVIDIA compute capability 8.0+, in a
+    release that has the kernels (``marlin``; vLLM before 0.4.1 / 0.5.3 has not)."""
+    try:
+        ampere = gpu.vendor == "nvidia" and float(gpu.compute_capability or "0") >= 8.0
+    except ValueError:
+        ampere = False
+    return runtime in ("vllm", "sglang") and marlin and ampere
+
+
+def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default",
+                         marlin: bool = True) -> float:
     """eta_bw for this part, weight format and runtime: the lowest of the applicable efficiencies."""
     e = eff.bandwidth
     if runtime in ("llama.cpp", "mlx"):
         e = eff.bandwidth_gguf
     elif weight_only_int4:
-        e = min(e, eff.bandwidth_int4_marlin if runtime in ("vllm", "sglang") else eff.bandwidth_int4)
+        e = min(e, eff.bandwidth_int4_marlin if uses_marlin(gpu, runtime, marlin=marlin) else eff.bandwidth_int4)
     if gpu.vendor == "amd":
         e = min(e, eff.bandwidth_amd)
     return e
@@ -168,6 +179,7 @@ def decode_tokens_per_s(
     expert_bytes: float = 0.0,
     awq: bool = False,
     expert_parallel: bool = False,
+    marlin: bool = True,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
@@ -181,7 +193,7 @@ def decode_tokens_per_s(
     AutoAWQ's host cost).
     """
     devices = count * gpu.devices_per_package
-    eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime)
+    eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
     dev_bw = gpu.bandwidth_gb_s * 1e9 / gpu.devices_per_package * eta
     kv_read = batch * kv_bytes_per_token * context
     comm = 0.0

@@ -167,7 +167,13 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
     if not layers:
         return {}
-    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+    runtime = str(getattr(est, "runtime", "default"))
+    marlin = True
+    if runtime == "vllm":
+        from ..estimator._vllm import vllm_profile
+
+        marlin = vllm_profile(str(getattr(est, "vllm_version", "v1"))).marlin
+    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin,
                            "awq": getattr(spec, "name", "") == "int4-awq",
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
