@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from holysheep.estimator import estimate_inference_memory
-from holysheep.estimator._architecture import tensor_parallel_problem
+from holysheep.estimator._parallel import tensor_parallel_problem
 from holysheep.hardware import pick_hardware
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from .._exceptions import InvalidRequestError
 from ._params import WeightMatrix, linear_state_elements, mlp_matrices, mtp_params, vector_params, weight_matrices
 
-__all__ = ["Architecture", "WeightMatrix", "dtype_bytes", "tensor_parallel_problem"]
+__all__ = ["Architecture", "WeightMatrix", "dtype_bytes"]
 
 _DTYPE_BYTES: dict[str, float] = {
     "fp32": 4,
@@ -29,25 +29,6 @@ _DTYPE_BYTES: dict[str, float] = {
     "int8": 1,
     "auto": 2,
 }
-
-
-def tensor_parallel_problem(heads: int, kv_heads: int, tp: int, *, mla: bool = False) -> str | None:
-    """Why ``tp`` tensor-parallel ranks cannot shard these heads, or ``None`` when they can (vLLM and SGLang's rule).
-
-    Query heads split evenly (``heads % tp == 0``). KV heads split evenly when ``tp`` divides them and are
-    replicated when ``tp`` exceeds them: each KV head then lives on ``tp / kv_heads`` ranks, which needs
-    ``tp % kv_heads == 0`` (vLLM's ``QKVParallelLinear``). MLA's latent cache is replicated on every rank.
-    """
-    if heads % tp:
-        return f"{tp} GPUs do not divide the {heads} attention heads (query heads split evenly over the GPUs)"
-    if mla or kv_heads <= 0:
-        return None
-    if tp <= kv_heads and kv_heads % tp:
-        return f"{tp} GPUs do not divide the {kv_heads} KV heads"
-    if tp > kv_heads and tp % kv_heads:
-        return (f"{tp} GPUs are not a multiple of the {kv_heads} KV heads (a KV head is replicated on a whole "
-                "number of GPUs)")
-    return None
 
 
 def dtype_bytes(dtype: str | float | int) -> float:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import InvalidRequestError
-from ._architecture import Architecture, dtype_bytes, tensor_parallel_problem
+from ._architecture import Architecture, dtype_bytes
 from ._catalog import ModelLike, resolve_model, shipped_quant
 from ._common import (
     GB,
@@ -20,6 +20,7 @@ from ._common import (
     runtime_memory_gb,
     warn_once,
 )
+from ._parallel import parallel_notes
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import RUNTIMES, full_prompt_logits, prefill_activation_bytes, runtime_memory, uses_layer_split
@@ -209,20 +210,9 @@ def _build(
         notes.append(f"KV cache in {kv} (the compute dtype of {spec.name}); pass kv_dtype='fp8' to halve it")
     w_total = weight_bytes(arch, spec)
     split = uses_layer_split(runtime)
-    if arch.is_mla and tp > 1 and not split:
-        notes.append("MLA latent cache is replicated on every tensor-parallel rank")
-    elif not arch.is_mla and tp > arch.num_key_value_heads and not split:
-        notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: each KV head is replicated on "
-                     f"{tp // arch.num_key_value_heads} GPUs (its cache counted on each)")
-    if arch.is_moe and tp > 1 and not split:
-        notes.append(f"experts expert-parallel: {arch.num_experts} whole experts spread over {tp} GPUs, an "
-                     "all-to-all dispatch and combine per MoE layer" if expert_parallel else
-                     f"experts tensor-parallel (vLLM's and SGLang's default): each GPU holds 1/{tp} of every "
-                     "expert, one all-reduce per MoE layer; expert_parallel=True models expert parallelism")
-    problem = None if split else tensor_parallel_problem(arch.num_attention_heads, arch.num_key_value_heads, tp,
-                                                          mla=arch.is_mla)
-    if problem:
-        warns.append(f"tensor_parallel={tp}: {problem}; vLLM and SGLang refuse this")
+    more_notes, more_warns = parallel_notes(arch, tp, split=split, expert_parallel=expert_parallel)
+    notes += more_notes
+    warns += more_warns
     if arch.windowed_layers():
         notes.append(
             f"{len(arch.windowed_layers())} of {arch.num_hidden_layers} layers keep at most "

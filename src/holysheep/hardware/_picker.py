@@ -35,7 +35,7 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ..accelerators import GPU, gpu, gpus
-from ..estimator._architecture import tensor_parallel_problem
+from ..estimator._parallel import tensor_parallel_problem
 from ._coverage import speed_caveats
 from ._hints import fit_hints
 from ._result import HardwareOption, PickResult
