@@ -59,7 +59,7 @@ def test_hardware_break_even_block_and_prose(awq_plan: PickResult) -> None:
     be = break_even(api_model="deepseek-v3.2", option=top, tokens_per_day=10_000_000)
     assert block("hardware.md", "against deepseek-v3.2 at 10M tokens/day:") == be.arithmetic.rstrip("\n").splitlines()
     says("hardware.md", f"(1 x MI300X at ${top.price_per_hour:.2f}/h, {top.decode_tokens_per_s:.1f} tok/s at batch 4)")
-    (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=4096, batch=32, gpus=["mi300x"], max_gpus=1)
+    (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=2048, batch=32, gpus=["mi300x"], max_gpus=1)
     be8 = break_even(api_model="deepseek-v3.2", option=small, tokens_per_day=10_000_000)
     assert be8.break_even_tokens_per_day is not None
     says("hardware.md", f"about {small.decode_tokens_per_s:,.0f} tok/s, ${be8.self_host_cost_per_m:.2f}/M at 50 % "

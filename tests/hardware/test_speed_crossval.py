@@ -43,8 +43,8 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (67, 0.866, 0.091)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.925, 0.061)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (67, 0.881, 0.077)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.925, 0.06)
     assert h.within >= 0.85 and h.median <= 0.15  # the target, met
     below = sorted(g for g, s in held.items() if s.within < 0.6)
     assert below == ["sgl-project/sglang#2643"]  # not met for this one source: documented as a miss

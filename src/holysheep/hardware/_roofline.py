@@ -73,6 +73,8 @@ class Efficiencies:
     """eta_bw of llama.cpp (and MLX) kernels once their per-layer cost is counted separately (speed model v2)."""
     bandwidth_int4_marlin: float = 0.60
     """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
+    kv_read: float = 0.50
+    """KV-cache reads in decode attention stream at this fraction of the weight-stream efficiency."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -103,6 +105,9 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "bandwidth_int4_marlin": "IST-DASLab/marlin README (https://github.com/IST-DASLab/marlin): near-ideal 4x "
     "over FP16 at batch 1-32, so INT4 streams at close to the FP16 efficiency; 0.6 leaves room for vLLM's "
     "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
+    "kv_read": "Nsight profiling write-up (https://mikamirai.com/blog/gpu-memory-bandwidth/, third-party): "
+    "coalesced weight streaming reaches about 84 % of an H100's 3.35 TB/s and paged KV-cache reads about 42 %, "
+    "i.e. half; it matters where the KV read is a large share of a step (large batches, long contexts).",
     "tp_fast_link": "Used only without a layer count and for training. Assumption (not measured): gpt-fast "
     "shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
     "but 7B TP8 only 35%; 0.9 is a middle value for large shards over NVLink.",
@@ -214,6 +219,7 @@ def decode_tokens_per_s(
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
         per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)
+    per_dev += kv_read / (1 if layer_split else devices) * (1 / eff.kv_read - 1)  # KV reads stream slower
     peak, _ = compute_peak(gpu, precision)
     if layers:
         t_mem = per_dev / dev_bw
