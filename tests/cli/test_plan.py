@@ -119,7 +119,7 @@ def test_an_assumption_shows_in_text_and_json_not_hidden(cli: Runner, tmp_path: 
 
 
 def test_plan_uses_the_shipped_format(cli: Runner) -> None:
-    done = cli("plan", "deepseek-v3", "--gpus", "H200", "H100")
+    done = cli("plan", "deepseek-v3", "--gpus", "H200,H100")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Plan: deepseek-v3 (inference, default), quant fp8 (as shipped), context 2048")
     assert re.search(r"\n8x H200 SXM 141GB +yes", done.stdout)
@@ -133,9 +133,11 @@ def test_plan_uses_the_shipped_format(cli: Runner) -> None:
 
 
 def test_vllm_plan_warns_where_cuda_total_is_missing(cli: Runner) -> None:
-    warning = ("vLLM sizes from CUDA's total, which is not in the table for H100 PCIe 80GB; the driver's figure "
-               "was used (CUDA usually reports 0.5-1 GiB less)")
-    args = ("llama-3.1-8b", "--runtime", "vllm", "--max-gpus", "1", "--gpus", "H100 PCIe", "A100 80GB")
+    warning = ("vLLM sizes its memory budget from CUDA's total (torch.cuda.mem_get_info), which the GPU table "
+               "does not have for H100 PCIe 80GB: the driver's figure was used, so the budget may be 0.5-1 GiB "
+               "too generous. To size it exactly, give the GPU as CUDA's total in GB, or register the row with "
+               "cuda_total_gib")
+    args = ("llama-3.1-8b", "--runtime", "vllm", "--max-gpus", "1", "--gpus", "H100 PCIe,A100 80GB")
     data = _plan(cli, *args)
     assert warning in data["warnings"]  # type: ignore[operator]
     assert not any("A100" in w for w in data["warnings"])  # type: ignore[union-attr]  # the A100 row has it
@@ -146,3 +148,21 @@ def test_vllm_plan_warns_where_cuda_total_is_missing(cli: Runner) -> None:
     assert done.returncode == 0 and f"  ! {warning}" in done.stdout and "Warning" not in done.stderr
     plain = _plan(cli, "llama-3.1-8b", "--gpus", "H100 PCIe", "--max-gpus", "1")  # default runtime: no warning
     assert not any("CUDA's total" in w for w in plain["warnings"])  # type: ignore[union-attr]
+
+
+def test_gpus_takes_one_comma_separated_value_and_never_the_model(cli: Runner) -> None:
+    data = _plan(cli, "--gpus", "4090", "llama-3.1-8b", "--max-gpus", "1")
+    assert data["model"] == "llama-3.1-8b"
+    assert [o["gpu"] for o in data["options"]] == ["rtx4090"]  # type: ignore[union-attr]
+    both = _plan(cli, "--gpus", "4090,L40S", "llama-3.1-8b", "--max-gpus", "1")
+    assert sorted(o["gpu"] for o in both["options"]) == ["l40s", "rtx4090"]  # type: ignore[union-attr]
+    done = cli("plan", "--gpus", "4090", "L40S", "llama-3.1-8b")  # a second name is not the model: argparse says so
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+
+
+def test_expert_parallel_flag_changes_the_assumed_placement(cli: Runner) -> None:
+    default = _plan(cli, "mixtral-8x7b", "--gpus", "H100", "--count", "4")
+    ep = _plan(cli, "mixtral-8x7b", "--gpus", "H100", "--count", "4", "--expert-parallel")
+    (d,), (e,) = default["options"], ep["options"]  # type: ignore[misc]
+    assert d["notes"][-1].startswith("experts tensor-parallel") and e["notes"][-1].startswith("expert parallel")
+    assert e["decode_tokens_per_s"] < d["decode_tokens_per_s"]

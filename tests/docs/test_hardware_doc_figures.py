@@ -27,9 +27,9 @@ def test_hardware_gpus_table_excerpt_is_the_real_output() -> None:
 
     real = render_gpus_table("bf16").splitlines()
     shown = block("hardware.md", '`gpus(sort="bf16")` (`holysheep gpus`):')
-    head = [line for line in shown if not line.startswith("...")]
-    assert shown[len(head) - 1].startswith("...") and f"{len(gpus())} in all" in shown[len(head) - 1]
-    assert head[:-1] == real[:len(head) - 1] and head[-1] == real[-1]
+    cut = next(i for i, line in enumerate(shown) if line.startswith("..."))
+    assert f"{len(gpus())} in all" in shown[cut]
+    assert shown[:cut] == real[:cut] and shown[cut + 1:] == real[len(real) - (len(shown) - cut - 1):]
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +38,14 @@ def awq_plan() -> PickResult:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, max_gpus=8)
+        return pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, max_gpus=8,
+                             objective="cost_per_token")
 
 
 def test_hardware_picker_block_is_what_plan_prints() -> None:
     from holysheep.hardware._cli import run_plan
 
-    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4)
+    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, objective="cost_per_token")
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Options (objective"))
     assert block("hardware.md", "Llama-3.1-70B, int4-awq, 8k context, batch 4 (52.8 GB") == lines[start:]
@@ -58,7 +59,7 @@ def test_hardware_break_even_block_and_prose(awq_plan: PickResult) -> None:
     be = break_even(api_model="deepseek-v3.2", option=top, tokens_per_day=10_000_000)
     assert block("hardware.md", "against deepseek-v3.2 at 10M tokens/day:") == be.arithmetic.rstrip("\n").splitlines()
     says("hardware.md", f"(1 x MI300X at ${top.price_per_hour:.2f}/h, {top.decode_tokens_per_s:.1f} tok/s at batch 4)")
-    (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=4096, batch=32, gpus=["mi300x"], max_gpus=1)
+    (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=2048, batch=32, gpus=["mi300x"], max_gpus=1)
     be8 = break_even(api_model="deepseek-v3.2", option=small, tokens_per_day=10_000_000)
     assert be8.break_even_tokens_per_day is not None
     says("hardware.md", f"about {small.decode_tokens_per_s:,.0f} tok/s, ${be8.self_host_cost_per_m:.2f}/M at 50 % "
@@ -218,13 +219,14 @@ def test_the_price_table_is_the_catalog() -> None:
 
 
 def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:
-    """README: "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it
-    ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason"."""
+    """README: "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it,
+    cheapest per hour first, with their decode throughput and $/M tokens, and the GPUs rejected with the reason"."""
     from holysheep.cli import main
 
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it " \
-           "ranked by $/M tokens with their decode throughput, and the GPUs rejected with the reason." in readme
+    assert "It prints the memory per GPU (weights, KV cache, activations, overhead), the GPUs that can serve it, " \
+           "cheapest per hour first, with their decode throughput and $/M tokens, and the GPUs rejected with the " \
+           "reason." in readme
     assert main(["plan", "llama-3.1-70b", "--quant", "int4-awq", "--context", "8192", "--batch", "4"]) == 0
     out = capsys.readouterr().out
     for row in ("weights", "kv_cache", "activations", "overhead"):
@@ -232,8 +234,8 @@ def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixtu
     header = next(line for line in out.splitlines() if line.startswith("option "))
     assert "decode tok/s" in header and header.rstrip().endswith("$/M tok")
     options = out[out.index(header):out.index("\nRejected")].splitlines()[2:]
-    costs = [float(line.split()[-1]) for line in options if line[:1].isdigit()]
-    assert len(costs) == 5 and costs == sorted(costs)
+    hourly = [float(line.split()[-2]) for line in options if line[:1].isdigit()]
+    assert len(hourly) == 5 and hourly == sorted(hourly)
     assert "\nRejected\ngpu " in out and "no int4 AWQ kernel for compute capability 7.0" in out
 
 

@@ -9,14 +9,25 @@ import pytest
 
 from holysheep.accelerators import gpu, gpus, load_gpus
 from holysheep.estimator import estimate_inference_memory, max_context
+from holysheep.estimator._common import _WARNED
 
-NO_TOTAL = ("vLLM sizes from CUDA's total, which is not in the table for H100 PCIe 80GB; the driver's figure "
-            "was used (CUDA usually reports 0.5-1 GiB less)")
+NO_TOTAL = ("vLLM sizes its memory budget from CUDA's total (torch.cuda.mem_get_info), which the GPU table does "
+            "not have for H100 PCIe 80GB: the driver's figure was used, so the budget may be 0.5-1 GiB too "
+            "generous. To size it exactly, give the GPU as CUDA's total in GB, or register the row with "
+            "cuda_total_gib")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_run() -> None:
+    """Each test starts as a fresh process would: no planner warning raised yet."""
+    _WARNED.clear()
 
 
 def test_rows_carry_cuda_total_with_a_source() -> None:
     rows = {g.id: g for g in gpus()}
-    expected = {"a100-80-sxm": 79.15, "a100-40-sxm": 39.50, "h100-sxm": 79.11, "h100-nvl": 93.00, "t4": 14.75}
+    expected = {"a100-80-sxm": 79.15, "a100-40-sxm": 39.50, "h100-sxm": 79.11, "h100-nvl": 93.00, "t4": 14.75,
+                "a100-80-pcie": 79.15, "a100-40-pcie": 39.50, "l40s": 44.53, "l40": 44.40, "l4": 22.03,
+                "a10": 22.18, "a30": 23.53, "rtx4090": 23.68, "rtx3090": 23.69, "b200": 178.4, "b300": 267.7}
     assert {i: g.cuda_total_gib for i, g in rows.items() if g.cuda_total_gib is not None} == expected
     for i in expected:
         assert rows[i].cuda_total_source.startswith("https://github.com/")
@@ -67,10 +78,31 @@ def test_row_without_cuda_total_warns_in_fits_and_memory_check() -> None:
     with pytest.warns(UserWarning) as caught:
         assert est.fits("H100 PCIe 80GB")
     assert [str(w.message) for w in caught] == [NO_TOTAL]
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        max_context(est, "H100 PCIe 80GB")
+        assert est.fits("H100 PCIe 80GB")
+    assert again == []  # raised once per run: the result still carries it
+    assert est.memory_check("H100 PCIe 80GB").warnings == (NO_TOTAL,)
+
+
+def test_solver_warns_once_not_once_per_probe() -> None:
+    est = estimate_inference_memory("Llama-3.1-8B", "bf16", 8192, 1, runtime="vllm")
     with warnings.catch_warnings(record=True) as solver:
         warnings.simplefilter("always")
         max_context(est, "H100 PCIe 80GB")
-    assert [str(w.message) for w in solver] == [NO_TOTAL]  # once per solve, not once per probe
+    assert [str(w.message) for w in solver] == [NO_TOTAL]
+
+
+def test_common_gpus_under_vllm_warn_nothing() -> None:
+    """The GPUs a plan usually shows carry CUDA's total, so sizing them for vLLM raises no warning."""
+    est = estimate_inference_memory("Llama-3.1-8B", "bf16", 8192, 1, runtime="vllm")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name in ("L40S", "L40", "L4", "A10", "A100 80GB PCIe", "RTX 4090", "RTX 3090", "A30"):
+            assert est.memory_check(name).warnings == ()
+            est.fits(name)
+    assert caught == []
 
 
 def test_user_rows_may_give_cuda_total(tmp_path: Path) -> None:

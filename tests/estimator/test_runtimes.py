@@ -18,16 +18,17 @@ def test_70b_awq_8k_fits_one_48gb_gpu() -> None:
     (opt,) = pick_hardware(default, gpus=["L40S"])
     # no 0.9 on top of counted overheads; an L40S reports 46,068 MiB (ECC on) = 48.31 GB
     assert opt.count == 1 and opt.usable_gb_per_gpu == pytest.approx(48.31 * 0.95)  # less the 5 % reserve
-    # vLLM at its default 0.9 is 0.35 GB short; at 0.95 (what 48 GB users pass) it fits, in every API
+    # vLLM at its default 0.9 of CUDA's total (44.53 GiB = 47.81 GB on an L40S) is 0.80 GB short; at 0.95
+    # (what 48 GB users pass) it fits, in every API
+    cuda_total = 44.53 * 2**30 / 1e9
     vllm = estimate_inference_memory("llama-3.1-70b", "int4-awq", 8192, runtime="vllm")
     check = vllm.memory_check("L40S")
-    assert not check.fits and check.limit_gb == pytest.approx(0.9 * 48.31)
+    assert not check.fits and check.limit_gb == pytest.approx(0.9 * cuda_total) and check.warnings == ()
     assert check.need_gb == pytest.approx(43.83, abs=0.01)
     tuned = estimate_inference_memory("llama-3.1-70b", "int4-awq", 8192, runtime="vllm", gpu_memory_utilization=0.95)
-    with pytest.warns(UserWarning, match="CUDA's total, which is not in the table for L40S 48GB"):
-        assert tuned.fits("L40S")  # judged on the driver's 48.31 GB, and said so
+    assert tuned.fits("L40S")
     (opt,) = pick_hardware(tuned, gpus=["L40S"], max_gpus=1)
-    assert opt.count == 1 and opt.usable_gb_per_gpu == pytest.approx(0.95 * 48.31)
+    assert opt.count == 1 and opt.usable_gb_per_gpu == pytest.approx(0.95 * cuda_total)
     by_name = pick_hardware("llama-3.1-70b", quant="awq", context=8192, runtime="vllm",
                             gpu_memory_utilization=0.95, gpus=["L40S"], max_gpus=1)
     assert [o.count for o in by_name] == [1]
@@ -100,7 +101,7 @@ def test_hf_eager_attention_counts_the_scores() -> None:
 def test_sglang_static_fraction_by_tp() -> None:
     est = estimate_inference_memory("llama-3.1-8b", "bf16", 8192, batch=8, runtime="sglang")
     check = est.memory_check("L40S")
-    assert check.limit_gb == pytest.approx(48.31 * 0.88)
+    assert check.limit_gb == pytest.approx(44.53 * 2**30 / 1e9 * 0.88)  # CUDA's total on an L40S
     b = est.breakdown
     assert check.need_gb == pytest.approx(b["weights"] + b["kv_cache"] + b["overhead"])
     # an H100 SXM: SGLang's fraction of CUDA's total, 79.11 GiB (not the driver's 85.9 GB)
@@ -145,9 +146,24 @@ def test_fits_and_pick_hardware_agree_over_a_grid(runtime: str, model: str, quan
             continue
         counts = [c for c in (1, 2, 4, 8)
                   if split or (arch.num_attention_heads % c == 0 and arch.num_key_value_heads % c == 0)]
-        fitting = [c for c in counts if est.fits(name, c)]
+        fitting = [c for c in counts if est.memory_check(name, c).fits]
         if opt.reason is None:
             assert opt.count in fitting, (name, opt.count, fitting)
-            assert est.fits(name, opt.count)
+            assert est.memory_check(name, opt.count).fits
         elif opt.reason_code == "does_not_fit":
             assert fitting == [], (name, fitting)
+
+
+def test_transformers_before_4_45_builds_logits_for_the_whole_prompt() -> None:
+    """Qwen2.5-7B at 6,144 tokens: 6,144 x 152,064 x 6 B = 5.606 GB more than the last position's fp32 row."""
+    new = estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf")
+    old = estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf", transformers_version="4.44.2")
+    assert estimate_inference_memory("qwen2.5-7b", "bf16", 6144, runtime="hf",
+                                     transformers_version="4.45.0").total_gb == new.total_gb
+    extra = (6144 * 152064 * 6 - 152064 * 4) / 1e9
+    assert old.breakdown["activations"] - new.breakdown["activations"] == pytest.approx(extra, abs=1e-6)
+    assert any("before 4.45" in n for n in old.assumptions)
+    with pytest.raises(InvalidRequestError, match="applies to runtime='hf'"):
+        estimate_inference_memory("qwen2.5-7b", runtime="vllm", transformers_version="4.44")
+    with pytest.raises(InvalidRequestError, match=r"must look like 4\.44"):
+        estimate_inference_memory("qwen2.5-7b", runtime="hf", transformers_version="four")

@@ -13,7 +13,10 @@ CASES = [
     ("llama-3.1-70b", "L40S", 1, "int4-awq", {"runtime": "vllm", "gpu_memory_utilization": 0.95}),
     ("llama-3.1-70b", "RTX 4090", 2, "q4_k_m", {"runtime": "llama.cpp"}),
     ("qwen2.5-32b", "A100 80GB", 1, "bf16", {"runtime": "sglang"}),
-    ("deepseek-v3", "H200", 8, "fp8", {"runtime": "vllm"}),
+    # the H200 row has no public CUDA total: sized from the driver's figure, with the warning that
+    # tests/estimator/test_cuda_total.py checks
+    pytest.param("deepseek-v3", "H200", 8, "fp8", {"runtime": "vllm"},
+                 marks=pytest.mark.filterwarnings("ignore:vLLM sizes its memory budget:UserWarning")),
 ]
 
 

@@ -17,6 +17,11 @@ def test_a_number_that_names_a_gpu_is_that_gpu() -> None:
     assert gpu("4090").id == "rtx4090" and gpu("5090").id == "rtx5090" and gpu("3090").id == "rtx3090"
     assert parse_gpus(["4x4090"]) == (["4090"], 4)
     assert parse_gpus(["2xH100", "2x A100"]) == (["H100", "A100"], 2)
+    assert parse_gpus(["2xH100,2x A100"]) == (["H100", "A100"], 2)  # one comma-separated value
+    assert parse_gpus(["H100, L40S", "4090"]) == (["H100", "L40S", "4090"], None)  # --gpus repeated
+    assert parse_gpus(["Apple M2 Ultra (76-core GPU, 192GB)"]) == (["Apple M2 Ultra (76-core GPU, 192GB)"], None)
+    with pytest.raises(InvalidRequestError, match="empty name"):
+        parse_gpus(["H100,,L40S"])
     assert parse_gpus(["4090"], 2) == (["4090"], 2)
     assert parse_gpus(["8"]) == (None, 8)  # names no GPU: still a count
     assert parse_gpus(None, 3) == (None, 3)
@@ -58,13 +63,13 @@ def test_near_miss_names_utilization_context_and_gpu_count() -> None:
     res = pick_hardware(est, gpus=["L40S"], gpu_count=1)
     (rej,) = res.rejected
     assert rej.reason == (
-        "does not fit: needs 43.8 GB per GPU at 1x, 43.5 GB usable (vLLM: total x gpu_memory_utilization 0.9, "
-        "48.31 GB GPU); fits with gpu_memory_utilization=0.91 or context <= 6,912 or 2 GPUs")
+        "does not fit: needs 43.8 GB per GPU at 1x, 43.0 GB usable (vLLM: total x gpu_memory_utilization 0.9 of "
+        "CUDA's total 47.81 GB, 48.31 GB GPU); fits with gpu_memory_utilization=0.92 or context <= 5,632 or 2 GPUs")
     # each hint holds under the estimator's own rule
-    tuned = estimate_inference_memory("llama-3.1-70b", "int4-awq", 8192, runtime="vllm", gpu_memory_utilization=0.91)
+    tuned = estimate_inference_memory("llama-3.1-70b", "int4-awq", 8192, runtime="vllm", gpu_memory_utilization=0.92)
     assert tuned.fits("L40S") and not estimate_inference_memory(
-        "llama-3.1-70b", "int4-awq", 8192, runtime="vllm", gpu_memory_utilization=0.90).fits("L40S")
-    assert est.with_options(context=6912).fits("L40S") and not est.with_options(context=7168).fits("L40S")
+        "llama-3.1-70b", "int4-awq", 8192, runtime="vllm", gpu_memory_utilization=0.91).fits("L40S")
+    assert est.with_options(context=5632).fits("L40S") and not est.with_options(context=5888).fits("L40S")
     assert est.fits("L40S", count=2)
     sglang = pick_hardware("llama-3.1-70b", quant="int4-awq", context=8192, runtime="sglang", gpus=["L40S"],
                            gpu_count=1).rejected[0]
@@ -83,7 +88,7 @@ def test_capacities_are_device_bytes_not_gib_read_as_gb() -> None:
     for row in gpus():
         if row.memory_gib and not row.reported_mib and not row.unified_memory_gb:
             assert row.memory_gb == round(row.memory_gib * 2**30 / 1e9, 2), row.id
-    assert "25.8 (24 GiB)" in str(gpus())
+    assert "25.8 (24.0)" in str(gpus()) and "mem GB (GiB)" in str(gpus())  # both units, each labelled
 
 
 def test_docs_count_the_rows() -> None:

@@ -51,7 +51,7 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
     assert within >= 0.90 and median <= 0.15, (within, median)
-    assert (round(within, 3), round(median, 3)) == (0.94, 0.061)
+    assert (round(within, 3), round(median, 3)) == (0.925, 0.06)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert within_check >= 0.90 and statistics.median(abs(e) for e in check) <= 0.15
@@ -75,7 +75,7 @@ def test_vllm_step_cost_is_added_once_per_step() -> None:
     vllm = _batch1("qwen2.5-7b", "bf16", "a100-80-sxm", 1, 2048, "vllm")
     plain = _batch1("qwen2.5-7b", "bf16", "a100-80-sxm", 1, 2048, "default")
     assert 1 / vllm == pytest.approx(1 / plain + 2.5e-3)
-    assert round(vllm, 2) == 80.06
+    assert round(vllm, 2) == 79.54
 
 
 def test_transformers_is_host_bound_for_small_models() -> None:
@@ -136,3 +136,19 @@ def test_expected_max_load() -> None:
     assert expected_max_load(1, 8) == pytest.approx(1.0)
     assert expected_max_load(2, 2) == pytest.approx(1.5)
     assert 2.0 < expected_max_load(8, 8) < 3.0
+
+
+def test_int4_kernels_follow_the_vllm_release_and_the_gpu() -> None:
+    """Marlin (eta 0.60) needs compute capability 8.0+ and a vLLM with the kernels; else AWQ's GEMM (0.50)."""
+    from holysheep.hardware._roofline import uses_marlin
+
+    def rate(gpu_id: str, version: str) -> float:
+        est = estimate_inference_memory("llama-3.1-8b", "int4-awq", 2048, runtime="vllm", vllm_version=version)
+        (opt,) = pick_hardware(est, gpus=[gpu_id], gpu_count=1)
+        assert opt.decode_tokens_per_s is not None
+        return opt.decode_tokens_per_s
+
+    assert uses_marlin(gpu("A100 80GB"), "vllm") and not uses_marlin(gpu("T4"), "vllm")
+    assert not uses_marlin(gpu("A100 80GB"), "vllm", marlin=False) and not uses_marlin(gpu("MI300X"), "vllm")
+    assert (round(rate("a100-80-sxm", "v1"), 1), round(rate("a100-80-sxm", "0.2.5"), 1)) == (147.9, 131.3)
+    assert rate("t4", "v1") == rate("t4", "0.2.5")  # no Marlin on compute capability 7.5 in any release

@@ -111,7 +111,7 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     # hardware and picker
     ("hardware: unknown GPU", _gpu("H1000"), UnknownGPUError, "Did you mean"),
     ("picker: max_gpus 0", _pick(max_gpus=0), InvalidRequestError, "max_gpus"),
-    ("picker: objective", _pick(objective="fastest"), InvalidRequestError, "cost, latency, throughput"),
+    ("picker: objective", _pick(objective="fastest"), InvalidRequestError, "cost, cost_per_token, latency, throughput"),
     ("picker: negative budget", _pick(budget_per_hour=-1), InvalidRequestError, "budget_per_hour"),
 ]
 

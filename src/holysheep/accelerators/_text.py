@@ -9,7 +9,7 @@ from ._specs import GPU
 
 __all__ = ["GPUTable", "format_table", "gpu_cells", "gpus_html", "gpus_text", "html_table", "number"]
 
-GPU_HEADERS = ("id", "name", "mem GB", "BW GB/s", "BF16", "FP8", "INT8", "FP4", "TDP W", "sparse", "$/GPU-h")
+GPU_HEADERS = ("id", "name", "mem GB (GiB)", "BW GB/s", "BF16", "FP8", "INT8", "FP4", "TDP W", "sparse", "$/GPU-h")
 
 
 def number(v: float | None, fmt: str = "{:,.0f}") -> str:
@@ -25,7 +25,7 @@ def gpu_cells(g: GPU) -> list[str]:
     """One table row for a GPU (dense figures; ``-`` where not published)."""
     bf16 = g.tflops("bf16")
     return [
-        g.id, g.name, f"{g.memory_gb:.1f}" + (f" ({g.memory_gib:g} GiB)" if g.memory_gib else ""),
+        g.id, g.name, f"{g.memory_gb:.1f} ({g.memory_gb * 1e9 / 2**30:.1f})",
         f"{g.bandwidth_gb_s:,g}",
         _tf(bf16) if bf16 is not None else (_tf(g.tflops("fp16")) + " (fp16)" if g.tflops("fp16") else "-"),
         _tf(g.tflops("fp8")), _tf(g.tflops("int8")), _tf(g.tflops("fp4")),
@@ -48,8 +48,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def gpus_text(rows: Sequence[GPU]) -> str:
     """The GPU table as text; compute columns are dense TFLOPS/TOPS."""
     body = format_table(GPU_HEADERS, [gpu_cells(g) for g in rows])
-    return body + "\nDense tensor peaks (TFLOPS/TOPS, FP32 accumulate); 2:4 sparse = 2x where marked. " \
-        "$/GPU-h = lowest list price in the table."
+    return body + "\nmem = the capacity the device reports, in GB (10^9 B) and GiB (2^30 B): a datasheet's " \
+        "\"24 GB\" is 24 GiB of chips, less 1/16 where ECC is on (L4: 22.4 GiB).\nDense tensor peaks " \
+        "(TFLOPS/TOPS, FP32 accumulate); 2:4 sparse = 2x where marked. $/GPU-h = lowest list price in the table."
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:

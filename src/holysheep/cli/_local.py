@@ -52,11 +52,16 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--optimizer", help="training optimizer, e.g. adamw, adamw-8bit, paged-adamw, sgd")
     p.add_argument("--precision", help="training precision: bf16-mixed, bf16-true, fp32")
     p.add_argument("--max-gpus", type=int, default=8, help="largest GPU count considered (default 8)")
-    p.add_argument("--objective", default="cost", choices=["cost", "latency", "throughput"],
-                   help="rank by $/M tokens (cost, default), batch-1 tok/s (latency) or total tok/s (throughput)")
+    p.add_argument("--objective", default="cost", choices=["cost", "cost_per_token", "latency", "throughput"],
+                   help="rank by the lowest $/hour that meets the request (cost, default), $/M tokens "
+                        "(cost_per_token), batch-1 tok/s (latency) or total tok/s (throughput)")
     p.add_argument("--budget-per-hour", type=float, help="drop options above this USD/hour")
-    p.add_argument("--gpus", nargs="+", metavar="GPU",
-                   help="only these GPUs: names or model numbers (4090 is the RTX 4090), NxGPU for a count (4x4090)")
+    p.add_argument("--gpus", action="append", metavar="GPU[,GPU...]",
+                   help="only these GPUs, comma-separated (--gpus H100,L40S): names or model numbers (4090 is "
+                        "the RTX 4090), NxGPU for a count (4x4090)")
+    p.add_argument("--expert-parallel", action="store_true", default=None,
+                   help="MoE: experts whole on the GPUs (vLLM's --enable-expert-parallel) instead of the default "
+                        "tensor-parallel slices")
     p.add_argument("--count", type=int, metavar="N",
                    help="exactly N GPUs (data-parallel when training) instead of powers of two up to --max-gpus")
     p.add_argument("--api-model", help="compare self-hosting with this API model's price")
@@ -122,6 +127,7 @@ def run_plan(args: argparse.Namespace) -> int:
         api_model=args.api_model, tokens_per_day=args.tokens_per_day, utilization=args.utilization,
         input_fraction=args.input_fraction, top=args.top, runtime=args.runtime,
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
+        expert_parallel=bool(args.expert_parallel),
     )
     if args.json:
         print_json(data)

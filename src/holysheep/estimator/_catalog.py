@@ -149,13 +149,14 @@ def get_architecture(name: str) -> Architecture:
     return catalog_entry(name).architecture
 
 
-def shipped_quant(model: ModelLike) -> tuple[str | None, str | None]:
+def shipped_quant(model: ModelLike) -> tuple[Any, str | None]:
     """``(format, warning)``: the weight format the checkpoint ships in, or None when unknown.
 
     A catalog name gives its row's ``quant`` (``"fp8"``, ``"mxfp4"``, ``"bf16"``). A ``config.json`` (path or
-    dict) gives its ``quantization_config``: fp8, mxfp4, 4-bit AWQ/GPTQ, bitsandbytes 4/8-bit; another
-    ``quant_method`` gives a warning instead (the weights are then planned in bf16). An Architecture or a bare
-    size gives ``(None, None)``.
+    dict) gives its ``quantization_config`` as a ``QuantSpec`` (``_checkpoint``: fp8, fbgemm_fp8,
+    compressed-tensors W8A8/W4A16/FP8/NVFP4, ModelOpt FP8/NVFP4, mxfp4, 4-bit AWQ/GPTQ, bitsandbytes), with
+    the modules its ignore list keeps unquantized; another ``quant_method`` gives a warning instead (the
+    weights are then planned in bf16). An Architecture or a bare size gives ``(None, None)``.
     """
     cfg: Any = None
     if isinstance(model, Mapping):
@@ -174,17 +175,14 @@ def shipped_quant(model: ModelLike) -> tuple[str | None, str | None]:
     qc = cfg.get("quantization_config") if isinstance(cfg, Mapping) else None
     if not isinstance(qc, Mapping):
         return None, None
-    method = str(qc.get("quant_method") or "").lower()
-    bits = qc.get("bits", qc.get("w_bit"))
-    found = {"fp8": "fp8", "mxfp4": "mxfp4"}.get(method)
-    if method in ("awq", "gptq") and bits == 4:
-        found = f"int4-{method}"
-    if method == "bitsandbytes":
-        found = "nf4" if qc.get("load_in_4bit") else "int8" if qc.get("load_in_8bit") else None
-    if found is not None:
-        return found, None
-    return None, (f"config.json's quantization_config (quant_method {method or '?'!r}) is not read: the weights "
-                  "are planned in bf16; pass quant= with the checkpoint's format")
+    from ._checkpoint import read_quantization_config
+    from ._quant import quant_spec
+
+    name, patterns, syntax, warning = read_quantization_config(qc)
+    if name is None:
+        return None, warning
+    spec = quant_spec(name)
+    return (replace(spec, unquantized=patterns, unquantized_syntax=syntax) if patterns else spec), None
 
 
 def served_alias_note(name: str) -> str | None:

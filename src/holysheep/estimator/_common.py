@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,8 +98,22 @@ CUDA_TOTAL_RUNTIMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 def cuda_total_warning(runtime: str, names: str) -> str:
     """The warning for ``runtime`` sized from the driver's figure of ``names`` (CUDA's total not in the table)."""
-    return (f"{CUDA_TOTAL_RUNTIMES.get(runtime, runtime)} sizes from CUDA's total, which is not in the table for "
-            f"{names}; the driver's figure was used (CUDA usually reports 0.5-1 GiB less)")
+    return (f"{CUDA_TOTAL_RUNTIMES.get(runtime, runtime)} sizes its memory budget from CUDA's total "
+            f"(torch.cuda.mem_get_info), which the GPU table does not have for {names}: the driver's figure was "
+            "used, so the budget may be 0.5-1 GiB too generous. To size it exactly, give the GPU as CUDA's "
+            "total in GB, or register the row with cuda_total_gib")
+
+
+_WARNED: set[str] = set()
+"""Warning texts already raised in this process: each planner warning is raised once per run."""
+
+
+def warn_once(text: str, stacklevel: int = 2) -> None:
+    """Raise ``text`` as a ``UserWarning`` the first time this process sees it; later calls are silent."""
+    if text in _WARNED:
+        return
+    _WARNED.add(text)
+    warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
 
 
 def runtime_memory_gb(gpu: Any, runtime: str) -> tuple[float, str, tuple[str, ...]]:

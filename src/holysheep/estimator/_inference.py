@@ -18,10 +18,12 @@ from ._common import (
     check_choice,
     check_int,
     runtime_memory_gb,
+    warn_once,
 )
-from ._quant import QuantSpec, quant_spec, weight_bytes
+from ._parallel import parallel_notes
+from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
-from ._runtimes import RUNTIMES, prefill_activation_bytes, runtime_memory, uses_layer_split
+from ._runtimes import RUNTIMES, full_prompt_logits, prefill_activation_bytes, runtime_memory, uses_layer_split
 from ._vllm import VLLMCapacity, vllm_profile
 
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
@@ -68,12 +70,19 @@ class InferenceEstimate(MemoryTotals):
     flash_attention: bool = True
     static_fraction: float | None = None
     quant_as_shipped: bool = False
+    expert_parallel: bool = False
+    """MoE experts placed whole on GPUs (vLLM's ``--enable-expert-parallel``) instead of tensor-parallel slices."""
     _rebuild: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def quant_label(self) -> str:
         """The weight format, with "(as shipped)" when it was the checkpoint's own (no ``quant`` passed)."""
         return f"{self.quant} (as shipped)" if self.quant_as_shipped else self.quant
+
+    @property
+    def vllm_version(self) -> str:
+        """The vLLM profile this estimate was sized with (``"v1"`` unless given)."""
+        return str(self._rebuild.get("vllm_version", "v1"))
 
     @property
     def gpu_count(self) -> int:
@@ -138,11 +147,11 @@ class InferenceEstimate(MemoryTotals):
         ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. Same answer as
         ``memory_check(gpu, count).fits``, which ``pick_hardware`` and ``holysheep plan`` use. Under vLLM
         and SGLang a table GPU without CUDA's total (``cuda_total_gib``) is judged on the driver's figure
-        and a ``UserWarning`` says so (``memory_check(...).warnings`` carries the same text).
+        and a ``UserWarning`` says so, once per run (``memory_check(...).warnings`` carries the same text).
         """
         check = self.memory_check(gpu, count)
         for text in check.warnings:
-            warnings.warn(text, UserWarning, stacklevel=2)
+            warn_once(text, stacklevel=2)
         return check.fits
 
     def __str__(self) -> str:
@@ -183,12 +192,14 @@ def _build(
     gpu_memory_gb: float | None,
     prefill_chunk: int | None,
     vllm_version: str,
+    transformers_version: str | None = None,
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
     gpu_name: str | None = None,
     emit_warning: bool = True,
     as_shipped: bool = False,
     base_warnings: tuple[str, ...] = (),
+    expert_parallel: bool = False,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -199,15 +210,9 @@ def _build(
         notes.append(f"KV cache in {kv} (the compute dtype of {spec.name}); pass kv_dtype='fp8' to halve it")
     w_total = weight_bytes(arch, spec)
     split = uses_layer_split(runtime)
-    if arch.is_mla and tp > 1 and not split:
-        notes.append("MLA latent cache is replicated on every tensor-parallel rank")
-    elif not arch.is_mla and tp > arch.num_key_value_heads and not split:
-        notes.append(f"TP {tp} > {arch.num_key_value_heads} KV heads: KV heads are replicated")
-    if arch.num_attention_heads % tp and not split:
-        warns.append(
-            f"{arch.num_attention_heads} attention heads do not divide by tensor_parallel={tp}; "
-            "vLLM and most runtimes refuse this"
-        )
+    more_notes, more_warns = parallel_notes(arch, tp, split=split, expert_parallel=expert_parallel)
+    notes += more_notes
+    warns += more_warns
     if arch.windowed_layers():
         notes.append(
             f"{len(arch.windowed_layers())} of {arch.num_hidden_layers} layers keep at most "
@@ -219,13 +224,20 @@ def _build(
         )
     if as_shipped:
         notes.append(f"weights in {spec.name}, the format the checkpoint ships in; pass quant= to plan another")
+    if runtime == "hf" and full_prompt_logits(transformers_version):
+        notes.append(f"transformers {transformers_version} (before 4.45) builds logits for the whole prompt: "
+                     f"{context * batch:,} x {arch.vocab_size:,} x 6 bytes (16-bit + fp32 copy) counted")
+    kept = unquantized_params(arch, spec)
+    if kept:
+        notes.append(f"{kept / 1e9:.2f}B parameters the checkpoint leaves unquantized ({', '.join(spec.unquantized)})"
+                     f" counted at {spec.other_bits:g} bits")
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
     rm = runtime_memory(
         arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
-        vllm_version=vllm_version,
+        vllm_version=vllm_version, transformers_version=transformers_version,
     )
     notes += rm.notes
     warns += rm.warnings
@@ -270,6 +282,7 @@ def _build(
         flash_attention=flash_attention,
         static_fraction=rm.static_fraction,
         quant_as_shipped=as_shipped,
+        expert_parallel=expert_parallel,
         _rebuild=rebuild,
     )
 
@@ -289,6 +302,8 @@ def estimate_inference_memory(
     vllm_version: str = "v1",
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
+    expert_parallel: bool = False,
+    transformers_version: str | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -306,6 +321,10 @@ def estimate_inference_memory(
     whole prompt at once, uncompressed MLA cache, layer split over GPUs), ``"llama.cpp"`` (layer split,
     compute buffer, no cap) or ``"mlx"`` (Apple unified memory). ``flash_attention=False`` counts the
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
+    ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
+    experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
+    use it). ``transformers_version`` (runtime ``"hf"``): before 4.45 the whole prompt's logits are built
+    in fp32, which is counted.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -333,11 +352,21 @@ def estimate_inference_memory(
         )
     if not isinstance(flash_attention, bool):
         raise InvalidRequestError("flash_attention must be True or False", field="flash_attention")
+    if not isinstance(expert_parallel, bool):
+        raise InvalidRequestError("expert_parallel must be True or False", field="expert_parallel")
+    if expert_parallel and not arch.is_moe:
+        raise InvalidRequestError(f"expert_parallel=True needs a mixture-of-experts model; {name} is dense",
+                                  field="expert_parallel", reason="dense model")
     if gpu_memory_gb is not None:
         gpu_memory_gb = gpu_memory_gb_checked = float(gpu_memory_gb)
         if gpu_memory_gb_checked <= 0:
             raise InvalidRequestError(f"gpu_memory_gb must be > 0, got {gpu_memory_gb}", field="gpu_memory_gb")
     vllm_profile(vllm_version)
+    if transformers_version is not None:
+        if rt != "hf":
+            raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
+                                      field="transformers_version")
+        full_prompt_logits(transformers_version)  # a clear error for a malformed version
     return _build(
         arch=arch,
         name=name,
@@ -353,8 +382,10 @@ def estimate_inference_memory(
         gpu_memory_gb=gpu_memory_gb,
         prefill_chunk=prefill_chunk,
         vllm_version=vllm_version,
+        transformers_version=transformers_version,
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
-        as_shipped=shipped is not None and shipped != "bf16",
+        as_shipped=shipped is not None and spec.name != "bf16",
         base_warnings=() if unread is None else (unread,),
+        expert_parallel=expert_parallel,
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
 
-__all__ = ["QuantSpec", "list_quants", "quant_spec", "weight_bytes"]
+__all__ = ["QuantSpec", "list_quants", "quant_spec", "unquantized_params", "weight_bytes"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class QuantSpec:
     other_bits: float = 16.0
     aliases: tuple[str, ...] = ()
     experts_only: bool = False
+    unquantized: tuple[str, ...] = ()
+    """Modules the checkpoint leaves unquantized (its ignore list), counted at ``other_bits``."""
+    unquantized_syntax: str = "substring"
+    """How ``unquantized`` names modules: ``substring``, ``ct`` (exact or ``re:``) or ``glob``."""
 
     @property
     def bytes_per_weight(self) -> float:
@@ -95,6 +99,41 @@ _SPECS: tuple[QuantSpec, ...] = (
         "OCP Microscaling Formats (MX) v1.0 spec; gpt-oss model card arXiv:2508.10925 (MoE weights in MXFP4)",
         aliases=("mx-fp4", "gpt-oss-native"),
         experts_only=True,
+    ),
+    QuantSpec(
+        "int8-w8a8",
+        8.0 + 16 / 4096,
+        "int8",
+        "int8",
+        "int8",
+        "INT8 W8A8 (compressed-tensors / llm-compressor): int8 weights with one 16-bit scale per output "
+        "channel and int8 activations; INT8 tensor cores. Embeddings and lm_head stay 16-bit.",
+        "vLLM docs, INT8 W8A8 (https://docs.vllm.ai/en/latest/features/quantization/int8.html); "
+        "compressed-tensors config_groups (weights num_bits 8, type int)",
+        aliases=("w8a8", "w8a8-int8", "compressed-tensors-int8"),
+    ),
+    QuantSpec(
+        "int4-w4a16",
+        4 + 16 / _G,
+        "int4",
+        "bf16",
+        None,
+        "INT4 W4A16 (compressed-tensors pack-quantized): int4 weights packed in int32, one 16-bit scale per "
+        "group of 128, symmetric (no zero points); 16-bit activations (Marlin kernels in vLLM).",
+        "vLLM docs, INT4 W4A16 (https://docs.vllm.ai/en/latest/features/quantization/int4.html); "
+        "compressed-tensors pack-quantized format",
+        aliases=("compressed-tensors-w4a16",),
+    ),
+    QuantSpec(
+        "nvfp4",
+        4 + 8 / 16,
+        "nvfp4",
+        "fp4",
+        "fp4",
+        "NVFP4: FP4 (E2M1) weights with one FP8 (E4M3) scale per 16 values and a per-tensor FP32 scale "
+        "(4.5 bits); FP4 tensor cores (Blackwell). Embeddings and lm_head stay 16-bit.",
+        "NVIDIA TensorRT Model Optimizer docs (NVFP4); compressed-tensors nvfp4-pack-quantized",
+        aliases=("fp4", "modelopt-nvfp4"),
     ),
     QuantSpec(
         "int8",
@@ -224,10 +263,26 @@ def quant_spec(name: str | QuantSpec) -> QuantSpec:
     return spec
 
 
+def unquantized_params(arch: Architecture, spec: QuantSpec) -> int:
+    """Parameters of quantizable matrices that the checkpoint's ignore list keeps at ``other_bits``."""
+    if not spec.unquantized:
+        return 0
+    from ._checkpoint import matches, module_paths
+
+    kept = 0.0
+    for m in arch.weight_matrices():
+        if not m.quantizable or (spec.experts_only and not m.name.startswith("experts.")):
+            continue
+        paths = module_paths(m, arch)
+        hit = sum(matches(p, spec.unquantized, spec.unquantized_syntax) for p in paths)
+        kept += m.params * hit / len(paths)
+    return round(kept)
+
+
 def weight_bytes(arch: Architecture, spec: QuantSpec) -> int:
     """Bytes needed to store every weight of ``arch`` in format ``spec`` (whole model, all GPUs)."""
     g = arch.param_groups()
-    quantized = arch.routed_expert_params() if spec.experts_only else g["linear"]
+    quantized = (arch.routed_expert_params() if spec.experts_only else g["linear"]) - unquantized_params(arch, spec)
     bits = (
         quantized * spec.bits_per_weight
         + (g["linear"] - quantized) * spec.other_bits

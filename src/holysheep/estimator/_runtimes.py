@@ -28,8 +28,10 @@ Each runtime has its own headroom rule, applied once (by ``InferenceEstimate.mem
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
+from .._exceptions import InvalidRequestError
 from ._architecture import Architecture, dtype_bytes
 from ._common import CUDA_CONTEXT_BYTES, GB, GIB, RUNTIME_OVERHEAD_BYTES
 from ._quant import QuantSpec, weight_bytes
@@ -122,14 +124,15 @@ class RuntimeMemory:
 
 
 def prefill_activation_bytes(
-    arch: Architecture, tokens: int, tensor_parallel: int = 1, logits_rows: int = 1, act_bytes: float = 2.0
+    arch: Architecture, tokens: int, tensor_parallel: int = 1, logits_rows: int = 1, act_bytes: float = 2.0,
+    logits_bytes: float = 4.0,
 ) -> int:
     """Peak transient memory of one forward pass over ``tokens`` tokens (no autograd), per GPU.
 
     Per token: the residual stream and its normed copy (2h) plus the larger of the attention
     working set (q, k, v, attention output) and the MLP working set (gate, up and their product:
     3 x intermediate; for MoE the routed + shared experts a token visits), sharded by tensor
-    parallelism; plus fp32 logits for ``logits_rows`` positions.
+    parallelism; plus ``logits_bytes`` of logits per vocabulary entry (fp32: 4) for ``logits_rows`` positions.
     """
     h, a, tp = arch.hidden_size, arch.num_attention_heads, tensor_parallel
     if arch.is_mla:
@@ -143,7 +146,7 @@ def prefill_activation_bytes(
     if arch.is_moe:
         widths.append(mult * arch.moe_intermediate_size * (arch.num_experts_per_tok + arch.num_shared_experts) / tp)
     per_token = act_bytes * (2 * h + max(widths))
-    return int(tokens * per_token + logits_rows * arch.vocab_size * 4)
+    return int(tokens * per_token + logits_rows * arch.vocab_size * logits_bytes)
 
 
 def eager_scores_bytes(arch: Architecture, batch: int, q_tokens: int, k_tokens: int, tp: int, act: float) -> int:
@@ -178,9 +181,26 @@ def _split(n_layers: int, gpus: int) -> list[range]:
     return [range(bounds[i], bounds[i + 1]) for i in range(gpus)]
 
 
+FULL_PROMPT_LOGITS_BEFORE = (4, 45)
+"""transformers releases before 4.45 compute the lm_head over the whole prompt and upcast it to fp32 (16-bit
+logits + fp32 copy = 6 bytes a vocabulary entry per prompt token); 4.45 added ``num_logits_to_keep`` so that
+``generate`` keeps only the last position (huggingface/transformers PR #31292, in v4.45.0)."""
+
+
+def full_prompt_logits(version: str | None) -> bool:
+    """Whether transformers ``version`` (``"4.44.2"``) builds logits for the whole prompt; ``None``: current."""
+    if version is None:
+        return False
+    parts = re.findall(r"\d+", version)
+    if len(parts) < 2:
+        raise InvalidRequestError(f"transformers_version must look like 4.44 or 4.44.2, got {version!r}",
+                                  field="transformers_version")
+    return (int(parts[0]), int(parts[1])) < FULL_PROMPT_LOGITS_BEFORE
+
+
 def _layer_split(
     arch: Architecture, spec: QuantSpec, *, runtime: str, context: int, batch: int, kv: str, gpus: int,
-    flash_attention: bool,
+    flash_attention: bool, transformers_version: str | None = None,
 ) -> RuntimeMemory:
     g = arch.param_groups()
     emb_bits = spec.embedding_bits
@@ -209,7 +229,10 @@ def _layer_split(
             over = CUDA_CONTEXT_BYTES
         else:
             tokens = context * batch
-            act = prefill_activation_bytes(arch, tokens, 1, logits_rows=batch if last else 0, act_bytes=act_b)
+            whole = runtime == "hf" and full_prompt_logits(transformers_version)
+            n_logits = (tokens if whole else batch) if last else 0
+            act = prefill_activation_bytes(arch, tokens, 1, logits_rows=n_logits, act_bytes=act_b,
+                                           logits_bytes=6.0 if whole else 4.0)
             if not flash_attention:
                 act += eager_scores_bytes(arch, batch, context, context, 1, act_b)
             over = RUNTIME_OVERHEAD_BYTES
@@ -253,12 +276,13 @@ def runtime_memory(
     gpu_name: str | None,
     gpu_memory_utilization: float | None,
     vllm_version: str,
+    transformers_version: str | None = None,
 ) -> RuntimeMemory:
     """Per-GPU weights, KV, activations and overhead of ``runtime`` (see the module docstring)."""
     tp = tensor_parallel
     if uses_layer_split(runtime):
         return _layer_split(arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, gpus=tp,
-                            flash_attention=flash_attention)
+                            flash_attention=flash_attention, transformers_version=transformers_version)
     w_gpu = math.ceil(weight_bytes(arch, spec) / tp)
     kv_gpu = arch.kv_cache_bytes(context, batch, kv, tp)
     if runtime == "vllm":

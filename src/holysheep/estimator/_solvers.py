@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._catalog import ModelLike
-from ._common import check_int
+from ._common import check_int, warn_once
 from ._inference import InferenceEstimate, estimate_inference_memory
 
 __all__ = ["max_batch", "max_context"]
@@ -28,7 +27,7 @@ def _base(model: ModelLike | InferenceEstimate, quant: str | None, options: dict
 def _fits(base: InferenceEstimate, gpu: Any, count: int) -> Callable[[InferenceEstimate], bool]:
     """``fits`` without a warning per probe: the rule's warnings (same for every probe) are raised once here."""
     for text in base.memory_check(gpu, count).warnings:
-        warnings.warn(text, UserWarning, stacklevel=3)
+        warn_once(text, stacklevel=3)
     return lambda est: bool(est.memory_check(gpu, count).fits)
 
 

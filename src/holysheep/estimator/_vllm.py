@@ -27,6 +27,9 @@ class VLLMProfile:
     description: str
     source: str
     chunked_prefill: bool = True  # False: the profile pass runs max(max_model_len, max_num_batched_tokens) tokens
+    marlin: bool = True
+    """AWQ/GPTQ INT4 run through Marlin kernels on compute capability 8.0+ (GPTQ from vLLM 0.4.1, PR #3922;
+    AWQ from 0.5.3, PR #6612); False for releases before them, whose AWQ/GPTQ GEMM kernels are slower."""
 
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
@@ -57,6 +60,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "vLLM up to 0.2.4: peak = torch.cuda.max_memory_allocated() after profile_run (PyTorch memory only).",
         "vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
         chunked_prefill=False,
+        marlin=False,
     ),
     # vLLM 0.2.5 after PR #2031: total - free, so memory outside PyTorch counts too. The non-PyTorch sizes are
     # what that PR measured: the drop in blocks when the profiler began counting it (7,449 -> 7,351 blocks of
@@ -75,6 +79,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "PyTorch side is this estimator's own (checked by the '0.2.5-pre' profile against the pre-fix counts).",
         "vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
         chunked_prefill=False,
+        marlin=False,
     ),
     # vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
     # profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.

@@ -101,13 +101,20 @@ def _is_gpu(name: str) -> bool:
 def parse_gpus(values: Sequence[str] | None, count: int | None = None) -> tuple[list[str] | None, int | None]:
     """``--gpus`` and ``--count`` as (GPU names or None, GPU count or None).
 
+    Each ``--gpus`` value is one comma-separated list (``H100,L40S``), so the option never takes the model
+    that follows it; a value that is itself a GPU name containing a comma is kept whole.
+
     A value that names a GPU is that GPU, also when it is a number (``4090`` is the RTX 4090, ``5090``
     the RTX 5090); ``4x4090`` is four of them. A bare number that names no GPU (``--gpus 8``) still means
     a count, as before; ``--count N`` says so explicitly. Two different counts are an error.
     """
     names: list[str] = []
     counts = {count} if count is not None else set()
-    for raw in values or ():
+    split = [part.strip() for value in values or () for part in ([value] if _is_gpu(value) else value.split(","))]
+    if any(not part for part in split):
+        raise InvalidRequestError(f"--gpus has an empty name in {','.join(values or ())!r}: separate GPUs with "
+                                  "single commas, e.g. --gpus H100,L40S", field="gpus", reason="empty gpu name")
+    for raw in split:
         m = _COUNTED.match(raw)
         if m and not _is_gpu(raw):
             counts.add(int(m.group(1)))
@@ -184,6 +191,7 @@ def run_plan(
     gpu_memory_utilization: float | None = None,
     flash_attention: bool = True,
     gpu_count: int | None = None,
+    expert_parallel: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
@@ -193,7 +201,8 @@ def run_plan(
     ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other ``estimate_training_memory``
     keywords such as ``optimizer``, ``precision``, ``gradient_checkpointing``, ``offload_optimizer``,
     ``offload_params`` or ``lora_rank`` go in ``train_options``; ``quant`` is ignored).
-    ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training).
+    ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training). ``expert_parallel``
+    places an MoE model's experts whole on the GPUs (vLLM's ``--enable-expert-parallel``).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
@@ -209,7 +218,7 @@ def run_plan(
         est = _estimate(target, train=bool(train), method=method, context=context, batch=batch, quant=quant,
                         kv_dtype=kv_dtype, zero_stage=zero_stage, gpu_count=gpu_count, train_options=train_options,
                         runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
-                        flash_attention=flash_attention)
+                        flash_attention=flash_attention, expert_parallel=expert_parallel)
     warned = _warnings(est, caught)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
@@ -284,7 +293,8 @@ def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
 
 def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str | None,
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
-              runtime: str, gpu_memory_utilization: float | None, flash_attention: bool) -> Any:
+              runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
+              expert_parallel: bool = False) -> Any:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 
     if train:
@@ -292,7 +302,8 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
                                         zero_stage=zero_stage, num_gpus=gpu_count or 1, **dict(train_options or {}))
     return estimate_inference_memory(target, quant=quant, context=context, batch=batch, kv_dtype=kv_dtype,
                                      tensor_parallel=1, runtime=runtime,
-                                     gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention)
+                                     gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention,
+                                     expert_parallel=expert_parallel)
 
 
 def _limits(est: Any, option: Any) -> dict[str, Any]:

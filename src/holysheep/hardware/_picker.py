@@ -3,8 +3,10 @@
 Policy (also in docs/hardware.md):
 
 * Counts are powers of two up to ``max_gpus``. For inference the number of devices is the tensor-
-  parallel degree and must divide both the attention and the KV head counts. For training it is the
-  data-parallel degree (ZeRO shards over it); heads do not constrain it.
+  parallel degree: it must divide the attention heads, and divide the KV heads or be a multiple of them
+  (KV heads are then replicated, as vLLM and SGLang do, and their cache counted on every GPU;
+  ``tensor_parallel_problem``). For training it is the data-parallel degree (ZeRO shards over it); heads
+  do not constrain it.
 * A count fits when the estimate's own runtime rule says so, applied once (``memory_check``: vLLM's
   ``gpu_memory_utilization``, SGLang's ``mem_fraction_static``, all of the memory for transformers,
   llama.cpp, MLX and the default runtime, whose overheads are already counted). ``fits()``, this
@@ -33,6 +35,8 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ..accelerators import GPU, gpu, gpus
+from ..estimator._parallel import tensor_parallel_problem
+from ._coverage import speed_caveats
 from ._hints import fit_hints
 from ._result import HardwareOption, PickResult
 from ._roofline import (
@@ -42,12 +46,14 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
-from ._speed import attention_dim, embedding_bytes, link_kind, speed_shape
+from ._speed import attention_dim, embedding_bytes, link_kind, scale_up_domain, speed_shape
 from ._training_stack import training_support
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 
-OBJECTIVES = ("cost", "latency", "throughput")
+OBJECTIVES = ("cost", "cost_per_token", "latency", "throughput")
+"""``cost``: the lowest hourly price that meets the request (the cheapest GPU); ``cost_per_token``: the lowest
+$/M tokens at the requested batch; ``latency``: batch-1 decode speed; ``throughput``: aggregate decode speed."""
 NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not in the table"
 """Option note under vLLM/SGLang for a GPU row without ``cuda_total_gib`` (the budget may be ~1 GiB high)."""
 
@@ -76,6 +82,18 @@ def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
     return None, notes
 
 
+def moe_placement_note(est: Any, devices: int) -> str | None:
+    """How an MoE model's experts are placed over ``devices`` GPUs and what that costs, or ``None``."""
+    arch = getattr(est, "architecture", None)
+    if devices <= 1 or not getattr(arch, "is_moe", False) or getattr(est, "layer_split", False):
+        return None
+    if getattr(est, "expert_parallel", False):
+        return (f"expert parallel: {getattr(arch, 'num_experts', 0)} experts over {devices} GPUs; the most loaded "
+                "GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer")
+    return (f"experts tensor-parallel (runtime default): 1/{devices} of each expert per GPU, its all-reduce "
+            "per layer; pass expert_parallel=True (--expert-parallel) for expert parallelism")
+
+
 def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
     notes = []
     kind = "data parallel" if training else "tensor parallel"
@@ -83,6 +101,10 @@ def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
         notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
     elif devices > 1 and link_kind(g, devices) == "pcie":
         notes.append(f"NVLink bridges join pairs only: {devices} GPUs run {kind} over PCIe between them")
+    elif devices > 1 and link_kind(g, devices) == "network":
+        domain = scale_up_domain(g)
+        notes.append(f"{kind} over the network: NVLink joins {domain} {'GPU' if domain == 1 else 'GPUs'} at most "
+                     f"({g.form_factor}), so {devices} span {math.ceil(devices / domain)} domains")
     if g.devices_per_package > 1:
         notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
     if g.form_factor == "SoM":
@@ -106,6 +128,9 @@ def _memory(g: GPU, sized: Any, devices: int,
         c = check(SimpleNamespace(memory_gb=per_device, name=g.name, cuda_total_gib=g.cuda_total_gib), devices)
         fits, need, limit, rule = bool(c.fits), float(c.need_gb), float(c.limit_gb), str(c.rule)
         warned = tuple(getattr(c, "warnings", ()))
+        sized_from = float(getattr(c, "gpu_memory_gb", per_device))
+        if abs(sized_from - per_device) > 1e-6:
+            rule += f" of CUDA's total {sized_from:.2f} GB"
     else:
         frac = 0.9 if memory_fraction is None else memory_fraction
         need, limit, rule = float(sized.per_gpu_gb), per_device * frac, f"{frac:g} of the memory"
@@ -131,10 +156,12 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         if runtime == "mlx" and devices > 1:
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
                                   reason="MLX serves from one machine", reason_code="runtime_limit")
-        if not getattr(est, "layer_split", False) and (heads % devices or kv % devices):
+        problem = None if getattr(est, "layer_split", False) else tensor_parallel_problem(
+            heads, kv, devices, mla=bool(getattr(arch, "is_mla", False)))
+        if problem:
             return HardwareOption(**base, fits=False, per_gpu_gb=None, headroom_gb=None,
-                                  reason=f"heads not divisible by TP: {devices} does not divide {heads} "
-                                  f"attention / {kv} KV heads", reason_code="heads_not_divisible")
+                                  reason=f"heads do not shard over {devices} GPUs: {problem}",
+                                  reason_code="heads_not_divisible")
         sized = est.with_tensor_parallel(devices) if devices != est.tensor_parallel else est
     else:
         sized = est.with_num_gpus(devices)
@@ -155,19 +182,8 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         perf["train_tokens_per_s"] = tok_s = train_tokens_per_s(g, count, active_params=active,
                                                                 flops_per_param=k, eff=eff)
     else:
-        spec = est.quant_spec
-        compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
-        kw: dict[str, Any] = {
-            "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
-            "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
-            "context": int(est.context),
-            "params": params,
-            "active_params": active,
-            "precision": compute,
-            "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
-            "eff": eff,
-            **speed_shape(est, spec),
-        }
+        kw = {**decode_inputs(est), "eff": eff}
+        compute = str(kw["precision"])
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
         perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
@@ -176,8 +192,10 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
             attention_dim=attention_dim(arch))
     price = None if g.price_per_hour is None else g.price_per_hour * count
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
+    base["caveats"] = speed_caveats(g, devices, est, training=training)
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
-                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)))
+                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)
+                            + ([] if training else [n for n in [moe_placement_note(est, devices)] if n])))
     if budget is not None and price is None:
         return HardwareOption(**base, reason="no price known, so the budget cannot be checked",
                               reason_code="no_price")
@@ -185,6 +203,23 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         return HardwareOption(**base, reason=f"over budget: ${price:,.2f}/h > ${budget:,.2f}/h",
                               reason_code="over_budget")
     return HardwareOption(**base)
+
+
+def decode_inputs(est: Any) -> dict[str, Any]:
+    """The keyword arguments ``decode_tokens_per_s`` takes for an inference estimate (all but ``eff``)."""
+    arch, spec = est.architecture, est.quant_spec
+    params = float(arch.num_params)
+    compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
+    return {
+        "weight_bytes": float(est.weights_bytes_total) - embedding_bytes(arch, spec),
+        "kv_bytes_per_token": float(est.kv_cache_bytes_per_token),
+        "context": int(est.context),
+        "params": params,
+        "active_params": float(getattr(arch, "num_active_params", None) or params),
+        "precision": compute,
+        "weight_only_int4": float(spec.bits_per_weight) < 8 and compute in ("bf16", "fp16"),
+        **speed_shape(est, spec),
+    }
 
 
 def _training_hint(sized: Any, g: GPU, devices: int) -> str | None:
@@ -202,7 +237,9 @@ def _score(o: HardwareOption, objective: str) -> tuple[float, float]:
     inf = float("inf")
     speed = o.train_tokens_per_s if o.decode_tokens_per_s is None else (
         o.decode_tokens_per_s_batch1 if objective == "latency" else o.decode_tokens_per_s)
-    if objective == "cost":
+    if objective == "cost":  # the cheapest hardware that meets the request; faster breaks a tie
+        return (o.price_per_hour if o.price_per_hour is not None else inf, -(speed or 0.0))
+    if objective == "cost_per_token":
         return (o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf, o.count)
     return (-(speed or 0.0), o.cost_per_million_tokens if o.cost_per_million_tokens is not None else inf)
 
@@ -266,17 +303,21 @@ def pick_hardware(
     gpu_memory_utilization: float | None = None,
     gpu_count: int | None = None,
     min_speedup_per_doubling: float = 1.4,
+    expert_parallel: bool = False,
 ) -> PickResult:
     """Rank GPU types (at power-of-two counts up to ``max_gpus``) for serving or training a model.
 
     ``model_or_estimate`` is a model name (an inference estimate is built with ``quant``, ``context``,
     ``batch`` and ``kv_dtype``; ``quant`` defaults to the format the checkpoint ships in), an
     ``InferenceEstimate`` or a ``TrainingEstimate``. ``objective``:
-    ``"cost"`` ($/M tokens), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"`` (aggregate
-    tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
-    ``runtime`` (and ``gpu_memory_utilization``) set the serving stack when a name is given; an estimate
-    brings its own. Memory is judged by the estimate's ``memory_check`` (its runtime's rule, once), so an
-    option here fits exactly when ``estimate.fits(gpu, count)`` does; ``memory_fraction`` is an extra cap.
+    ``"cost"`` (the lowest hourly price that meets the request: the cheapest GPU), ``"cost_per_token"``
+    ($/M tokens at the requested batch), ``"latency"`` (decode tok/s at batch 1) or ``"throughput"``
+    (aggregate tok/s). ``budget_per_hour`` drops options above it. ``gpus`` restricts the table (names/aliases).
+    ``runtime`` (and ``gpu_memory_utilization``, ``expert_parallel``) set the serving stack when a name is
+    given; an estimate brings its own. MoE experts are tensor-parallel unless ``expert_parallel`` (each
+    option's notes say which was assumed). Memory is judged by the estimate's ``memory_check`` (its
+    runtime's rule, once), so an option here fits exactly when ``estimate.fits(gpu, count)`` does;
+    ``memory_fraction`` is an extra cap.
     ``gpu_count`` tries only that many GPUs (any integer) instead of the powers of two up to ``max_gpus``.
     Under ``"latency"`` a GPU type only moves to twice the GPUs when that buys at least
     ``min_speedup_per_doubling`` (1.4: 70 % scaling) more batch-1 speed, so small models are not spread
@@ -302,7 +343,8 @@ def pick_hardware(
 
         est: Any = estimate_inference_memory(model_or_estimate, quant=quant, context=context, batch=batch,
                                              kv_dtype=kv_dtype, tensor_parallel=1, runtime=runtime,
-                                             gpu_memory_utilization=gpu_memory_utilization)
+                                             gpu_memory_utilization=gpu_memory_utilization,
+                                             expert_parallel=expert_parallel)
     else:
         est = model_or_estimate
     training = _is_training(est)

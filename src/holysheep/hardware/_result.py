@@ -33,6 +33,8 @@ class HardwareOption:
     price_per_hour: float | None = None
     cost_per_million_tokens: float | None = None
     notes: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
+    """Where the speed figures lie outside what the published validation rows check (``_coverage``)."""
     reason: str | None = None
     reason_code: str | None = None
     """``does_not_fit``, ``no_native_precision``, ``heads_not_divisible``, ``runtime_limit``, ``over_budget`` or
@@ -47,6 +49,7 @@ class HardwareOption:
         """Plain-JSON form (the GPU as its id and name)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "gpu"}
         d["notes"] = list(self.notes)
+        d["caveats"] = list(self.caveats)
         d.update(gpu=self.gpu.id, gpu_name=self.gpu.name, label=self.label)
         return d
 
@@ -97,6 +100,8 @@ def pick_text(result: PickResult, top: int | None = None) -> str:
     for o in opts:
         if o.notes:
             parts.append(f"  {o.label}: " + "; ".join(o.notes))
+        if o.caveats:
+            parts.append(f"  {o.label}: not validated: " + "; ".join(c.removeprefix("speed: ") for c in o.caveats))
     if result.rejected:
         parts.append("Rejected")
         parts.append(format_table(("gpu", "reason"), _rejected_rows(result)))

@@ -12,12 +12,16 @@ Decode, per step for a batch of B sequences on T devices::
 AWQ/GPTQ elsewhere). The all-reduce latency falls with the link class (NVLink/NVSwitch, NVLink bridge
 beyond its pair, PCIe) and grows with log2(T); see ``_speed``. A layer split (llama.cpp, transformers)
 runs GPUs one after another: ``t_mem`` is the whole read at one device's bandwidth, plus a hop per boundary.
-Mixture-of-experts with expert parallelism waits for the GPU that drew the most of a token's experts.
+Mixture-of-experts: by default the experts are tensor-parallel, as vLLM and SGLang run them unless asked
+otherwise (every GPU reads 1/T of each touched expert, no extra collective); with expert parallelism
+(``expert_parallel``) the step waits for the GPU that drew the most of a token's experts, plus an
+all-to-all dispatch and combine per MoE layer.
 
 Prefill: ``T * dense_peak * mfu / (2 * N_active + 2 * layers * d_attn * L)`` tokens/s at prompt
 length L (the causal attention term: +54 % at 32k for Llama-3.1-8B), minus the all-reduce traffic.
 Training: ``T * dense_peak * mfu_train * link / (k * N)`` tokens/s, k = 6 (full) or 4 (LoRA/QLoRA),
-where ``link`` is the same multi-device factor as ``tp`` (gradient all-reduce / ZeRO gathers).
+where ``link`` is ``tp_fast_link`` inside one NVLink/fabric domain (an HGX board, an NVL72 rack, a bridged
+pair) and ``tp_pcie`` over PCIe or the network between domains (8 GH200 superchips, 16 H100s).
 
 ``W_read`` is the whole weight size for dense models; for mixture-of-experts models without an
 expert shape it is ``W * min(1, B * N_active / N)`` (each sequence touches its own experts), with one
@@ -69,6 +73,8 @@ class Efficiencies:
     """eta_bw of llama.cpp (and MLX) kernels once their per-layer cost is counted separately (speed model v2)."""
     bandwidth_int4_marlin: float = 0.60
     """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
+    kv_read: float = 0.50
+    """KV-cache reads in decode attention stream at this fraction of the weight-stream efficiency."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -99,6 +105,9 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "bandwidth_int4_marlin": "IST-DASLab/marlin README (https://github.com/IST-DASLab/marlin): near-ideal 4x "
     "over FP16 at batch 1-32, so INT4 streams at close to the FP16 efficiency; 0.6 leaves room for vLLM's "
     "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
+    "kv_read": "Nsight profiling write-up (https://mikamirai.com/blog/gpu-memory-bandwidth/, third-party): "
+    "coalesced weight streaming reaches about 84 % of an H100's 3.35 TB/s and paged KV-cache reads about 42 %, "
+    "i.e. half; it matters where the KV read is a large share of a step (large batches, long contexts).",
     "tp_fast_link": "Used only without a layer count and for training. Assumption (not measured): gpt-fast "
     "shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
     "but 7B TP8 only 35%; 0.9 is a middle value for large shards over NVLink.",
@@ -129,13 +138,24 @@ def _tp_factor(gpu: GPU, devices: int, eff: Efficiencies) -> float:
     return eff.tp_fast_link if gpu.has_fast_interconnect else eff.tp_pcie
 
 
-def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default") -> float:
+def uses_marlin(gpu: GPU, runtime: str, *, marlin: bool = True) -> bool:
+    """Whether INT4 AWQ/GPTQ decode runs through Marlin: vLLM/SGLang on NVIDIA compute capability 8.0+, in a
+    release that has the kernels (``marlin``; vLLM before 0.4.1 / 0.5.3 has not)."""
+    try:
+        ampere = gpu.vendor == "nvidia" and float(gpu.compute_capability or "0") >= 8.0
+    except ValueError:
+        ampere = False
+    return runtime in ("vllm", "sglang") and marlin and ampere
+
+
+def bandwidth_efficiency(gpu: GPU, eff: Efficiencies, *, weight_only_int4: bool, runtime: str = "default",
+                         marlin: bool = True) -> float:
     """eta_bw for this part, weight format and runtime: the lowest of the applicable efficiencies."""
     e = eff.bandwidth
     if runtime in ("llama.cpp", "mlx"):
         e = eff.bandwidth_gguf
     elif weight_only_int4:
-        e = min(e, eff.bandwidth_int4_marlin if runtime in ("vllm", "sglang") else eff.bandwidth_int4)
+        e = min(e, eff.bandwidth_int4_marlin if uses_marlin(gpu, runtime, marlin=marlin) else eff.bandwidth_int4)
     if gpu.vendor == "amd":
         e = min(e, eff.bandwidth_amd)
     return e
@@ -163,17 +183,22 @@ def decode_tokens_per_s(
     moe_layers: int = 0,
     expert_bytes: float = 0.0,
     awq: bool = False,
+    expert_parallel: bool = False,
+    marlin: bool = True,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
     ``layers`` and ``hidden`` enable the all-reduce term; ``layer_split`` models llama.cpp / transformers
     running GPUs in sequence; the ``moe_*`` and ``expert_bytes`` (one routed expert's bytes) arguments
-    enable the expert-parallel model. With ``layers`` the runtime's fixed costs are added
+    enable the mixture-of-experts model: tensor-parallel experts (each GPU reads its slice of every touched
+    expert; the MoE output joins the per-layer all-reduce), or with ``expert_parallel`` whole experts per
+    GPU (the most loaded GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer). With
+    ``layers`` the runtime's fixed costs are added
     (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
     AutoAWQ's host cost).
     """
     devices = count * gpu.devices_per_package
-    eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime)
+    eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
     dev_bw = gpu.bandwidth_gb_s * 1e9 / gpu.devices_per_package * eta
     kv_read = batch * kv_bytes_per_token * context
     comm = 0.0
@@ -182,6 +207,8 @@ def decode_tokens_per_s(
         distinct = moe_experts * (1 - (1 - moe_top_k / moe_experts) ** batch)
         if devices == 1 or layer_split:
             per_dev = weight_bytes - routed + moe_layers * distinct * expert_bytes + kv_read
+        elif not expert_parallel:  # each GPU reads its 1/T slice of every expert the batch touches
+            per_dev = (weight_bytes - routed + moe_layers * distinct * expert_bytes + kv_read) / devices
         else:
             picks = min(batch * moe_top_k, 64)
             load = min(moe_experts / devices, max(distinct / devices, expected_max_load(picks, devices)))
@@ -192,6 +219,7 @@ def decode_tokens_per_s(
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
         per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)
+    per_dev += kv_read / (1 if layer_split else devices) * (1 / eff.kv_read - 1)  # KV reads stream slower
     peak, _ = compute_peak(gpu, precision)
     if layers:
         t_mem = per_dev / dev_bw
@@ -251,5 +279,6 @@ def train_tokens_per_s(
     peak, _ = compute_peak(gpu, "bf16")
     if not peak or active_params <= 0:
         return None
-    link = _tp_factor(gpu, count * gpu.devices_per_package, eff)
+    kind = link_kind(gpu, count * gpu.devices_per_package)
+    link = 1.0 if kind == "local" else eff.tp_fast_link if kind in ("switch", "bridge") else eff.tp_pcie
     return count * peak * 1e12 * eff.mfu_train * link / (flops_per_param * active_params)

@@ -21,6 +21,7 @@ Sources (also in ``SPEED_SOURCES`` and docs/hardware.md):
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "embedding_bytes",
     "expected_max_load",
     "link_kind",
+    "scale_up_domain",
     "speed_shape",
 ]
 
@@ -50,6 +52,10 @@ SPEED_SOURCES: dict[str, str] = {
     "allreduce_pcie": "assumption: 2.5x the NVLink latency (30 + 15 log2(T) us) and 25 GB/s (PCIe Gen4 x16) "
     "or 50 GB/s (Gen5) for the message; NCCL rings over PCIe cross host bridges "
     "(https://github.com/NVIDIA/nccl-tests)",
+    "network": "beyond a part's scale-up domain (8 GPUs on an HGX/OAM board, 72 in a GB200/GB300 NVL72 rack, "
+    "one GH200 superchip) GPUs talk over the network: one 400 Gb/s NIC per GPU = 50 GB/s, with the PCIe "
+    "latency (assumption; NVIDIA DGX H100 and GH200 reference designs pair each GPU or superchip with a 400 Gb/s "
+    "ConnectX-7, https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html)",
     "nvlink_bridge": "NVLink bridges join pairs of cards (H100 NVL, A100 PCIe, RTX A6000; H200 NVL up to 4): "
     "larger groups fall back to PCIe between pairs (https://www.nvidia.com/en-us/data-center/h100/)",
     "layer_split": "llama.cpp --split-mode layer: GPUs run their layers one after another; one hop per "
@@ -60,20 +66,48 @@ SPEED_SOURCES: dict[str, str] = {
 }
 
 
+def scale_up_domain(gpu: GPU) -> int:
+    """GPUs one NVLink / fabric domain joins: 8 on an HGX or OAM board, 72 for GB200/GB300 (NVL72), 1 for a
+    GH200 (superchips reach each other over the network), the bridged group for bridge cards, a torus's
+    stated size (TPU, Trainium), 1 without a fast link."""
+    text = (gpu.interconnect or "").lower()
+    if not gpu.has_fast_interconnect:
+        return 1
+    if "bridge" in text:
+        return 4 if "4-way" in text else 2
+    m = re.search(r"up to ([\d,]+) chips", text)
+    if m:
+        return int(m.group(1).replace(",", ""))
+    form = (gpu.form_factor or "").lower()
+    if form == "superchip":
+        return 72 if gpu.id.startswith(("gb200", "gb300")) else 1
+    if form == "chip":
+        return 16
+    return 8 * gpu.devices_per_package
+
+
 def link_kind(gpu: GPU, devices: int) -> str:
-    """``"local"`` (one device), ``"switch"`` (NVLink/NVSwitch/Infinity Fabric mesh), ``"bridge"`` or ``"pcie"``."""
+    """``"local"`` (one device), ``"switch"`` (NVLink/NVSwitch/Infinity Fabric mesh), ``"bridge"``, ``"pcie"``,
+    or ``"network"`` when ``devices`` exceed the part's scale-up domain (``scale_up_domain``)."""
     if devices <= 1:
         return "local"
-    text = (gpu.interconnect or "").lower()
-    if "bridge" in text:
-        group = 4 if "4-way" in text else 2
-        return "bridge" if devices <= group and gpu.has_fast_interconnect else "pcie"
-    return "switch" if gpu.has_fast_interconnect else "pcie"
+    if not gpu.has_fast_interconnect:
+        return "pcie"
+    bridged = "bridge" in (gpu.interconnect or "").lower()
+    if devices <= scale_up_domain(gpu):
+        return "bridge" if bridged else "switch"
+    return "pcie" if bridged else "network"  # bridged pairs meet over the host's PCIe; boards over the network
+
+
+NETWORK_GB_S = 50.0
+"""Per-GPU scale-out bandwidth between NVLink domains: one 400 Gb/s NIC per GPU (assumption)."""
 
 
 def _link_gb_s(gpu: GPU, kind: str) -> float:
     if kind in ("switch", "bridge") and gpu.gpu_link_gb_s:
         return gpu.gpu_link_gb_s / 2  # per direction
+    if kind == "network":
+        return NETWORK_GB_S
     return _PCIE_GB_S.get(gpu.pcie_gen or 4, 25.0)
 
 
@@ -133,12 +167,18 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     layers = int(getattr(arch, "num_hidden_layers", 0) or 0)
     if not layers:
         return {}
-    out: dict[str, Any] = {"runtime": str(getattr(est, "runtime", "default")), "layers": layers,
+    runtime = str(getattr(est, "runtime", "default"))
+    marlin = True
+    if runtime == "vllm":
+        from ..estimator._vllm import vllm_profile
+
+        marlin = vllm_profile(str(getattr(est, "vllm_version", "v1"))).marlin
+    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin,
                            "awq": getattr(spec, "name", "") == "int4-awq",
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
         out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
-                   moe_layers=int(arch.num_moe_layers),
+                   moe_layers=int(arch.num_moe_layers), expert_parallel=bool(getattr(est, "expert_parallel", False)),
                    expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
     return out

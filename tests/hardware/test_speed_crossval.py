@@ -1,0 +1,53 @@
+"""Leave-one-source-out cross-validation: held-out beside in-sample, and docs/estimator.md quotes the real table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .crossval import cases, fit, leave_one_source_out, source_group
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "estimator.md"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+def table() -> list[str]:
+    """The per-source table as docs/estimator.md prints it."""
+    held, inside, h, i = leave_one_source_out()
+    lines = ["| source (publication) | rows | held out: within ±35 % | held out: median error "
+             "| in-sample: within ±35 % | in-sample: median error |", "|---|---|---|---|---|---|"]
+    for g in sorted(held, key=lambda g: (-held[g].rows, g)):
+        lines.append(f"| {g} | {held[g].rows} | {_pct(held[g].within)} | {_pct(held[g].median)} "
+                     f"| {_pct(inside[g].within)} | {_pct(inside[g].median)} |")
+    lines.append(f"| **all** | {h.rows} | **{_pct(h.within)}** | **{_pct(h.median)}** "
+                 f"| {_pct(i.within)} | {_pct(i.median)} |")
+    return lines
+
+
+def test_sources_are_publications() -> None:
+    assert source_group("https://github.com/ggml-org/llama.cpp/discussions/4167#x") == "ggml-org/llama.cpp#4167"
+    assert source_group("https://github.com/pytorch-labs/gpt-fast#benchmarks") == "pytorch-labs/gpt-fast"
+    assert source_group("https://johnmusgrave.com/p/vllm") == "johnmusgrave.com"
+    assert len({c.group for c in cases()}) == 7
+
+
+def test_held_out_sources_are_not_seen_by_the_fit() -> None:
+    """Without the Qwen2.5 table (36 of the 37 vLLM/transformers rows) the vLLM factor comes from one row."""
+    every = cases()
+    assert fit(every)["vllm"] != fit(tuple(c for c in every if c.group != "QwenLM/Qwen2.5"))["vllm"]
+    sglang_out = fit(tuple(c for c in every if c.group != "sgl-project/sglang#2643"))
+    assert sglang_out["sglang"] == 1.0  # no SGLang row left: the shipped constant
+
+
+def test_scores_and_the_documented_table() -> None:
+    held, _, h, i = leave_one_source_out()
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (67, 0.881, 0.077)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.925, 0.06)
+    assert h.within >= 0.85 and h.median <= 0.15  # the issue's target, met
+    below = sorted(g for g, s in held.items() if s.within < 0.6)
+    assert below == ["sgl-project/sglang#2643"]  # not met for this one source: documented as a miss
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index("| source (publication) | rows |")
+    assert text[start:text.index("\n\n", start)].splitlines() == table()
