@@ -24,7 +24,9 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
             ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
-            └── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            ├── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            └── StreamTooLargeError  a stream's kept text went past ``max_stream_text_bytes`` (also a
+                                     ResponseTooLargeError; never retried)
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ __all__ = [
     "ResponseTooLargeError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
+    "StreamTooLargeError",
     "UnknownGPUError",
     "UnknownModelError",
     "UnprocessableEntityError",
@@ -311,3 +314,16 @@ class StreamIdleTimeoutError(APITimeoutError, StreamInterruptedError):
     def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
         APIError.__init__(self, message, **kwargs)
         self.partial_text = partial_text
+
+
+class StreamTooLargeError(StreamInterruptedError, ResponseTooLargeError):
+    """A stream's kept text (content, reasoning, refusals, tool calls) went past ``max_stream_text_bytes``.
+
+    The connection is closed and the call is not retried. ``partial_text`` holds choice 0's content up to the
+    cap; ``limit`` is the cap in bytes.
+    """
+
+    def __init__(self, message: str, *, partial_text: str = "", limit: int | None = None, **kwargs: Any) -> None:
+        APIError.__init__(self, message, **kwargs)
+        self.partial_text = partial_text
+        self.limit = limit
