@@ -34,6 +34,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     import httpx
 
 __all__ = [
@@ -320,10 +322,22 @@ class StreamTooLargeError(StreamInterruptedError, ResponseTooLargeError):
     """A stream's kept text (content, reasoning, refusals, tool calls) went past ``max_stream_text_bytes``.
 
     The connection is closed and the call is not retried. ``partial_text`` holds choice 0's content up to the
-    cap; ``limit`` is the cap in bytes.
+    cap (joined when first read, so that the error does not hold a second copy of it); ``limit`` is the cap in
+    bytes.
     """
 
-    def __init__(self, message: str, *, partial_text: str = "", limit: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, message: str, *, partial_text: str | Callable[[], str] = "", limit: int | None = None,
+                 **kwargs: Any) -> None:
         APIError.__init__(self, message, **kwargs)
-        self.partial_text = partial_text
+        self._partial = partial_text
         self.limit = limit
+
+    @property
+    def partial_text(self) -> str:
+        if not isinstance(self._partial, str):
+            self._partial = self._partial()
+        return self._partial
+
+    @partial_text.setter
+    def partial_text(self, value: str) -> None:
+        self._partial = value

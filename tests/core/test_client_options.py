@@ -28,7 +28,7 @@ def test_options_name_every_keyword_the_clients_took() -> None:
     assert sorted(hints) == sorted([
         "initial_retry_delay", "max_retry_delay", "max_retry_after", "stream_idle_timeout", "allow_insecure_http",
         "on_retry", "fallbacks", "circuit_breaker", "max_response_bytes", "max_sse_event_bytes", "http_backend",
-        "max_stream_text_bytes",
+        "max_stream_text_bytes", "tool_threads",
         "hooks",
         "cache",
         "proxy", "trust_env", "verify", "cert", "http2",

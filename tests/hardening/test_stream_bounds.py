@@ -142,7 +142,7 @@ def test_fallbacks_keep_the_clients_bounds() -> None:
 
 
 def test_inter_token_gaps_are_kept_in_bounded_memory() -> None:
-    from holysheep._core.stream_state import MAX_GAPS, Gaps
+    from holysheep._core.stream_bounds import MAX_GAPS, Gaps
 
     gaps = Gaps()
     for i in range(3 * MAX_GAPS):
@@ -150,3 +150,12 @@ def test_inter_token_gaps_are_kept_in_bounded_memory() -> None:
     assert gaps.count == 3 * MAX_GAPS and gaps.mean() == (3 * MAX_GAPS - 1) / 2  # the mean stays exact
     assert list(gaps.sample) == [float(i) for i in range(0, 3 * MAX_GAPS, 4)]  # every 4th gap, evenly spaced
     assert len(gaps.sample) <= MAX_GAPS
+
+
+def test_kept_text_is_joined_in_runs() -> None:
+    from holysheep._core.stream_bounds import RUN, Pieces
+
+    pieces = Pieces()
+    for i in range(2 * RUN + 3):
+        pieces.append(str(i % 10))
+    assert len(pieces) == 2 + 3 and "".join(pieces) == "".join(str(i % 10) for i in range(2 * RUN + 3))

@@ -119,7 +119,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
         "max_sse_event_bytes": c.max_sse_event_bytes, "max_stream_text_bytes": c.max_stream_text_bytes,
-        "hooks": c.hooks, "proxy": c.network.proxy,
+        "tool_threads": c.tool_threads, "hooks": c.hooks, "proxy": c.network.proxy,
         "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
         "http2": c.network.http2,
     }
@@ -169,7 +169,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=300.0``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
                 ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``max_stream_text_bytes``
-                (64 MiB), ``hooks=None``, ``cache=None`` (a
+                (64 MiB), ``tool_threads=64``, ``hooks=None``, ``cache=None`` (a
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
                 HTTP/2; httpx only, needs ``holysheep[http2]``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``

@@ -49,6 +49,9 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     max_stream_text_bytes: int
     """The most text one stream keeps (content, reasoning, refusals and tool calls, UTF-8 bytes; default
     64 MiB); past it the stream fails with `StreamTooLargeError`, its `partial_text` cut at the cap."""
+    tool_threads: int
+    """Tool calls (`run_tools`, batch agents) running at once in the SDK's own threads (default 64). A call
+    past its `tool_timeout` no longer counts against it."""
     cache: Any
     """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
     `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from

@@ -25,6 +25,7 @@ from holysheep._core.response_limits import (
     check_limit,
 )
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
+from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS, check_tool_threads
 from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from holysheep._version import __version__
 
@@ -222,6 +223,8 @@ class ClientConfig:
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
     max_stream_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES
     """The most text one stream keeps (content, reasoning, refusals, tool calls; UTF-8 bytes)."""
+    tool_threads: int = DEFAULT_TOOL_THREADS
+    """Tool calls (``run_tools``, batch agents) running at once in the SDK's own threads."""
     hooks: HookSet | None = field(default=None, compare=False)
     """The client's hooks (``Client(hooks=[...])``), or None."""
     network: NetworkSettings = DEFAULT_NETWORK
@@ -256,6 +259,8 @@ class ClientConfig:
                 _check_non_negative(name, changes[name])
         if "max_retries" in changes:
             check_max_retries(changes["max_retries"])
+        if "tool_threads" in changes:
+            check_tool_threads(changes["tool_threads"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -303,6 +308,7 @@ def make_config(
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     max_stream_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES,
+    tool_threads: int = DEFAULT_TOOL_THREADS,
     hooks: Any = None,
     proxy: str | None = None,
     trust_env: bool = True,
@@ -338,6 +344,7 @@ def make_config(
     check_limit("max_response_bytes", max_response_bytes)
     check_limit("max_sse_event_bytes", max_sse_event_bytes)
     check_limit("max_stream_text_bytes", max_stream_text_bytes)
+    check_tool_threads(tool_threads)
     check_max_retries(max_retries)
     for name, value in (
         ("initial_retry_delay", initial_retry_delay),
@@ -366,6 +373,7 @@ def make_config(
         max_response_bytes=max_response_bytes,
         max_sse_event_bytes=max_sse_event_bytes,
         max_stream_text_bytes=max_stream_text_bytes,
+        tool_threads=tool_threads,
         hooks=hook_set,
         network=network,
         clock=clock,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,40 +13,11 @@ from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
+from holysheep._core.stream_bounds import Gaps, Pieces
 from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
-__all__ = ["MAX_GAPS", "Gaps", "StreamMetrics", "StreamState"]
-
-MAX_GAPS = 65536  # inter-token gaps a stream keeps for its percentiles (8 bytes each: 512 KiB at most)
-
-
-class Gaps:
-    """The gaps between a stream's output chunks in bounded memory: their count and sum (the mean is exact),
-    and a sample for the percentiles: every gap up to `MAX_GAPS`, then every 2nd, 4th, ... gap (evenly spaced,
-    deterministic), so that a stream of any length keeps at most `MAX_GAPS` of them."""
-
-    __slots__ = ("count", "sample", "stride", "total")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total = 0.0
-        self.sample = array("d")
-        self.stride = 1
-
-    def add(self, gap: float) -> None:
-        if self.count % self.stride == 0:
-            if len(self.sample) >= MAX_GAPS:
-                self.sample = self.sample[::2]
-                self.stride *= 2
-            if self.count % self.stride == 0:
-                self.sample.append(gap)
-        self.count += 1
-        self.total += gap
-
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
-
+__all__ = ["StreamMetrics", "StreamState"]
 
 @dataclass(frozen=True)
 class StreamMetrics:
@@ -121,12 +91,12 @@ class StreamState:
         self._last_out = 0.0
         self._gaps = Gaps()
         self._first: ChatCompletionChunk | None = None
-        self._texts: dict[int, list[str]] = {}
+        self._texts: dict[int, Pieces] = {}  # kept text: pieces joined in runs (see `Pieces`)
         self._roles: dict[int, str] = {}
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
-        self._args: dict[tuple[int, int], list[str]] = {}  # (choice, call) -> argument pieces, joined at the end
-        self._reasoning: dict[int, list[str]] = {}
-        self._refusals: dict[int, list[str]] = {}
+        self._args: dict[tuple[int, int], Pieces] = {}  # (choice, call) -> argument pieces, joined at the end
+        self._reasoning: dict[int, Pieces] = {}
+        self._refusals: dict[int, Pieces] = {}
         self._first_reasoning: float | None = None
         self._first_answer: float | None = None
         self.finish: dict[int, str | None] = {}
@@ -142,6 +112,9 @@ class StreamState:
     @property
     def partial_text(self) -> str:
         """Content received so far (choice 0)."""
+        return self._partial_text()
+
+    def _partial_text(self) -> str:
         return "".join(self._texts.get(0, ()))
 
     def feed(self, data: bytes) -> list[ChatCompletionChunk]:
@@ -264,7 +237,7 @@ class StreamState:
             f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.chunks} chunks; "
             "the connection was closed and the call was not retried. The text up to the limit is in "
             ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
-            partial_text=self.partial_text, limit=limit)
+            partial_text=self._partial_text, limit=limit)
 
     def _absorb(self, chunk: ChatCompletionChunk) -> None:
         self.chunks += 1
@@ -280,14 +253,14 @@ class StreamState:
             if delta.role:
                 self._roles[idx] = delta.role if idx in self._roles else self._keep(delta.role)
             if delta.content:
-                pieces = self._texts.setdefault(idx, [])
+                pieces = self._texts.get(idx) or self._texts.setdefault(idx, Pieces())
                 pieces.append(self._keep(delta.content, pieces if idx == 0 else None))
                 got_content = True
             if delta.reasoning_content:
-                self._reasoning.setdefault(idx, []).append(self._keep(delta.reasoning_content))
+                self._reasoning.setdefault(idx, Pieces()).append(self._keep(delta.reasoning_content))
                 got_reasoning = True
             if delta.refusal:
-                self._refusals.setdefault(idx, []).append(self._keep(delta.refusal))
+                self._refusals.setdefault(idx, Pieces()).append(self._keep(delta.refusal))
                 got_content = True
             if delta.tool_calls:
                 got_content = True
@@ -325,7 +298,7 @@ class StreamState:
                 if tc.function.name and tc.function.name != slot["function"]["name"]:
                     slot["function"]["name"] = self._keep(tc.function.name)
                 if tc.function.arguments:
-                    self._args.setdefault((idx, key), []).append(self._keep(tc.function.arguments))
+                    self._args.setdefault((idx, key), Pieces()).append(self._keep(tc.function.arguments))
 
     def final_completion(self) -> ChatCompletion:
         """The chunks folded into one ChatCompletion (content, tool calls, usage, finish_reason)."""
