@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
@@ -198,7 +198,7 @@ class StreamState:
 
     def _raise_if_error(self, event: ServerSentEvent) -> None:
         try:
-            payload = json.loads(event.data)
+            payload = load_json(event.data)
         except ValueError:
             payload = {"message": event.data}
         err = payload.get("error") if isinstance(payload, dict) else None
