@@ -142,14 +142,28 @@ def test_fallbacks_keep_the_clients_bounds() -> None:
 
 
 def test_inter_token_gaps_are_kept_in_bounded_memory() -> None:
-    from holysheep._core.stream_bounds import MAX_GAPS, Gaps
+    from array import array
 
-    gaps = Gaps()
+    from holysheep._core.stream_bounds import MAX_GAPS, sample_gap
+
+    sample, stride = array("d"), 1
     for i in range(3 * MAX_GAPS):
-        gaps.add(float(i))
-    assert gaps.count == 3 * MAX_GAPS and gaps.mean() == (3 * MAX_GAPS - 1) / 2  # the mean stays exact
-    assert list(gaps.sample) == [float(i) for i in range(0, 3 * MAX_GAPS, 4)]  # every 4th gap, evenly spaced
-    assert len(gaps.sample) <= MAX_GAPS
+        sample, stride = sample_gap(sample, stride, i, float(i))
+    assert list(sample) == [float(i) for i in range(0, 3 * MAX_GAPS, 4)]  # every 4th gap, evenly spaced
+    assert stride == 4 and len(sample) <= MAX_GAPS
+
+
+def test_metrics_of_a_long_stream_are_exact_in_bounded_memory() -> None:
+    from holysheep._core.stream_bounds import MAX_GAPS
+    from holysheep._core.stream_state import StreamState
+
+    ticks = iter(range(10**7))
+    state = StreamState(0.0, clock=lambda: float(next(ticks)))
+    state.feed(EVENT * (MAX_GAPS + 11))  # one clock reading per output chunk (and one for the first chunk)
+    metrics = state.metrics()
+    assert metrics.itl_mean_s == 1.0 and metrics.itl_p50_s == 1.0 and metrics.itl_p95_s == 1.0
+    assert metrics.completion_tokens == MAX_GAPS + 11 and len(state._gaps) <= MAX_GAPS
+    assert state.partial_text == PIECE * (MAX_GAPS + 11) and len(state._texts[0]) < (MAX_GAPS + 11) // 200
 
 
 def test_kept_text_is_joined_in_runs() -> None:
@@ -158,4 +172,6 @@ def test_kept_text_is_joined_in_runs() -> None:
     pieces = Pieces()
     for i in range(2 * RUN + 3):
         pieces.append(str(i % 10))
+        if len(pieces) >= pieces.due:
+            pieces.compact()
     assert len(pieces) == 2 + 3 and "".join(pieces) == "".join(str(i % 10) for i in range(2 * RUN + 3))

@@ -211,3 +211,37 @@ def test_tools_never_run_on_the_loops_default_executor(monkeypatch: pytest.Monke
     with FakeServer(reply=agents_script()) as server:
         result = asyncio.run(go(server.url, server.api_key))
     assert result.content == "fast: now" and used == ["holysheep-tool"]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_hooks_hear_one_end_with_a_timeout_error(kind: str) -> None:
+    from holysheep import Hooks
+
+    release = threading.Event()
+    ends: list[Any] = []
+
+    class Recorder(Hooks):
+        def on_tool_end(self, event: Any) -> None:
+            ends.append(event.error)
+
+    def hang(key: str) -> str:
+        """Wait for the test."""
+        release.wait(10)
+        return "late"
+
+    script = Script([{"match": "go", "replies": [{"tool_calls": [call("hang", key="k")]}, "saw: {tool_results}"]}])
+    messages = [{"role": "user", "content": "go"}]
+    with FakeServer(reply=script) as server:
+        if kind == "sync":
+            with Client(api_key=server.api_key, base_url=server.url, hooks=[Recorder()]) as client:
+                client.chat.completions.run_tools(model="m", messages=messages, tools=[hang], tool_timeout=0.05)
+        else:
+            async def go() -> None:
+                async with AsyncClient(api_key=server.api_key, base_url=server.url, hooks=[Recorder()]) as client:
+                    await client.chat.completions.run_tools(model="m", messages=messages, tools=[hang],
+                                                            tool_timeout=0.05)
+
+            asyncio.run(go())
+    release.set()
+    time.sleep(0.05)  # the abandoned call returns now: it must not be reported a second time
+    assert len(ends) == 1 and isinstance(ends[0], TimeoutError) and str(ends[0]) == TIMED_OUT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
-from holysheep._core.stream_bounds import Gaps, Pieces
+from holysheep._core.stream_bounds import MAX_GAPS, Pieces, sample_gap
 from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -27,7 +28,7 @@ class StreamMetrics:
     ``time_to_first_reasoning_s`` / ``time_to_first_content_s``: to the first reasoning token and to the first
     answer token (content or a tool call); each ``None`` when the stream had none. ``itl_*``: gaps between
     successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request; the
-    percentiles are exact up to 65,536 gaps, then read from an evenly spaced sample of them, see `Gaps`).
+    percentiles are exact up to 65,536 gaps, then read from an evenly spaced sample of them, see `sample_gap`).
     ``total_s``: request sent → end of stream. ``tokens_per_s``: completion tokens / ``total_s``.
     ``completion_tokens`` comes from ``usage`` when the server sends it, else the output-chunk count.
     """
@@ -66,8 +67,8 @@ class StreamState:
 
     __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
                  "_kept", "_last_out", "_max_text", "_outputs", "_reasoning", "_refusals", "_roles", "_secret",
-                 "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at", "finish", "first_at",
-                 "overflow", "raw_error", "reported", "started_at")
+                 "_stride", "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at", "finish",
+                 "first_at", "overflow", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
@@ -85,11 +86,12 @@ class StreamState:
         self.overflow: StreamTooLargeError | None = None  # the text cap was passed (the stream is over)
         self.done = False
         self.chunks = 0
-        # output chunks: counted, first and last time, and the gaps between them (bounded: see `Gaps`)
+        # output chunks: counted, first and last time, and the gaps between them (bounded: see `sample_gap`)
         self._outputs = 0
         self._first_out: float | None = None
         self._last_out = 0.0
-        self._gaps = Gaps()
+        self._gaps = array("d")
+        self._stride = 1
         self._first: ChatCompletionChunk | None = None
         self._texts: dict[int, Pieces] = {}  # kept text: pieces joined in runs (see `Pieces`)
         self._roles: dict[int, str] = {}
@@ -239,6 +241,14 @@ class StreamState:
             ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
             partial_text=self._partial_text, limit=limit)
 
+    def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
+        pieces = store.get(key)
+        if pieces is None:
+            pieces = store[key] = Pieces()
+        pieces.append(self._keep(text))
+        if len(pieces) >= pieces.due:
+            pieces.compact()
+
     def _absorb(self, chunk: ChatCompletionChunk) -> None:
         self.chunks += 1
         if self._first is None:
@@ -252,15 +262,24 @@ class StreamState:
             idx = choice.index
             if delta.role:
                 self._roles[idx] = delta.role if idx in self._roles else self._keep(delta.role)
-            if delta.content:
-                pieces = self._texts.get(idx) or self._texts.setdefault(idx, Pieces())
-                pieces.append(self._keep(delta.content, pieces if idx == 0 else None))
+            text = delta.content
+            if text:  # the hot path, inline: count it against the cap, keep it
+                size = len(text) if text.isascii() else len(text.encode())
+                pieces = self._texts.get(idx)
+                if pieces is None:
+                    pieces = self._texts[idx] = Pieces()
+                if self._kept + size > self._max_text:
+                    self._keep(text, pieces if idx == 0 else None)  # raises StreamTooLargeError
+                self._kept += size
+                pieces.append(text)
+                if len(pieces) >= pieces.due:
+                    pieces.compact()
                 got_content = True
             if delta.reasoning_content:
-                self._reasoning.setdefault(idx, Pieces()).append(self._keep(delta.reasoning_content))
+                self._add(self._reasoning, idx, delta.reasoning_content)
                 got_reasoning = True
             if delta.refusal:
-                self._refusals.setdefault(idx, Pieces()).append(self._keep(delta.refusal))
+                self._add(self._refusals, idx, delta.refusal)
                 got_content = True
             if delta.tool_calls:
                 got_content = True
@@ -273,8 +292,11 @@ class StreamState:
             now = self._clock()
             if self._first_out is None:
                 self._first_out = now
+            elif self._stride == 1 and len(self._gaps) < MAX_GAPS:
+                self._gaps.append(now - self._last_out)
             else:
-                self._gaps.add(now - self._last_out)
+                self._gaps, self._stride = sample_gap(self._gaps, self._stride, self._outputs - 1,
+                                                      now - self._last_out)
             self._last_out = now
             self._outputs += 1
             if got_reasoning and self._first_reasoning is None:
@@ -298,7 +320,7 @@ class StreamState:
                 if tc.function.name and tc.function.name != slot["function"]["name"]:
                     slot["function"]["name"] = self._keep(tc.function.name)
                 if tc.function.arguments:
-                    self._args.setdefault((idx, key), Pieces()).append(self._keep(tc.function.arguments))
+                    self._add(self._args, (idx, key), tc.function.arguments)
 
     def final_completion(self) -> ChatCompletion:
         """The chunks folded into one ChatCompletion (content, tool calls, usage, finish_reason)."""
@@ -340,16 +362,16 @@ class StreamState:
         """Latency figures so far (complete once the stream has ended)."""
         first = self._first_out
         ttft = first - self.started_at if first is not None else None
-        gaps = self._gaps
+        gaps, count = self._gaps, self._outputs - 1  # every gap: the sample may hold fewer
         end = self.ended_at
         total = (end - self.started_at) if end is not None else None
         usage_tokens = getattr(self._usage, "completion_tokens", None) if self._usage is not None else None
         tokens = usage_tokens if usage_tokens else self._outputs
         return StreamMetrics(
             ttft_s=ttft,
-            itl_mean_s=gaps.mean(),
-            itl_p50_s=statistics.median(gaps.sample) if gaps.count else None,
-            itl_p95_s=percentile(gaps.sample, 95),
+            itl_mean_s=(self._last_out - first) / count if first is not None and count > 0 else None,
+            itl_p50_s=statistics.median(gaps) if gaps else None,
+            itl_p95_s=percentile(gaps, 95),
             chunks=self.chunks,
             completion_tokens=tokens,
             total_s=total,

@@ -12,6 +12,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -44,10 +45,37 @@ def _cannot_run(pending: PendingCall) -> bool:
     return pending.error is not None or pending.tool is None or pending.arguments is None
 
 
-def _run_one(pending: PendingCall, hooks: Emitter | None, timeout: float | None) -> ToolOutcome:
+class _Report:
+    """A sync call's hook events, told once: by its thread, or by the caller when the call timed out first."""
+
+    __slots__ = ("done", "event", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.event: ToolEvent | None = None
+        self.done = False
+
+    def start(self, pending: PendingCall, hooks: Emitter | None) -> None:
+        with self.lock:
+            if not self.done:
+                self.event = _started(pending, hooks, None)
+
+    def end(self, result: Any = None, error: BaseException | None = None) -> None:
+        with self.lock:
+            event, self.done = (None if self.done else self.event), True
+        if event is not None:
+            event.finish(result, error)
+
+
+def _timeout_error(pending: PendingCall, timeout: float) -> TimeoutError:
+    """What the hooks hear as the error of a call given up at ``timeout``."""
+    return TimeoutError(timed_out(pending, timeout, 0.0).result)
+
+
+def _run_one(pending: PendingCall, hooks: Emitter | None, timeout: float | None, report: _Report) -> ToolOutcome:
     """One call, in a pool thread: an async tool runs on a loop of its own, cancelled at ``timeout``."""
     assert pending.tool is not None and pending.arguments is not None
-    event = _started(pending, hooks, None)
+    report.start(pending, hooks)
     start = _now()
     try:
         output = pending.tool.invoke(pending.arguments)
@@ -56,15 +84,12 @@ def _run_one(pending: PendingCall, hooks: Emitter | None, timeout: float | None)
         outcome = _finish(pending, start, output)
     except ToolTimedOut:  # the pool gives the same answer at the same time; this ends the tool's loop
         assert timeout is not None
-        if event is not None:
-            event.finish(error=TimeoutError(timed_out(pending, timeout, 0.0).result))
+        report.end(error=_timeout_error(pending, timeout))
         raise
     except Exception as exc:  # reported to the model as the tool's result
-        if event is not None:
-            event.finish(error=exc)
+        report.end(error=exc)
         return failed(pending, exc, _now() - start)
-    if event is not None:
-        event.finish(output)
+    report.end(output)
     return outcome
 
 
@@ -79,22 +104,24 @@ def run_turn(step: RunTools, hooks: Emitter | None = None, pool: ToolPool | None
     after it started; ``hooks`` hear each call's start and end."""
     pool = pool or tool_pool(DEFAULT_TOOL_THREADS)
     started = _now()
-    runs: list[Future[ToolOutcome] | None] = []
+    runs: list[tuple[Future[ToolOutcome], _Report] | None] = []
     for pending in step.calls:
         if _cannot_run(pending):
             runs.append(None)
             continue
-        ctx = contextvars.copy_context()
-        runs.append(pool.submit(functools.partial(ctx.run, _run_one, pending, hooks, step.timeout), step.timeout))
+        ctx, report = contextvars.copy_context(), _Report()
+        call = functools.partial(ctx.run, _run_one, pending, hooks, step.timeout, report)
+        runs.append((pool.submit(call, step.timeout), report))
     outcomes: list[ToolOutcome] = []
     for pending, run in zip(step.calls, runs, strict=True):
         if run is None:
             outcomes.append(not_run(pending))
             continue
         try:
-            outcomes.append(run.result())
+            outcomes.append(run[0].result())
         except ToolTimedOut:  # _run_one returns the tool's own errors as outcomes: this is the pool's
             assert step.timeout is not None
+            run[1].end(error=_timeout_error(pending, step.timeout))  # the abandoned thread tells nothing more
             outcomes.append(timed_out(pending, step.timeout, _now() - started))
     return outcomes
 
@@ -121,10 +148,9 @@ async def _arun_one(pending: PendingCall, hooks: Emitter | None, batch: BatchCon
         outcome = _finish(pending, start, output)
     except ToolTimedOut:
         assert timeout is not None
-        outcome = timed_out(pending, timeout, _now() - start)
         if event is not None:
-            event.finish(error=TimeoutError(outcome.result))
-        return outcome
+            event.finish(error=_timeout_error(pending, timeout))
+        return timed_out(pending, timeout, _now() - start)
     except Exception as exc:  # reported to the model as the tool's result
         if event is not None:
             event.finish(error=exc)
