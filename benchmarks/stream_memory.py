@@ -1,6 +1,6 @@
 """Peak memory of an endless stream iterated and discarded: flat, at most the kept-text cap plus a constant.
 
-    python benchmarks/stream_memory.py [--seconds 60] [--cap-mib 64,4] [--paths create,async,iter_lines] [--no-save]
+    python benchmarks/stream_memory.py [--seconds 60] [--cap-mib 64,16] [--paths create,async,iter_lines] [--no-save]
 
 A server on 127.0.0.1 (a thread of this process) sends valid chat.completion.chunk events forever, 32 ASCII
 characters of content each, and never ``[DONE]``. Each path runs in a child process of its own for ``--seconds``:
@@ -80,9 +80,11 @@ def rss_mib() -> float:
 def child(path: str, url: str, seconds: float, cap: int) -> dict[str, Any]:
     """Stream and discard for ``seconds`` on ``path``; reopen each stream the cap ends."""
     import holysheep
-    from holysheep import StreamTooLargeError
+
+    too_large: Any = getattr(holysheep, "StreamTooLargeError", holysheep.ResponseTooLargeError)
 
     messages: Any = [{"role": "user", "content": "go"}]
+    options: dict[str, Any] = {"max_stream_text_bytes": cap} if cap else {}
     samples: list[float] = []
     streams = chunks = 0
     baseline = 0.0
@@ -128,18 +130,18 @@ def child(path: str, url: str, seconds: float, cap: int) -> dict[str, Any]:
     if path == "async":
         async def go() -> None:
             nonlocal streams
-            async with holysheep.AsyncClient(api_key=KEY, base_url=url, max_stream_text_bytes=cap) as client:
+            async with holysheep.AsyncClient(api_key=KEY, base_url=url, **options) as client:
                 while tick():
                     streams += 1
-                    with contextlib.suppress(StreamTooLargeError):  # the cap ended it: open the next
+                    with contextlib.suppress(too_large):  # the cap ended it: open the next
                         await one_async(client)
 
         asyncio.run(go())
     else:
-        with holysheep.Client(api_key=KEY, base_url=url, max_stream_text_bytes=cap) as client:
+        with holysheep.Client(api_key=KEY, base_url=url, **options) as client:
             while tick():
                 streams += 1
-                with contextlib.suppress(StreamTooLargeError):
+                with contextlib.suppress(too_large):
                     one_sync(client)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"path": path, "seconds": round(time.monotonic() - start, 1), "streams": streams, "chunks": chunks,
@@ -151,7 +153,8 @@ def child(path: str, url: str, seconds: float, cap: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--cap-mib", default="64,4", help="comma-separated caps in MiB (64: the default)")
+    parser.add_argument("--cap-mib", default="64,16",
+                        help="comma-separated caps in MiB (64: the default; 0: pass none, for an older SDK)")
     parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -175,3 +175,19 @@ def test_kept_text_is_joined_in_runs() -> None:
         if len(pieces) >= pieces.due:
             pieces.compact()
     assert len(pieces) == 2 + 3 and "".join(pieces) == "".join(str(i % 10) for i in range(2 * RUN + 3))
+
+
+def test_the_error_and_the_state_hold_no_cycle() -> None:
+    """A stream dropped after its cap frees its text by reference counting: the state keeps no error (whose
+    traceback would hold the state), and the error keeps the text, not the state."""
+    import gc
+
+    from holysheep._core.stream_state import StreamState
+
+    state = StreamState(0.0, max_text_bytes=CAP)
+    assert len(state.feed(EVENT * (WHOLE + 5))) == WHOLE  # the chunks before the cap are handed out
+    with pytest.raises(StreamTooLargeError) as info:
+        state.feed(b"")
+    assert info.value.partial_text == PREFIX and state.overflow == WHOLE + 1
+    assert not [r for r in gc.get_referents(state) if isinstance(r, BaseException)]
+    assert state not in gc.get_referents(info.value) and state.raw_error is None

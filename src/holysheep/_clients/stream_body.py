@@ -134,7 +134,7 @@ class _Observer:
         self.count(piece)
         self.state.observe(piece)
         if self.state.overflow is not None:  # a bound, not the server's word: raised to the reader
-            raise self.state.overflow
+            raise self.state.too_large()
         clock = self.clock
         if clock is not None and clock.expired(self.state.events):
             raise StreamIdleTimeoutError(
@@ -215,7 +215,7 @@ def _replayed(content: bytes, call: Call) -> Iterator[list[Any]]:
     for line in content.splitlines(keepends=True):
         yield state.feed(line)
         if state.overflow is not None:
-            raise state.overflow
+            raise state.too_large()
         if state.done:
             return
     yield state.finish_stream()

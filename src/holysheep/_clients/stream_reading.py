@@ -110,7 +110,7 @@ def iter_sync(response: httpx.Response, state: StreamState, call: Call,
         for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
             if state.overflow is not None:  # past the text cap, after the chunks that came before it
-                raise state.overflow
+                raise state.too_large()
             if state.done:
                 if _framed(response):
                     _drain_sync(chunks)
@@ -142,7 +142,7 @@ async def iter_async(response: httpx.Response, state: StreamState, call: Call,
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
             if state.overflow is not None:  # past the text cap, after the chunks that came before it
-                raise state.overflow
+                raise state.too_large()
             if state.done:
                 if _framed(response):
                     await _drain_async(chunks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from array import array
@@ -83,7 +84,7 @@ class StreamState:
         self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
         self.reported = False  # the hooks were told of the stream's end (once)
         self.raw_error: Exception | None = None  # what observe() kept instead of raising
-        self.overflow: StreamTooLargeError | None = None  # the text cap was passed (the stream is over)
+        self.overflow: int | None = None  # the text cap was passed after this many chunks (the stream is over)
         self.done = False
         self.chunks = 0
         # output chunks: counted, first and last time, and the gaps between them (bounded: see `sample_gap`)
@@ -114,23 +115,20 @@ class StreamState:
     @property
     def partial_text(self) -> str:
         """Content received so far (choice 0)."""
-        return self._partial_text()
-
-    def _partial_text(self) -> str:
         return "".join(self._texts.get(0, ()))
 
     def feed(self, data: bytes) -> list[ChatCompletionChunk]:
         """Chunks completed by ``data``. Raises APIStreamError on an in-stream error event, and
         `StreamTooLargeError` past the text cap (when chunks came before it, on the next call: the read loops
-        raise ``overflow`` once they have handed those out)."""
+        raise `too_large` once they have handed those out)."""
         if self.overflow is not None:
-            raise self.overflow
+            raise self.too_large()
         return self._events(self._decoder.feed(data))
 
     def finish_stream(self) -> list[ChatCompletionChunk]:
         """The transport reached EOF: dispatch what is pending and stop the clock."""
         if self.overflow is not None:
-            raise self.overflow
+            raise self.too_large()
         chunks = self._events(self._decoder.flush())
         self.mark_end()
         return chunks
@@ -140,15 +138,15 @@ class StreamState:
         by `feed` so that the hooks' end event has the usage, text and metrics, its chunks dropped. An error the
         stream would raise (an error event, an event that is not a chunk) is kept in ``raw_error`` instead, and
         later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`;
-        text past its cap is kept in ``raw_error`` and ``overflow`` (the raw reader raises it: it is a bound)."""
+        text past its cap sets ``overflow`` (the raw reader raises `too_large`: it is a bound)."""
         events = self._decoder.feed(data)
         if self.raw_error is None and events:
             try:
                 self._events(events)
+            except StreamTooLargeError:
+                pass  # ``overflow`` says so; the error is not kept (it would hold this state in a cycle)
             except Exception as exc:  # the caller reads bytes: the stream's error is the hooks' to hear
                 self.raw_error = exc
-            if self.overflow is not None:
-                self.raw_error = self.overflow
 
     def observe_end(self) -> None:
         """The raw body ended: dispatch what is pending (as `finish_stream`, errors kept as in `observe`)."""
@@ -190,8 +188,7 @@ class StreamState:
                 )
             try:
                 self._absorb(chunk)
-            except StreamTooLargeError as exc:  # the chunks before it are still handed out, then this
-                self.overflow = exc
+            except StreamTooLargeError:  # the chunks before it are still handed out, then `too_large` again
                 if not out:
                     raise
                 break
@@ -234,12 +231,19 @@ class StreamState:
         if into is not None and room > 0:
             into.append(text.encode()[:room].decode("utf-8", "ignore"))
         self.mark_end()
-        limit = self._max_text
-        raise StreamTooLargeError(
-            f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.chunks} chunks; "
+        self.overflow = self.chunks
+        raise self.too_large()
+
+    def too_large(self) -> StreamTooLargeError:
+        """A new `StreamTooLargeError` for a stream past its text cap. Its ``partial_text`` is joined from choice
+        0's pieces when read, and it holds no reference to this state (nor this state to it): dropping the stream
+        frees its text at once, without waiting for the cycle collector."""
+        limit, pieces = self._max_text, self._texts.get(0)
+        return StreamTooLargeError(
+            f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.overflow} chunks; "
             "the connection was closed and the call was not retried. The text up to the limit is in "
             ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
-            partial_text=self._partial_text, limit=limit)
+            partial_text=functools.partial("".join, pieces) if pieces else "", limit=limit)
 
     def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
         pieces = store.get(key)
