@@ -6,8 +6,8 @@ A server on 127.0.0.1 (a thread of this process) sends valid chat.completion.chu
 characters of content each, and never ``[DONE]``. Each path runs in a child process of its own for ``--seconds``:
 it opens a stream with the client's defaults (but ``max_stream_text_bytes``: each of ``--cap-mib``), iterates it and
 throws every chunk away; when the cap ends a stream (`StreamTooLargeError`) it opens the next. The child samples
-its RSS once a second (``/proc/self/statm``) and reports its baseline (after imports and the client's first
-request), its peak (``ru_maxrss``) and the growth of the peak over the baseline, against the cap. Paths:
+its RSS once a second (``/proc/self/statm``; every 5th sample is kept) and reports its baseline (after imports and
+the first chunk), its peak (``ru_maxrss``) and the growth of the peak over the baseline, against the cap. Paths:
 ``create`` (sync ``create(stream=True)``), ``async`` (``AsyncClient``, aiohttp), ``iter_lines``
 (``with_streaming_response`` with ``stream=True``, the raw lines). Printed as JSON and merged into
 benchmarks/results.json under "stream_memory". Memory figures are exact per run (not timing): the machine's
@@ -147,7 +147,7 @@ def child(path: str, url: str, seconds: float, cap: int) -> dict[str, Any]:
     return {"path": path, "seconds": round(time.monotonic() - start, 1), "streams": streams, "chunks": chunks,
             "text_mib": round(chunks * len(CONTENT) / 2**20, 1), "baseline_mib": round(baseline, 1),
             "peak_mib": round(peak, 1), "growth_mib": round(peak - baseline, 1),
-            "cap_mib": round(cap / 2**20, 2), "rss_every_s": samples}
+            "cap_mib": round(cap / 2**20, 2), "rss_every_5s": samples[::5]}
 
 
 def main() -> None:
