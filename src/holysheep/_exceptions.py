@@ -25,7 +25,9 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
             ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
-            └── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            ├── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            └── StreamTooLargeError  a stream's kept text went past ``max_stream_text_bytes`` (also a
+                                     ResponseTooLargeError; never retried)
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from holysheep._egress import scrub, scrub_json
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     import httpx
 
 __all__ = [
@@ -65,6 +69,7 @@ __all__ = [
     "ResponseTooLargeError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
+    "StreamTooLargeError",
     "UnknownGPUError",
     "UnknownModelError",
     "UnprocessableEntityError",
@@ -349,3 +354,28 @@ class StreamIdleTimeoutError(APITimeoutError, StreamInterruptedError):
     def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
         APIError.__init__(self, message, **kwargs)
         self.partial_text = partial_text
+
+
+class StreamTooLargeError(StreamInterruptedError, ResponseTooLargeError):
+    """A stream's kept text (content, reasoning, refusals, tool calls) went past ``max_stream_text_bytes``.
+
+    The connection is closed and the call is not retried. ``partial_text`` holds choice 0's content up to the
+    cap (joined when first read, so that the error does not hold a second copy of it); ``limit`` is the cap in
+    bytes.
+    """
+
+    def __init__(self, message: str, *, partial_text: str | Callable[[], str] = "", limit: int | None = None,
+                 **kwargs: Any) -> None:
+        APIError.__init__(self, message, **kwargs)
+        self._partial = partial_text
+        self.limit = limit
+
+    @property
+    def partial_text(self) -> str:
+        if not isinstance(self._partial, str):
+            self._partial = self._partial()
+        return self._partial
+
+    @partial_text.setter
+    def partial_text(self, value: str) -> None:
+        self._partial = value

@@ -28,6 +28,7 @@ def test_options_name_every_keyword_the_clients_took() -> None:
     assert sorted(hints) == sorted([
         "initial_retry_delay", "max_retry_delay", "max_retry_after", "stream_idle_timeout", "allow_insecure_http",
         "on_retry", "fallbacks", "circuit_breaker", "max_response_bytes", "max_sse_event_bytes", "http_backend",
+        "max_stream_text_bytes", "tool_threads",
         "hooks",
         "cache",
         "proxy", "trust_env", "verify", "cert", "http2", "default_query",
@@ -45,7 +46,7 @@ def test_positional_arguments_still_bind_in_order() -> None:
 def test_defaults_of_the_keyword_options() -> None:
     config = Client(api_key=KEY).config
     assert (config.initial_retry_delay, config.max_retry_delay, config.max_retry_after) == (0.5, 8.0, 60.0)
-    assert config.stream_idle_timeout is None and config.allow_insecure_http is False and config.on_retry is None
+    assert config.stream_idle_timeout == 300.0 and config.allow_insecure_http is False and config.on_retry is None
 
 
 @pytest.mark.parametrize("cls", [Client, AsyncClient])

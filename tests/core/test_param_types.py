@@ -35,7 +35,7 @@ CREATE_NAMES = frozenset({
     "seed", "service_tier", "stop", "store", "stream_idle_timeout", "stream_options", "temperature", "timeout",
     "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
 })
-BATCH_EXTRAS = frozenset({"model", "max_repairs", "max_turns"}) | BATCH_OPTION_NAMES | HOOK_NAMES
+BATCH_EXTRAS = frozenset({"model", "max_repairs", "max_turns", "tool_timeout"}) | BATCH_OPTION_NAMES | HOOK_NAMES
 
 TOOL_ENTRY = typing.Union[Mapping[str, Any], Callable[..., Any], type[BaseModel]]
 RESPONSE_FORMAT = typing.Union[Mapping[str, Any], type[Any]]  # as they run: any mapping, any type

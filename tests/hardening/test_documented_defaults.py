@@ -222,8 +222,9 @@ def test_the_configuration_table_defaults(monkeypatch: pytest.MonkeyPatch) -> No
         assert cfg.timeout == httpx.Timeout(600, connect=5)
         assert (cfg.max_retries, cfg.initial_retry_delay, cfg.max_retry_delay, cfg.max_retry_after) == (2, 0.5, 8.0,
                                                                                                           60.0)
-        assert cfg.stream_idle_timeout is None and cfg.allow_insecure_http is False
-        assert (cfg.max_response_bytes, cfg.max_sse_event_bytes) == (64 << 20, 16 << 20)
+        assert cfg.stream_idle_timeout == 300.0 and cfg.allow_insecure_http is False
+        assert (cfg.max_response_bytes, cfg.max_sse_event_bytes, cfg.max_stream_text_bytes) == (64 << 20, 16 << 20,
+                                                                                                 64 << 20)
     assert holysheep.Client(api_key=KEY, timeout=3).config.timeout == httpx.Timeout(3, connect=3)
     assert holysheep.Client(api_key=KEY, timeout=30).config.timeout == httpx.Timeout(30, connect=5)
     assert httpx.Limits(max_connections=1000, max_keepalive_connections=100) == DEFAULT_LIMITS

@@ -66,7 +66,8 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
         "max_retry_delay": c.max_retry_delay, "max_retry_after": c.max_retry_after,
         "stream_idle_timeout": c.stream_idle_timeout, "allow_insecure_http": c.allow_insecure_http,
         "on_retry": c.on_retry, "max_response_bytes": c.max_response_bytes,
-        "max_sse_event_bytes": c.max_sse_event_bytes, "hooks": c.hooks, "proxy": c.network.proxy,
+        "max_sse_event_bytes": c.max_sse_event_bytes, "max_stream_text_bytes": c.max_stream_text_bytes,
+        "tool_threads": c.tool_threads, "hooks": c.hooks, "proxy": c.network.proxy,
         "trust_env": c.network.trust_env, "verify": c.network.verify, "cert": c.network.cert,
         "http2": c.network.http2, "default_query": dict(c.default_query) or None,
     }
@@ -115,9 +116,10 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 client; ``proxy``, ``verify`` and ``cert`` do not apply to it (and an ``AsyncClient`` given one sends
                 with it, not aiohttp).
             **options: Keyword-only, each explained in ``ClientOptions``: ``initial_retry_delay=0.5``,
-                ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=None``,
+                ``max_retry_delay=8.0``, ``max_retry_after=60.0``, ``stream_idle_timeout=300.0``,
                 ``allow_insecure_http=False``, ``on_retry=None``, ``fallbacks=None``, ``circuit_breaker=None``,
-                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``hooks=None``, ``cache=None`` (a
+                ``max_response_bytes`` (64 MiB), ``max_sse_event_bytes`` (16 MiB), ``max_stream_text_bytes``
+                (64 MiB), ``tool_threads=64``, ``hooks=None``, ``cache=None`` (a
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
                 HTTP/2; httpx only, needs ``holysheep[http2]``), ``default_query=None`` (query parameters added to every

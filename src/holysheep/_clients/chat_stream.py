@@ -66,10 +66,10 @@ class _Base(Generic[T]):
         if self._tool_set.typed(name) is None:
             if name not in self._strict_tools:
                 return None
-            import json
+            from holysheep._core.json_check import load_json
 
             try:
-                return json.loads(arguments)
+                return load_json(arguments)
             except ValueError:
                 return None
         from holysheep._core.structured import tool_arguments

@@ -94,6 +94,11 @@ class _ClientSender:
         """The client's hooks (the batch reports its start, items and end to them)."""
         return self._client.config.hooks
 
+    @property
+    def tool_threads(self) -> int:
+        """The client's ``tool_threads`` (agents' tool calls running at once)."""
+        return self._client.config.tool_threads
+
 
 class AsyncSender(_ClientSender):
     """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""

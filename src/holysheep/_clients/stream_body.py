@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from holysheep._core.stream_state import StreamState
-from holysheep._exceptions import ResponseConsumedError, StreamIdleTimeoutError, StreamInterruptedError
+from holysheep._exceptions import (
+    ResponseConsumedError,
+    StreamIdleTimeoutError,
+    StreamInterruptedError,
+)
 from holysheep._transports.body import too_large
 from holysheep._transports.deadlines import IdleClock, within_deadline
 
@@ -129,6 +133,8 @@ class _Observer:
     def check(self, piece: bytes) -> bytes:
         self.count(piece)
         self.state.observe(piece)
+        if self.state.overflow is not None:  # a bound, not the server's word: raised to the reader
+            raise self.state.too_large()
         clock = self.clock
         if clock is not None and clock.expired(self.state.events):
             raise StreamIdleTimeoutError(
@@ -205,9 +211,11 @@ def _replayed(content: bytes, call: Call) -> Iterator[list[Any]]:
     reason. Decoded by a state of its own, whose clock is never read: the stream's state saw these bytes as they
     arrived (its text, usage and metrics, and the hooks' one ``on_stream_end``, are from then)."""
     state = StreamState(0.0, secret=call.api_key, max_event_bytes=call.config.max_sse_event_bytes,
-                        clock=lambda: 0.0)
+                        clock=lambda: 0.0, max_text_bytes=call.config.max_stream_text_bytes)
     for line in content.splitlines(keepends=True):
         yield state.feed(line)
+        if state.overflow is not None:
+            raise state.too_large()
         if state.done:
             return
     yield state.finish_stream()

@@ -109,6 +109,8 @@ def iter_sync(response: httpx.Response, state: StreamState, call: Call,
     try:
         for data in chunks:
             yield from state.feed(data)  # type: ignore[misc]
+            if state.overflow is not None:  # past the text cap, after the chunks that came before it
+                raise state.too_large()
             if state.done:
                 if _framed(response):
                     _drain_sync(chunks)
@@ -139,6 +141,8 @@ async def iter_async(response: httpx.Response, state: StreamState, call: Call,
         async for data in chunks:
             for chunk in state.feed(data):
                 yield chunk  # type: ignore[misc]
+            if state.overflow is not None:  # past the text cap, after the chunks that came before it
+                raise state.too_large()
             if state.done:
                 if _framed(response):
                     await _drain_async(chunks)

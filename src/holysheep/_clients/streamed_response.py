@@ -7,7 +7,6 @@ whole is kept and the stream then gives the events decoded from it (as openai-py
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
@@ -17,6 +16,7 @@ from holysheep._clients.stream_body import aiter_raw_sse, iter_raw_sse
 from holysheep._core.body_chunks import LineSplitter, Rechunker, text_decoder
 from holysheep._core.body_report import BodyWatch, watch_body
 from holysheep._core.call import RawResponse
+from holysheep._core.json_check import load_json
 from holysheep._core.parse_to import check_to
 from holysheep._core.raw_response import _UNSET, APIResponse, BaseAPIResponse, RawMode
 from holysheep._exceptions import ResponseConsumedError
@@ -171,8 +171,8 @@ class StreamedAPIResponse(_Lazy[R]):
         return self._text(self.read())
 
     def json(self) -> Any:
-        """The body decoded as JSON."""
-        return json.loads(self.read())
+        """The body decoded as JSON (nesting deeper than 200 levels is a ``ValueError``)."""
+        return load_json(self.read())
 
     @overload
     def parse(self) -> R: ...
@@ -292,7 +292,7 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
 
     async def json(self) -> Any:
         """The body decoded as JSON."""
-        return json.loads(await self.read())
+        return load_json(await self.read())
 
     @overload
     async def parse(self) -> R: ...

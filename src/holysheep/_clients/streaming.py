@@ -34,7 +34,8 @@ class _StreamBase(Generic[_T]):
         self.response = response
         self._call = call
         self._state = StreamState(call.started_at, secret=call.api_key,
-                                  max_event_bytes=call.config.max_sse_event_bytes, clock=call.config.clock)
+                                  max_event_bytes=call.config.max_sse_event_bytes, clock=call.config.clock,
+                                  max_text_bytes=call.config.max_stream_text_bytes)
         self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
         self._head_error: BaseException | None = None
         self._released = False  # closed by the caller (or after its raw body was read)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import TypeVar
 
+from holysheep._core.json_check import load_json
+
 __all__ = ["NoAnswerError", "check_answer"]
 
 _T = TypeVar("_T")
@@ -21,7 +23,7 @@ class NoAnswerError(ValueError):
 
 def _describe(content: bytes) -> str:
     try:
-        body = json.loads(content)
+        body = load_json(content)
     except ValueError:
         body = None
     if isinstance(body, dict):

@@ -35,6 +35,9 @@ class BatchParams(ChatParamsBase, total=False):
       to this many requests (default 10), every request admitted like any other; each result then has
       ``tool_run`` (transcript, tool calls, usage). ``tools=[pydantic_function_tool(Model)]`` without
       handlers gives each result ``tool_calls[i].function.parsed_arguments`` instead.
+    - ``tool_timeout``: seconds one tool call of an agent may run (default 60; None: no limit); past it the
+      model gets an error text and the call is left to finish on its own. Tools run in the client's own
+      threads (``tool_threads``), never the event loop's default executor.
     - ``concurrency``: most requests in flight (default 16).
     - ``rpm`` / ``tpm``: requests / estimated tokens per minute; ``"auto"`` (the default) follows the
       limits the server announces in ``x-ratelimit-*`` headers (no pacing while it sends none); None
@@ -75,6 +78,7 @@ class BatchParams(ChatParamsBase, total=False):
     response_format: BatchResponseFormat
     max_repairs: int
     max_turns: int
+    tool_timeout: Union[float, None]
     concurrency: int
     rpm: Union[float, Literal["auto"], None]
     tpm: Union[float, Literal["auto"], None]

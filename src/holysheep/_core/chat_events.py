@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from holysheep._core.json_check import load_json
 from holysheep.types.chat_stream import (
     ChunkEvent,
     ContentDeltaEvent,
@@ -91,10 +92,8 @@ class ChatEventState:
     def _strict_arguments(self, name: str, arguments: str) -> Any:
         if name not in self._strict:
             return None
-        import json
-
         try:
-            return json.loads(arguments)
+            return load_json(arguments)
         except ValueError:
             return None
 

@@ -31,7 +31,8 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     """The longest server `Retry-After` honoured, in seconds (default `60.0`); a longer one is raised to you
     with `e.retry_after`."""
     stream_idle_timeout: float | None
-    """Seconds a stream may go without an event before `StreamIdleTimeoutError` (default `None`: no limit)."""
+    """Seconds a stream may go without an event before `StreamIdleTimeoutError` (default `300.0`; `None`: no
+    limit). It replaces `timeout`'s read limit once a stream's headers have arrived."""
     allow_insecure_http: bool
     """Allow sending a key over plain `http://` to a host that is not loopback (default `False`)."""
     on_retry: OnRetry | None
@@ -45,6 +46,12 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     with a typed error."""
     max_sse_event_bytes: int
     """The largest single server-sent event of a stream, in bytes (default 16 MiB)."""
+    max_stream_text_bytes: int
+    """The most text one stream keeps (content, reasoning, refusals and tool calls, UTF-8 bytes; default
+    64 MiB); past it the stream fails with `StreamTooLargeError`, its `partial_text` cut at the cap."""
+    tool_threads: int
+    """Tool calls (`run_tools`, batch agents) running at once in the SDK's own threads (default 64). A call
+    past its `tool_timeout` no longer counts against it."""
     cache: Any
     """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
     `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from

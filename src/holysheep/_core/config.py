@@ -19,8 +19,14 @@ from holysheep._core.httpx2_types import is_httpx2
 from holysheep._core.keys import ENV_API_KEY, SecretKey, check_key_characters, mask_key, validate_holysheep_key
 from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, make_network
 from holysheep._core.option_checks import check_max_retries
-from holysheep._core.response_limits import DEFAULT_MAX_RESPONSE_BYTES, check_limit
+from holysheep._core.response_limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_STREAM_TEXT_BYTES,
+    DEFAULT_STREAM_IDLE_TIMEOUT,
+    check_limit,
+)
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
+from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS, check_tool_threads
 from holysheep._egress import remember
 from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from holysheep._version import __version__
@@ -229,6 +235,10 @@ class ClientConfig:
     """The retry policy and timeouts of a call that overrides nothing, by ``stream`` (filled by ``Call``)."""
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES
+    max_stream_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES
+    """The most text one stream keeps (content, reasoning, refusals, tool calls; UTF-8 bytes)."""
+    tool_threads: int = DEFAULT_TOOL_THREADS
+    """Tool calls (``run_tools``, batch agents) running at once in the SDK's own threads."""
     hooks: HookSet | None = field(default=None, compare=False)
     """The client's hooks (``Client(hooks=[...])``), or None."""
     network: NetworkSettings = DEFAULT_NETWORK
@@ -245,7 +255,7 @@ class ClientConfig:
             changes["default_headers"] = check_headers("default_headers", changes["default_headers"])
             check_key_transport(self.base_url, self.allow_insecure_http, self.api_key.reveal(),
                                 changes["default_headers"], field="default_headers")
-        for name in ("max_response_bytes", "max_sse_event_bytes"):
+        for name in ("max_response_bytes", "max_sse_event_bytes", "max_stream_text_bytes"):
             if name in changes:
                 check_limit(name, changes[name])
         if "stream_idle_timeout" in changes and changes["stream_idle_timeout"] is not None:
@@ -265,6 +275,8 @@ class ClientConfig:
                 _check_non_negative(name, changes[name])
         if "max_retries" in changes:
             check_max_retries(changes["max_retries"])
+        if "tool_threads" in changes:
+            check_tool_threads(changes["tool_threads"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -305,12 +317,14 @@ def make_config(
     initial_retry_delay: float = 0.5,
     max_retry_delay: float = 8.0,
     max_retry_after: float = 60.0,
-    stream_idle_timeout: float | None = None,
+    stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
     default_headers: Mapping[str, str | None] | None = None,
     allow_insecure_http: bool = False,
     on_retry: OnRetry | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
+    max_stream_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES,
+    tool_threads: int = DEFAULT_TOOL_THREADS,
     hooks: Any = None,
     proxy: str | None = None,
     trust_env: bool = True,
@@ -346,6 +360,8 @@ def make_config(
                                   f"{type(on_retry).__name__}.", field="on_retry")
     check_limit("max_response_bytes", max_response_bytes)
     check_limit("max_sse_event_bytes", max_sse_event_bytes)
+    check_limit("max_stream_text_bytes", max_stream_text_bytes)
+    check_tool_threads(tool_threads)
     check_max_retries(max_retries)
     for name, value in (
         ("initial_retry_delay", initial_retry_delay),
@@ -376,6 +392,8 @@ def make_config(
         base_headers=_base_headers(secret, headers),
         max_response_bytes=max_response_bytes,
         max_sse_event_bytes=max_sse_event_bytes,
+        max_stream_text_bytes=max_stream_text_bytes,
+        tool_threads=tool_threads,
         hooks=hook_set,
         network=network,
         default_query=dict(default_query or {}),

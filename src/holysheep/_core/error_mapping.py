@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from holysheep._core.json_check import load_json
 from holysheep._core.keys import mask_key, redact, redact_value
 from holysheep._core.scrub import request_id_of
 from holysheep._exceptions import (
@@ -61,7 +62,7 @@ def sanitized_request(request: httpx.Request, api_key: str | None) -> httpx.Requ
 
 def _parse_body(content: bytes) -> Any:
     try:
-        return json.loads(content) if content else None
+        return load_json(content) if content else None
     except (ValueError, UnicodeDecodeError):
         return content.decode("utf-8", "replace")[:2000]
 

@@ -151,6 +151,8 @@ class Router:
             initial_retry_delay=primary.initial_retry_delay, max_retry_delay=primary.max_retry_delay,
             max_retry_after=primary.max_retry_after, stream_idle_timeout=primary.stream_idle_timeout,
             default_headers=None, allow_insecure_http=fb.allow_insecure_http, on_retry=primary.on_retry,
+            max_response_bytes=primary.max_response_bytes, max_sse_event_bytes=primary.max_sse_event_bytes,
+            max_stream_text_bytes=primary.max_stream_text_bytes,  # the primary's bounds hold on every endpoint
             clock=primary.clock,  # one clock for the whole call, whichever endpoint serves it
         )
         if not isinstance(fb.models, Mapping) or not all(

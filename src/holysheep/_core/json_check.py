@@ -1,13 +1,58 @@
-"""A small checker for the strict JSON-schema subset (``type``, ``enum``, ``const``, ``properties``,
-``required``, ``additionalProperties: false``, ``items``, ``anyOf``, ``$ref``), for replies to a plain
-schema dict (there is no pydantic type to validate them with). Other keywords are not checked."""
+"""JSON from a server or a model: `load_json`, the one decoder of such text (bounded in depth, so that deep
+nesting is a `ValueError`, never a ``RecursionError``), and a small checker for the strict JSON-schema subset
+(``type``, ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties: false``, ``items``,
+``anyOf``, ``$ref``), for replies to a plain schema dict (there is no pydantic type to validate them with).
+Other keywords are not checked."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SchemaMismatch", "schema_errors"]
+from pydantic_core import from_json
+
+__all__ = ["MAX_JSON_DEPTH", "JSONTooDeepError", "SchemaMismatch", "load_json", "schema_errors"]
+
+MAX_JSON_DEPTH = 200
+"""The deepest nesting of arrays and objects decoded (pydantic-core's parser limit, which typed models meet too)."""
+
+
+class JSONTooDeepError(ValueError):
+    """The JSON text nests arrays or objects deeper than `MAX_JSON_DEPTH` levels."""
+
+
+def load_json(text: str | bytes | bytearray) -> Any:
+    """``text`` decoded like ``json.loads`` (same values, same errors), but nesting deeper than
+    `MAX_JSON_DEPTH` levels raises `JSONTooDeepError` (a ``ValueError``) instead of a ``RecursionError``
+    here or in any code that walks the value later."""
+    try:
+        return from_json(text)  # pydantic-core: fast, and bounded in depth
+    except ValueError as exc:
+        if "recursion limit" in str(exc):
+            raise JSONTooDeepError(f"the JSON nests arrays or objects deeper than {MAX_JSON_DEPTH} levels") from None
+    try:  # not JSON for pydantic-core: json's own error (and its leniency, such as lone surrogates)
+        value = json.loads(text)
+    except RecursionError:
+        value = _TOO_DEEP
+    if value is _TOO_DEEP or _deeper_than(value, MAX_JSON_DEPTH):
+        raise JSONTooDeepError(f"the JSON nests arrays or objects deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+_TOO_DEEP = object()
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts deeper than ``limit`` (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 _TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,),
                                        "integer": (int,), "number": (int, float), "boolean": (bool,),

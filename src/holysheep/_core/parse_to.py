@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union, get_origin
@@ -14,6 +13,7 @@ from typing import Annotated, Any, Literal, Union, get_origin
 import httpx
 
 from holysheep._core.body_chunks import text_decoder
+from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact
 from holysheep._core.scrub import request_id_of
 from holysheep._exceptions import APIResponseValidationError, InvalidRequestError
@@ -76,7 +76,7 @@ def parse_to(to: Any, *, status_code: int, headers: Mapping[str, str], content: 
         if kind == "float":
             return float(text)
         if kind == "json":
-            value = json.loads(content)
+            value = load_json(content)
             if to is object or isinstance(value, to):
                 return value
             failure = f"a JSON {type(value).__name__}, not a {to.__name__}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
@@ -17,6 +16,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 import httpx
 
 from holysheep._core.body_chunks import text_decoder
+from holysheep._core.json_check import load_json
 from holysheep._core.parse_to import parse_to, stream_to
 from holysheep._exceptions import ResponseConsumedError
 
@@ -134,8 +134,8 @@ class APIResponse(BaseAPIResponse[R]):
         return text_decoder(self.headers).decode(self.content, final=True)
 
     def json(self) -> Any:
-        """The body decoded as JSON."""
-        return json.loads(self.content)
+        """The body decoded as JSON (nesting deeper than 200 levels is a ``ValueError``)."""
+        return load_json(self.content)
 
     def read(self) -> bytes:
         """The body (already read for a non-stream call)."""

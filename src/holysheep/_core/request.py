@@ -237,9 +237,9 @@ def request_options(params: Mapping[str, Any]) -> RequestOptions:
 
 def _cast_parser(cast_to: Any) -> Callable[[bytes], Any]:
     if cast_to is None or cast_to is dict or cast_to is Any or cast_to is object:
-        import json
+        from holysheep._core.json_check import load_json
 
-        return json.loads
+        return load_json
     if isinstance(cast_to, type) and issubclass(cast_to, BaseModel):
         return cast_to.model_validate_json
     from pydantic import TypeAdapter

@@ -1,4 +1,5 @@
-"""Response limits as settings (pure): the default byte cap, its check, and an attempt's whole deadline.
+"""Response limits as settings (pure): the default byte caps, the stream idle default, their check, and an
+attempt's whole deadline.
 
 The transports enforce them (``holysheep._transports.body`` and ``.deadlines``); the core only decides.
 """
@@ -9,9 +10,17 @@ import httpx
 
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "attempt_seconds", "check_limit"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_MAX_STREAM_TEXT_BYTES",
+    "DEFAULT_STREAM_IDLE_TIMEOUT",
+    "attempt_seconds",
+    "check_limit",
+]
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a non-stream body, after decompression (64 MiB)
+DEFAULT_MAX_STREAM_TEXT_BYTES = 64 * 1024 * 1024  # what one stream keeps: its text, UTF-8 (64 MiB)
+DEFAULT_STREAM_IDLE_TIMEOUT = 300.0  # seconds a stream may go without an event (5 minutes)
 
 
 def check_limit(name: str, value: object) -> int:

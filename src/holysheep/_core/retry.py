@@ -28,7 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from holysheep._exceptions import APIConnectionError, APIResponseValidationError, APIStatusError, APITLSError
+from holysheep._exceptions import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITLSError,
+    ResponseTooLargeError,
+)
 
 __all__ = [
     "MAX_RETRY_AFTER_DATE_S",
@@ -145,6 +151,6 @@ def is_retryable(error: BaseException) -> bool:
             return False
         headers = error.response.headers if error.response is not None else {}
         return status_is_retryable(error.status_code, headers)
-    if isinstance(error, APITLSError):  # the same certificate (or missing one) fails again
+    if isinstance(error, (APITLSError, ResponseTooLargeError)):  # the same certificate, or body, comes again
         return False
     return isinstance(error, (APIConnectionError, APIResponseValidationError))

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar, Union
 
 from pydantic import BaseModel, TypeAdapter, create_model
 
-from holysheep._core.json_check import SchemaMismatch, schema_errors
+from holysheep._core.json_check import SchemaMismatch, load_json, schema_errors
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["ResponseFormat", "response_format_for", "strict_json_schema"]
@@ -195,7 +195,7 @@ class ResponseFormat(Generic[T]):
         """The reply ``text`` as a ``T``. Raises pydantic's `ValidationError`; for a plain schema dict, a
         `ValueError` (text that is not JSON, or `SchemaMismatch` listing where it breaks the schema)."""
         if self.adapter is None:
-            value: Any = json.loads(text)
+            value: Any = load_json(text)
             schema = self.param.get("json_schema", {}).get("schema") if self.param.get("type") == "json_schema" \
                 else None
             errors = schema_errors(value, schema) if isinstance(schema, Mapping) else []
@@ -207,7 +207,7 @@ class ResponseFormat(Generic[T]):
                 value = value[WRAP_KEY]
             return typing.cast(T, value)
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except ValueError:
             data = None
         else:

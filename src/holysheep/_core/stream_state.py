@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import itertools
-import json
+import functools
 import statistics
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
+from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
+from holysheep._core.stream_bounds import MAX_GAPS, Pieces, sample_gap
 from holysheep._egress import scrub_body
-from holysheep._exceptions import APIResponseValidationError, APIStreamError
+from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = ["StreamMetrics", "StreamState"]
-
 
 @dataclass(frozen=True)
 class StreamMetrics:
@@ -27,7 +29,8 @@ class StreamMetrics:
     ``ttft_s``: request sent → first chunk carrying output (reasoning, content or a tool call).
     ``time_to_first_reasoning_s`` / ``time_to_first_content_s``: to the first reasoning token and to the first
     answer token (content or a tool call); each ``None`` when the stream had none. ``itl_*``: gaps between
-    successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request).
+    successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request; the
+    percentiles are exact up to 65,536 gaps, then read from an evenly spaced sample of them, see `sample_gap`).
     ``total_s``: request sent → end of stream. ``tokens_per_s``: completion tokens / ``total_s``.
     ``completion_tokens`` comes from ``usage`` when the server sends it, else the output-chunk count.
     """
@@ -64,29 +67,40 @@ class StreamState:
     ``started_at`` and every time it stamps are read from ``clock`` (monotonic seconds: the client config's
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
-    __slots__ = ("_clock", "_content_times", "_decoder", "_first", "_first_answer", "_first_reasoning", "_reasoning",
-                 "_refusals", "_roles", "_secret", "_served", "_texts", "_tools", "_usage", "_validate", "chunks",
-                 "done", "ended_at", "finish", "first_at", "raw_error", "reported", "started_at")
+    __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
+                 "_kept", "_last_out", "_max_text", "_outputs", "_reasoning", "_refusals", "_roles", "_secret",
+                 "_served", "_stride", "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at",
+                 "finish", "first_at", "overflow", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
-                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter) -> None:
+                 max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
+                 max_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES) -> None:
         self._clock = clock  # bound once: one slot read per output chunk, as the module-global lookup was
         self._decoder = SSEDecoder(max_line_bytes=max_event_bytes, max_event_bytes=max_event_bytes)
         self._secret = secret  # redacted out of every server text an error carries
+        self._max_text = max_text_bytes  # the most text kept (UTF-8 bytes): past it, StreamTooLargeError
+        self._kept = 0
         self.started_at = started_at
         self.ended_at: float | None = None
         self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
         self.reported = False  # the hooks were told of the stream's end (once)
         self.raw_error: Exception | None = None  # what observe() kept instead of raising
+        self.overflow: int | None = None  # the text cap was passed after this many chunks (the stream is over)
         self.done = False
         self.chunks = 0
-        self._content_times: list[float] = []
+        # output chunks: counted, first and last time, and the gaps between them (bounded: see `sample_gap`)
+        self._outputs = 0
+        self._first_out: float | None = None
+        self._last_out = 0.0
+        self._gaps = array("d")
+        self._stride = 1
         self._first: ChatCompletionChunk | None = None
-        self._texts: dict[int, list[str]] = {}
+        self._texts: dict[int, Pieces] = {}  # kept text: pieces joined in runs (see `Pieces`)
         self._roles: dict[int, str] = {}
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
-        self._reasoning: dict[int, list[str]] = {}
-        self._refusals: dict[int, list[str]] = {}
+        self._args: dict[tuple[int, int], Pieces] = {}  # (choice, call) -> argument pieces, joined at the end
+        self._reasoning: dict[int, Pieces] = {}
+        self._refusals: dict[int, Pieces] = {}
         self._first_reasoning: float | None = None
         self._first_answer: float | None = None
         self.finish: dict[int, str | None] = {}
@@ -106,11 +120,17 @@ class StreamState:
         return "".join(self._texts.get(0, ()))
 
     def feed(self, data: bytes) -> list[ChatCompletionChunk]:
-        """Chunks completed by ``data``. Raises APIStreamError on an in-stream error event."""
+        """Chunks completed by ``data``. Raises APIStreamError on an in-stream error event, and
+        `StreamTooLargeError` past the text cap (when chunks came before it, on the next call: the read loops
+        raise `too_large` once they have handed those out)."""
+        if self.overflow is not None:
+            raise self.too_large()
         return self._events(self._decoder.feed(data))
 
     def finish_stream(self) -> list[ChatCompletionChunk]:
         """The transport reached EOF: dispatch what is pending and stop the clock."""
+        if self.overflow is not None:
+            raise self.too_large()
         chunks = self._events(self._decoder.flush())
         self.mark_end()
         return chunks
@@ -119,11 +139,14 @@ class StreamState:
         """``data`` read by the caller as raw bytes (``with_streaming_response``'s ``read()``/``iter_*``): fed as
         by `feed` so that the hooks' end event has the usage, text and metrics, its chunks dropped. An error the
         stream would raise (an error event, an event that is not a chunk) is kept in ``raw_error`` instead, and
-        later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`."""
+        later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`;
+        text past its cap sets ``overflow`` (the raw reader raises `too_large`: it is a bound)."""
         events = self._decoder.feed(data)
         if self.raw_error is None and events:
             try:
                 self._events(events)
+            except StreamTooLargeError:
+                pass  # ``overflow`` says so; the error is not kept (it would hold this state in a cycle)
             except Exception as exc:  # the caller reads bytes: the stream's error is the hooks' to hear
                 self.raw_error = exc
 
@@ -144,7 +167,7 @@ class StreamState:
     def _events(self, events: list[ServerSentEvent]) -> list[ChatCompletionChunk]:
         out: list[ChatCompletionChunk] = []
         for event in events:
-            if self.done:
+            if self.done or self.overflow is not None:
                 break
             data = event.data
             if data.startswith("[DONE]"):
@@ -165,13 +188,18 @@ class StreamState:
                     "is in .partial_text; check that base_url points at an OpenAI-compatible server.",
                     status_code=200, partial_text=self.partial_text, body=redact(data[:2000], self._secret),
                 )
-            self._absorb(chunk)
+            try:
+                self._absorb(chunk)
+            except StreamTooLargeError:  # the chunks before it are still handed out, then `too_large` again
+                if not out:
+                    raise
+                break
             out.append(chunk)
         return out
 
     def _raise_if_error(self, event: ServerSentEvent) -> None:
         try:
-            payload = json.loads(event.data)
+            payload = load_json(event.data)
         except ValueError:
             payload = {"message": event.data}
         err = payload.get("error") if isinstance(payload, dict) else None
@@ -194,6 +222,40 @@ class StreamState:
             param=err["param"] if isinstance(err.get("param"), str) else None,
         )
 
+    def _keep(self, text: str, into: list[str] | None = None) -> str:
+        """Count ``text`` against the cap. Past it the stream ends with `StreamTooLargeError`; ``into``: the
+        pieces of choice 0's content, which then keep what fits of ``text``."""
+        size = len(text) if text.isascii() else len(text.encode())
+        self._kept += size
+        if self._kept <= self._max_text:
+            return text
+        room = self._max_text - self._kept + size
+        self._kept = self._max_text
+        if into is not None and room > 0:
+            into.append(text.encode()[:room].decode("utf-8", "ignore"))
+        self.mark_end()
+        self.overflow = self.chunks
+        raise self.too_large()
+
+    def too_large(self) -> StreamTooLargeError:
+        """A new `StreamTooLargeError` for a stream past its text cap. Its ``partial_text`` is joined from choice
+        0's pieces when read, and it holds no reference to this state (nor this state to it): dropping the stream
+        frees its text at once, without waiting for the cycle collector."""
+        limit, pieces = self._max_text, self._texts.get(0)
+        return StreamTooLargeError(
+            f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.overflow} chunks; "
+            "the connection was closed and the call was not retried. The text up to the limit is in "
+            ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
+            partial_text=functools.partial("".join, pieces) if pieces else "", limit=limit)
+
+    def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
+        pieces = store.get(key)
+        if pieces is None:
+            pieces = store[key] = Pieces()
+        pieces.append(self._keep(text))
+        if len(pieces) >= pieces.due:
+            pieces.compact()
+
     def _absorb(self, chunk: ChatCompletionChunk) -> None:
         self.chunks += 1
         if self._first is None:
@@ -210,41 +272,66 @@ class StreamState:
             delta = choice.delta
             idx = choice.index
             if delta.role:
-                self._roles[idx] = delta.role
-            if delta.content is not None:  # "" too: the final content is then "", not None (as openai)
-                self._texts.setdefault(idx, []).append(delta.content)
-                got_content = got_content or bool(delta.content)
+                self._roles[idx] = delta.role if idx in self._roles else self._keep(delta.role)
+            text = delta.content
+            if text is not None and idx not in self._texts:  # "" too: the final content is then "", not None
+                self._texts[idx] = Pieces()
+            if text:  # the hot path, inline: count it against the cap, keep it
+                size = len(text) if text.isascii() else len(text.encode())
+                pieces = self._texts[idx]
+                if self._kept + size > self._max_text:
+                    self._keep(text, pieces if idx == 0 else None)  # raises StreamTooLargeError
+                self._kept += size
+                pieces.append(text)
+                if len(pieces) >= pieces.due:
+                    pieces.compact()
+                got_content = True
             if delta.reasoning_content:
-                self._reasoning.setdefault(idx, []).append(delta.reasoning_content)
+                self._add(self._reasoning, idx, delta.reasoning_content)
                 got_reasoning = True
             if delta.refusal:
-                self._refusals.setdefault(idx, []).append(delta.refusal)
+                self._add(self._refusals, idx, delta.refusal)
                 got_content = True
             if delta.tool_calls:
                 got_content = True
-                calls = self._tools.setdefault(idx, {})
-                for tc in delta.tool_calls:
-                    key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
-                    slot = calls.setdefault(key, {"id": None, "type": "function",
-                                                  "function": {"name": None, "arguments": ""}})
-                    if tc.id:
-                        slot["id"] = tc.id
-                    if tc.type:
-                        slot["type"] = tc.type
-                    if tc.function is not None:
-                        if tc.function.name:
-                            slot["function"]["name"] = tc.function.name
-                        if tc.function.arguments:
-                            slot["function"]["arguments"] += tc.function.arguments
+                self._tool_calls(idx, delta.tool_calls)
             if choice.finish_reason is not None:
+                if idx not in self.finish:
+                    self._keep(choice.finish_reason)
                 self.finish[idx] = choice.finish_reason
         if got_content or got_reasoning:
             now = self._clock()
-            self._content_times.append(now)
+            if self._first_out is None:
+                self._first_out = now
+            elif self._stride == 1 and len(self._gaps) < MAX_GAPS:
+                self._gaps.append(now - self._last_out)
+            else:
+                self._gaps, self._stride = sample_gap(self._gaps, self._stride, self._outputs - 1,
+                                                      now - self._last_out)
+            self._last_out = now
+            self._outputs += 1
             if got_reasoning and self._first_reasoning is None:
                 self._first_reasoning = now
             if got_content and self._first_answer is None:
                 self._first_answer = now
+
+    def _tool_calls(self, idx: int, deltas: list[Any]) -> None:
+        calls = self._tools.setdefault(idx, {})
+        for tc in deltas:
+            key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
+            slot = calls.get(key)
+            if slot is None:
+                slot = calls[key] = {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
+                self._keep("function")  # a new call costs at least its type
+            if tc.id and tc.id != slot["id"]:
+                slot["id"] = self._keep(tc.id)
+            if tc.type and tc.type != slot["type"]:
+                slot["type"] = self._keep(tc.type)
+            if tc.function is not None:
+                if tc.function.name and tc.function.name != slot["function"]["name"]:
+                    slot["function"]["name"] = self._keep(tc.function.name)
+                if tc.function.arguments:
+                    self._add(self._args, (idx, key), tc.function.arguments)
 
     def final_completion(self) -> ChatCompletion:
         """The chunks folded into one ChatCompletion (content, tool calls, usage, finish_reason)."""
@@ -260,7 +347,7 @@ class StreamState:
             if idx in self._refusals:
                 message["refusal"] = "".join(self._refusals[idx])
             if idx in self._tools:
-                message["tool_calls"] = [self._tools[idx][k] for k in sorted(self._tools[idx])]
+                message["tool_calls"] = [self._tool_call(idx, k) for k in sorted(self._tools[idx])]
             choices.append({"index": idx, "message": message, "finish_reason": self.finish.get(idx)})
         body: dict[str, Any] = {
             "id": first.id if first else "",
@@ -276,18 +363,25 @@ class StreamState:
             completion._update_transport(elapsed_s=self.ended_at - self.started_at)
         return completion
 
+    def _tool_call(self, idx: int, key: int) -> dict[str, Any]:
+        slot = self._tools[idx][key]
+        pieces = self._args.get((idx, key))
+        if not pieces:
+            return slot
+        return {**slot, "function": {**slot["function"], "arguments": "".join(pieces)}}
+
     def metrics(self) -> StreamMetrics:
         """Latency figures so far (complete once the stream has ended)."""
-        times = self._content_times
-        ttft = times[0] - self.started_at if times else None
-        gaps = [b - a for a, b in itertools.pairwise(times)]
+        first = self._first_out
+        ttft = first - self.started_at if first is not None else None
+        gaps, count = self._gaps, self._outputs - 1  # every gap: the sample may hold fewer
         end = self.ended_at
         total = (end - self.started_at) if end is not None else None
         usage_tokens = getattr(self._usage, "completion_tokens", None) if self._usage is not None else None
-        tokens = usage_tokens if usage_tokens else len(times)
+        tokens = usage_tokens if usage_tokens else self._outputs
         return StreamMetrics(
             ttft_s=ttft,
-            itl_mean_s=statistics.fmean(gaps) if gaps else None,
+            itl_mean_s=(self._last_out - first) / count if first is not None and count > 0 else None,
             itl_p50_s=statistics.median(gaps) if gaps else None,
             itl_p95_s=percentile(gaps, 95),
             chunks=self.chunks,

@@ -16,13 +16,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from holysheep._core.tool_errors import MaxTurnsError
+from holysheep._core.tool_limits import DEFAULT_TOOL_TIMEOUT, check_tool_timeout
 from holysheep._core.tools import FunctionTool, ToolSet, error_lines
 from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
 from holysheep.types.chat import ChatCompletion, CompletionUsage, ToolCall
 
 __all__ = ["DEFAULT_MAX_TURNS", "PendingCall", "RunTools", "ToolCallRecord", "ToolLoop", "ToolOutcome",
-           "ToolRunResult", "check_max_turns", "plan_tool_loop", "result_text", "wants_tool_loop"]
+           "ToolRunResult", "check_max_turns", "plan_tool_loop", "result_text", "timed_out", "wants_tool_loop"]
 
 DEFAULT_MAX_TURNS = 10
 """How many requests a tool loop may send when ``max_turns`` is not given."""
@@ -50,10 +51,12 @@ class PendingCall:
 
 @dataclass(frozen=True)
 class RunTools:
-    """Run these calls (concurrently), then send back one `ToolOutcome` per call, in order."""
+    """Run these calls (concurrently), then send back one `ToolOutcome` per call, in order. A call still running
+    ``timeout`` seconds after the turn's calls started is given up (`timed_out`); None: no limit."""
 
     calls: list[PendingCall]
     turn: int
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -200,12 +203,14 @@ def prepare(call: ToolCall, tools: ToolSet) -> PendingCall:
 
 
 class ToolLoop:
-    """A checked ``run_tools`` call: the request parameters, the tools and ``max_turns``."""
+    """A checked ``run_tools`` call: the request parameters, the tools, ``max_turns`` and ``tool_timeout``."""
 
-    def __init__(self, params: Mapping[str, Any], tools: ToolSet, max_turns: int) -> None:
+    def __init__(self, params: Mapping[str, Any], tools: ToolSet, max_turns: int,
+                 tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> None:
         self.params = {k: v for k, v in params.items() if k != "tools"}
         self.tools = tools
         self.max_turns = check_max_turns(max_turns)
+        self.tool_timeout = check_tool_timeout(tool_timeout)
         if not tools.runnable:
             raise InvalidRequestError("run_tools needs at least one tool it can run: a function, an async function, "
                                       "or pydantic_function_tool(Model, handler=fn).", field="tools")
@@ -237,7 +242,7 @@ class ToolLoop:
             if turn == self.max_turns:
                 break
             pending = [prepare(call, self.tools) for call in calls]
-            outcomes: list[ToolOutcome] = yield RunTools(pending, turn)
+            outcomes: list[ToolOutcome] = yield RunTools(pending, turn, self.tool_timeout)
             for item, outcome in zip(pending, outcomes, strict=True):
                 records.append(ToolCallRecord(item.id, item.name, item.call.function.arguments, item.arguments,
                                               outcome.output, outcome.result, outcome.error, outcome.duration_s,
@@ -258,6 +263,14 @@ def failed(pending: PendingCall, exc: BaseException, duration_s: float) -> ToolO
     return ToolOutcome(text, None, text, duration_s)
 
 
+def timed_out(pending: PendingCall, timeout: float, duration_s: float) -> ToolOutcome:
+    """The outcome of a call still running after ``timeout`` seconds: the model is told, the call is left to
+    finish on its own (its thread no longer counts against ``tool_threads``)."""
+    text = (f"Error: the tool {pending.name!r} did not finish within {timeout:g} s (tool_timeout) and was "
+            "abandoned. Try again with a smaller request, or answer without it.")
+    return ToolOutcome(text, None, text, duration_s)
+
+
 def not_run(pending: PendingCall) -> ToolOutcome:
     """The outcome of a call that could not run (``pending.error``)."""
     assert pending.error is not None
@@ -265,9 +278,9 @@ def not_run(pending: PendingCall) -> ToolOutcome:
 
 
 def wants_tool_loop(params: Mapping[str, Any]) -> bool:
-    """True when a batch item runs a tool loop: ``max_turns`` is given, or a tool can run (a function, or
-    a typed tool with a handler)."""
-    if "max_turns" in params:
+    """True when a batch item runs a tool loop: ``max_turns`` or ``tool_timeout`` is given, or a tool can run
+    (a function, or a typed tool with a handler)."""
+    if "max_turns" in params or "tool_timeout" in params:
         return True
     tools = params.get("tools")
     if not isinstance(tools, (list, tuple)):
@@ -277,16 +290,19 @@ def wants_tool_loop(params: Mapping[str, Any]) -> bool:
 
 
 def plan_tool_loop(params: Mapping[str, Any]) -> ToolLoop:
-    """A batch item's tool loop from its ``create()`` parameters plus ``max_turns`` (default 10)."""
+    """A batch item's tool loop from its ``create()`` parameters plus ``max_turns`` (default 10) and
+    ``tool_timeout`` (default 60 s)."""
     from holysheep._core.tools import tool_set
 
     rest = dict(params)
     max_turns = rest.pop("max_turns", DEFAULT_MAX_TURNS)
+    tool_timeout = rest.pop("tool_timeout", DEFAULT_TOOL_TIMEOUT)
     if "max_repairs" in rest:
         raise InvalidRequestError("max_repairs does not apply to a tool loop: arguments that do not validate are "
                                   "sent back to the model as the tool's result. Leave out max_repairs.",
                                   field="max_repairs")
     if "tools" not in rest:
-        raise InvalidRequestError("max_turns needs tools=[...] to run (functions, or pydantic_function_tool("
-                                  "Model, handler=fn)).", field="max_turns")
-    return ToolLoop(rest, tool_set(rest.pop("tools")), max_turns)
+        name = "max_turns" if "max_turns" in params else "tool_timeout"
+        raise InvalidRequestError(f"{name} needs tools=[...] to run (functions, or pydantic_function_tool("
+                                  "Model, handler=fn)).", field=name)
+    return ToolLoop(rest, tool_set(rest.pop("tools")), max_turns, tool_timeout)

@@ -19,11 +19,13 @@ from holysheep._core.call_plan import CallPlan
 from holysheep._core.hooks import BatchContext
 from holysheep._core.retry import RetryPolicy
 from holysheep._core.structured import plan_parse, wants_parse
+from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS
 from holysheep._core.tool_loop import RunTools, ToolRunResult, plan_tool_loop, wants_tool_loop
 from holysheep._engine.delivery import ResultSink
 from holysheep._engine.requests import BatchRequest
 from holysheep._engine.sender import Sender
 from holysheep._engine.tool_calls import run_turn_async
+from holysheep._engine.tool_pool import tool_pool
 from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import HolySheepError
 from holysheep.types.chat import ChatCompletion
@@ -127,7 +129,9 @@ class ItemPlanner:
         """Run an agent item's tool calls (concurrently; slot-free), then feed the outcomes to its loop."""
         try:
             batch = self.batch_ctx
-            outcomes = await run_turn_async(step, batch.hooks if batch is not None else None, batch)
+            threads = getattr(self._sender, "tool_threads", DEFAULT_TOOL_THREADS)  # the client's tool_threads
+            outcomes = await run_turn_async(step, batch.hooks if batch is not None else None, batch,
+                                            tool_pool(threads))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # pragma: no cover - each call's failure is already its outcome

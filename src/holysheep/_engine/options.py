@@ -97,8 +97,8 @@ def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[s
     option is checked here, before any request."""
     options = {k: v for k, v in params.items() if k in BATCH_OPTION_NAMES}
     hooks = {k: v for k, v in params.items() if k in HOOK_NAMES}
-    defaults = {k: v for k, v in params.items()
-                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and v is not None}
+    defaults = {k: v for k, v in params.items()  # tool_timeout=None means no limit: it is kept
+                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and (v is not None or k == "tool_timeout")}
     _check_known(defaults)
     if "max_retries" in defaults:
         check_max_retries(defaults["max_retries"])
@@ -112,6 +112,10 @@ def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[s
         from holysheep._core.tool_loop import check_max_turns
 
         check_max_turns(defaults["max_turns"])
+    if "tool_timeout" in defaults:
+        from holysheep._core.tool_limits import check_tool_timeout
+
+        check_tool_timeout(defaults["tool_timeout"])
     return BatchOptions(**options), Hooks(**hooks), defaults
 
 
@@ -119,7 +123,7 @@ def _check_known(defaults: Mapping[str, Any]) -> None:
     """A misspelt option fails the whole batch up front (it would otherwise fail every item)."""
     from holysheep._core.request import CHAT_PARAM_NAMES
 
-    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "dimensions", "encoding_format"}
+    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "tool_timeout", "dimensions", "encoding_format"}
     for key in defaults:
         if key not in known:
             import difflib

@@ -14,6 +14,7 @@ from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
     from holysheep._core.tool_loop import ToolLoop, ToolRunResult
+    from holysheep._engine.tool_pool import ToolPool
 
 __all__ = ["AsyncRunTools", "SyncRunTools", "arun_tools", "plan_tools", "run_tools"]
 
@@ -26,19 +27,21 @@ class SyncRunTools:
     _client: Executor
 
     def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput], max_turns: int = 10,
-                  **params: Unpack[RunToolsParams]) -> ToolRunResult:
+                  tool_timeout: float | None = 60.0, **params: Unpack[RunToolsParams]) -> ToolRunResult:
         """Ask the model, run the tools it calls, send their results back, until it answers without a tool call.
 
         ``tools``: plain functions and async functions (described by `function_tool` from their type hints
         and docstring), ``pydantic_function_tool(Model, handler=fn)``, or raw tool dicts (which the loop
-        cannot run). The calls of one turn run concurrently in a small thread pool. A tool that raises, an
-        unknown tool and arguments that do not validate are sent back to the model as the tool's result.
+        cannot run). The calls of one turn run concurrently in the SDK's own threads (``tool_threads`` at once,
+        a client option). A tool that raises, one still running after ``tool_timeout`` seconds (default 60;
+        None: no limit; it is then left to finish on its own), an unknown tool and arguments that do not
+        validate are sent back to the model as the tool's result.
         After ``max_turns`` requests that still call tools, raises `MaxTurnsError` (its ``messages`` hold the
         transcript). Returns a `ToolRunResult`: ``completion``, ``messages``, ``tool_calls`` (each with its
         result and duration), ``usage`` and ``cost`` over every request. Other arguments are ``create()``'s;
         each request gets the client's retries, fallbacks and timeouts. See ``docs/tools.md``.
         """
-        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns)
+        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns, tool_timeout)
         return run_tools(self._client, loop)
 
 
@@ -48,10 +51,12 @@ class AsyncRunTools:
     _client: Executor
 
     async def run_tools(self, *, model: ModelName, messages: Messages, tools: Sequence[ToolInput],
-                        max_turns: int = 10, **params: Unpack[RunToolsParams]) -> ToolRunResult:
-        """The async ``run_tools``: the calls of one turn run with ``asyncio.gather`` (plain functions in
-        worker threads). Same arguments, result and errors as the sync ``Client.chat.completions.run_tools``."""
-        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns)
+                        max_turns: int = 10, tool_timeout: float | None = 60.0,
+                        **params: Unpack[RunToolsParams]) -> ToolRunResult:
+        """The async ``run_tools``: the calls of one turn run concurrently (plain functions in the SDK's own
+        threads, async ones on this loop). Same arguments, result and errors as the sync
+        ``Client.chat.completions.run_tools``."""
+        loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns, tool_timeout)
         return await arun_tools(self._client, loop)
 
 
@@ -62,12 +67,21 @@ def request_spec(request: Mapping[str, Any]) -> RequestSpec:
                            params=params, parse=parse_chat_completion)
 
 
-def plan_tools(params: Mapping[str, Any], tools: Any, max_turns: int) -> ToolLoop:
+def plan_tools(params: Mapping[str, Any], tools: Any, max_turns: int, tool_timeout: float | None) -> ToolLoop:
     """Check ``run_tools`` arguments before any I/O."""
     from holysheep._core.tool_loop import ToolLoop  # lazy: `import holysheep` stays light
     from holysheep._core.tools import tool_set
 
-    return ToolLoop(params, tool_set(tools), max_turns)
+    return ToolLoop(params, tool_set(tools), max_turns, tool_timeout)
+
+
+def _pool_of(client: Executor) -> ToolPool:
+    """The tool threads of the client's ``tool_threads`` size."""
+    from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS
+    from holysheep._engine.tool_pool import tool_pool
+
+    config = getattr(client, "config", None)
+    return tool_pool(getattr(config, "tool_threads", DEFAULT_TOOL_THREADS))
 
 
 def _hooks_of(client: Executor) -> HookSet | None:
@@ -81,11 +95,12 @@ def run_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn
 
-    hooks = _hooks_of(client)
+    hooks, pool = _hooks_of(client), _pool_of(client)
     steps = loop.steps()
     step = next(steps)
     while True:
-        answer = run_turn(step, hooks) if isinstance(step, RunTools) else client._execute(request_spec(step))
+        answer = (run_turn(step, hooks, pool) if isinstance(step, RunTools)
+                  else client._execute(request_spec(step)))
         try:
             step = steps.send(answer)
         except StopIteration as stop:
@@ -98,12 +113,12 @@ async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn_async
 
-    hooks = _hooks_of(client)
+    hooks, pool = _hooks_of(client), _pool_of(client)
     steps = loop.steps()
     step = next(steps)
     while True:
         if isinstance(step, RunTools):
-            answer: Any = await run_turn_async(step, hooks)
+            answer: Any = await run_turn_async(step, hooks, pool=pool)
         else:
             answer = await client._execute(request_spec(step))
         try:
