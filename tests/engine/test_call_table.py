@@ -170,3 +170,14 @@ def test_open_circuit_skips_the_primary_until_the_cooldown() -> None:
     assert plan.call.served_by == "primary"  # one probe
     assert plan.after(plan.call.on_response(_resp(200, body=OK_BODY))) is None
     assert breaker.state == "closed"
+
+
+@pytest.mark.parametrize(("timeout", "idle", "read"), [
+    (3.0, 300.0, 3.0), (600.0, 300.0, 300.0), (10.0, None, 10.0), (httpx.Timeout(5.0, read=None), 300.0, 300.0)])
+def test_a_streams_byte_read_waits_the_idle_limit_but_never_past_the_callers_read_timeout(
+        timeout: Any, idle: float | None, read: float) -> None:
+    spec = build_chat_spec(model="m", messages=[{"role": "user", "content": "hi"}], stream=True, params={},
+                           parse=parse_chat_completion)
+    call = Call(_config(timeout=timeout, stream_idle_timeout=idle), spec)
+    assert call.timeout.read == read
+    assert call.idle_timeout == idle

@@ -103,8 +103,9 @@ def _settings(config: ClientConfig, opts: RequestOptions, stream: bool
     check_idle_timeout(idle)
     idle_timeout = float(idle) if idle is not None and stream else None
     if idle_timeout is not None:
-        t = timeout
-        timeout = httpx.Timeout(connect=t.connect, read=idle_timeout, write=t.write, pool=t.pool)
+        t = timeout  # a byte read waits at most the idle limit, and never longer than the caller's read timeout
+        read = idle_timeout if t.read is None else min(t.read, idle_timeout)
+        timeout = httpx.Timeout(connect=t.connect, read=read, write=t.write, pool=t.pool)
     return policy, timeout, deadline_s, idle_timeout
 
 
