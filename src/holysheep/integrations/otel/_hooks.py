@@ -156,6 +156,8 @@ class OpenTelemetryHooks(Hooks):
         if outcome == "success":
             ctx = event.ctx
             if ctx.stream or ctx.lazy_body:  # the span ends with the stream (on_stream_end) or the body (on_body_end)
+                if event.request_id and ctx.stream:  # the stream's end event has no headers
+                    call.end[REQUEST_ID] = event.request_id
                 return
             response = event.response
             if isinstance(response, APIResponse):  # with_raw_response: the parsed value (parsed once, kept)
