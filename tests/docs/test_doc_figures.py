@@ -180,3 +180,21 @@ def test_the_batch_defaults_the_docs_quote_are_the_code_s() -> None:
                    "`retry_budget=0.2`", "`outage_failure_ratio` (0.9) of the last `outage_window` (100)",
                    "`outage_after_s` (60 s)", "`max_pause_s=300`", "`gc_threshold=10_000`"):
         assert quoted in batch, quoted
+
+
+def test_the_tracing_cost_against_the_peer_matches_the_benchmark_results() -> None:
+    """docs/observability.md's table of holysheep + its instrumentor against openai + the official one."""
+    peer = _results()["otel_overhead"]["peer"]
+    one, many = peer["instructions_concurrency_1"], peer["instructions_concurrency_64"]
+    rows = _rows(_section((ROOT / "docs" / "observability.md").read_text(), "**Against the peer.**"))
+    labels = {"openai_traced": "openai-python + `opentelemetry-instrumentation-openai-v2`",
+              "holysheep_traced": "holysheep + `HolySheepInstrumentor`",
+              "openai_off": "openai-python, no instrumentation", "holysheep_off": "holysheep, no instrumentation"}
+    for side, label in labels.items():
+        shown = [f"{round(r['k_instructions_per_request'][side]):,}k" for r in (one, many)]
+        if side == "holysheep_traced":
+            shown = [f"{s} (**{_2(r['ratio'])}x**)" for s, r in zip(shown, (one, many), strict=True)]
+        assert rows[label] == shown, (side, rows[label], shown)
+    prose = " ".join(_section((ROOT / "docs" / "observability.md").read_text(), "**Against the peer.**").split())
+    assert f"`tracing_increment_ratio` {_2(one['tracing_increment_ratio'])}x" in prose
+    assert all(r["meets_target"] and r["target"] == 0.5 for r in (one, many))

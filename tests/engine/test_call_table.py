@@ -108,6 +108,7 @@ def test_only_call_writes_attempt_headers_from_its_count_and_given_key() -> None
     call = Call(_config(), _spec(extra_headers={"x-holysheep-retry-count": "9"}), idempotency_key="hs-fixed")
     seen = []
     for _ in range(3):
+        call.begin_attempt()
         request = call.next_request(None)
         seen.append((request.headers["x-holysheep-retry-count"], request.headers["idempotency-key"]))
         call.on_response(_resp(500))

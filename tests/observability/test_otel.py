@@ -109,9 +109,10 @@ def test_a_stream_span_ends_when_the_stream_ends(server: FakeServer) -> None:
     assert a["gen_ai.response.finish_reasons"] == ("stop",)
     assert a["gen_ai.usage.output_tokens"] == final.usage.completion_tokens
     assert "holysheep.stream.closed_early" not in a
+    assert a["holysheep.request_id"] == server.requests[-1].request_id  # from the headers, as for a create
     (ttfc,) = t.points("gen_ai.client.operation.time_to_first_chunk")
     (tpoc,) = t.points("gen_ai.client.operation.time_per_output_chunk")
-    assert ttfc.count == 1 and tpoc.count == 1
+    assert ttfc.count == 1 and tpoc.count == 2  # one per output chunk after the first ("two", "three")
     (duration,) = t.points("gen_ai.client.operation.duration")
     assert duration.sum >= ttfc.sum
 

@@ -177,8 +177,16 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
 
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
+        if call.ctx is not None:
+            self._check_open()  # a closed client reports no attempt to the hooks
+        call.begin_attempt()
         try:
-            outcome = attempt_outcome(call, await within_deadline(self._backend.send(call), call.deadline_s), None)
+            if call.ctx is None or not call.ctx.wraps_send:
+                response = await within_deadline(self._backend.send(call), call.deadline_s)
+            else:
+                with call.ctx.sending():  # e.g. the OTel span is current while the request goes out
+                    response = await within_deadline(self._backend.send(call), call.deadline_s)
+            outcome = attempt_outcome(call, response, None)
         except httpx.RequestError as exc:
             return attempt_outcome(call, None, exc)
         if call.spec.stream and outcome.error is None and not outcome.retry:

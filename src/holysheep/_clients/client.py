@@ -147,8 +147,16 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
 
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
+        if call.ctx is not None:
+            self._check_open()  # a closed client reports no attempt to the hooks
+        call.begin_attempt()
         try:
-            outcome = attempt_outcome(call, self._backend.send(call), None)
+            if call.ctx is None or not call.ctx.wraps_send:
+                response = self._backend.send(call)
+            else:
+                with call.ctx.sending():  # e.g. the OTel span is current while the request goes out
+                    response = self._backend.send(call)
+            outcome = attempt_outcome(call, response, None)
         except httpx.RequestError as exc:
             return attempt_outcome(call, None, exc)
         if call.spec.stream and outcome.error is None and not outcome.retry:

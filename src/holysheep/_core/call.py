@@ -1,7 +1,8 @@
 """The life of one API call as a sans-I/O state machine shared by the sync and async clients.
 
-The shells loop: ``request = call.next_request(http)`` → send → ``call.on_response`` or
-``call.on_transport_error`` → an ``Outcome`` says return, raise, or sleep and retry.
+The shells loop: ``call.begin_attempt()`` → (within ``call.ctx.sending()`` when hooks wrap the send)
+``request = call.next_request(http)`` → send → ``call.on_response`` or ``call.on_transport_error`` → an
+``Outcome`` says return, raise, or sleep and retry.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ __all__ = ["Call", "Outcome", "RawResponse", "new_idempotency_key"]
 _POLICIES: dict[tuple[Any, ...], RetryPolicy] = {}
 RETRY_COUNT_HEADER = "x-holysheep-retry-count"
 IDEMPOTENCY_HEADER = "idempotency-key"
+_OWN_HEADERS = frozenset({"authorization", "content-type", "content-length", "host", IDEMPOTENCY_HEADER,
+                          RETRY_COUNT_HEADER})  # what hooks may not set
 
 
 def _reseed_idempotency_keys() -> None:
@@ -193,18 +196,24 @@ class Call:
         if self.ctx is not None:
             url = self._url
             self.ctx.request_sent(self.retries_taken, self.served_by, self._url_str, url.host,
-                                  url.port or (443 if url.scheme == "https" else 80))
+                                  url.port or (443 if url.scheme == "https" else 80), self.set_hook_header)
         self.started_at = self.config.clock()
         if logger.isEnabledFor(10):
             logger.debug("%s %s attempt=%d", self.spec.method, self._url, self.retries_taken + 1)
 
+    def set_hook_header(self, name: str, value: str) -> None:
+        """A hook's header (`RequestEvent.set_header`): sent from now on; the SDK's own headers are refused."""
+        key = name.lower()
+        if key in _OWN_HEADERS:
+            raise ValueError(f"a hook cannot set the {name!r} header: the SDK writes it")
+        self._headers[key] = value
+
     def next_request(self, http: httpx.Client | httpx.AsyncClient | None) -> httpx.Request:
-        """Begin the next attempt and return its httpx request.
+        """The attempt begun last (`begin_attempt`) as an httpx request.
 
         With ``http`` the request is built by that client (its default headers, cookies); with None it
         is built directly.
         """
-        self.begin_attempt()
         if http is None:
             return self.httpx_request()
         return http.build_request(self.spec.method, self._url, content=self._content, headers=self._headers,

@@ -9,7 +9,7 @@ from holysheep._exceptions import InvalidRequestError
 from holysheep.types.embeddings import CreateEmbeddingResponse
 
 if TYPE_CHECKING:
-    from holysheep._core.request import RequestSpec
+    from holysheep._core.request import RequestOptions, RequestSpec
 
 __all__ = ["EMBEDDING_PARAM_NAMES", "check_embedding_input", "embedding_body", "embedding_parser", "embedding_spec"]
 
@@ -109,7 +109,7 @@ def embedding_parser(decode: bool) -> Callable[[bytes], CreateEmbeddingResponse]
 def embedding_spec(params: Mapping[str, Any]) -> RequestSpec:
     """A batch item's embeddings request (``model``, ``input`` and the optional fields; per-call options as
     for ``embeddings.create``). Raises `InvalidRequestError` naming an unknown field."""
-    from holysheep._core.request import RequestSpec, request_options
+    from holysheep._core.request import request_options
 
     known = EMBEDDING_PARAM_NAMES | {"extra_body", "extra_headers", "extra_query", "timeout", "max_retries"}
     unknown = sorted(set(params) - known)
@@ -120,4 +120,16 @@ def embedding_spec(params: Mapping[str, Any]) -> RequestSpec:
     body, decode = embedding_body(model=params.get("model"), input=params.get("input"),
                                   dimensions=params.get("dimensions"), encoding_format=params.get("encoding_format"),
                                   user=params.get("user"), extra_body=params.get("extra_body"))
-    return RequestSpec("POST", "embeddings", body, embedding_parser(decode), options=request_options(params))
+    return embedding_request(body, decode, request_options(params))
+
+
+_DEFAULTED = frozenset({"encoding_format"})
+
+
+def embedding_request(body: dict[str, Any], decode: bool, options: RequestOptions) -> RequestSpec:
+    """The request of an `embedding_body`: with ``decode``, the base64 ``encoding_format`` is the SDK's choice
+    (``defaulted``, so hooks do not report it as the caller's)."""
+    from holysheep._core.request import RequestSpec
+
+    return RequestSpec("POST", "embeddings", body, embedding_parser(decode), options=options,
+                       defaulted=_DEFAULTED if decode else frozenset())

@@ -6,8 +6,10 @@ objects it passes around. A context reaches its hooks through the ``Emitter`` pr
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -41,6 +43,10 @@ class Emitter(Protocol):
         """Call ``method`` on every hook that implements it, with ``event``."""
         ...
 
+    def around_send(self, event: RequestEvent) -> AbstractContextManager[None]:
+        """What the shell enters while ``event``'s attempt is sent: every hook's ``around_send`` context."""
+        ...
+
 
 # ---------------------------------------------------------------------------------------------- contexts
 class BatchContext:
@@ -70,10 +76,12 @@ class CallContext:
     switch); ``batch`` is the ``BatchContext`` of the batch the call belongs to, if any. ``clock`` (the
     client config's) gives ``started_at`` and every event's ``elapsed_s``. ``lazy_body``: a
     ``with_streaming_response`` call without ``stream=True``, whose ``on_body_end`` follows ``on_response``.
+    ``defaulted``: the body keys the SDK filled in itself (embeddings' base64 ``encoding_format``), which the
+    caller did not set.
     """
 
-    __slots__ = ("_pending", "attempts", "batch", "body", "clock", "hooks", "lazy_body", "live", "method",
-                 "operation", "path", "started_at", "state", "stream")
+    __slots__ = ("_pending", "attempts", "batch", "body", "clock", "defaulted", "hooks", "lazy_body", "live",
+                 "method", "operation", "path", "request", "started_at", "state", "stream", "wraps_send")
 
     def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, Any] | None,
                  stream: bool, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -85,12 +93,15 @@ class CallContext:
         self.body = body
         self.stream = stream
         self.lazy_body = False
+        self.defaulted: frozenset[str] = frozenset()  # body keys the SDK set, not the caller
         self.batch: BatchContext | None = None
         self.attempts = 0
         self.started_at = 0.0
         self.state: dict[Any, Any] = {}
         self.live = False  # a stream handed to the caller: its chunk and end events go out at once
         self._pending: list[tuple[str, Any]] | None = None
+        self.request: RequestEvent | None = None  # the attempt begun last
+        self.wraps_send = hooks.wants("around_send")  # else the shells send without entering `sending()`
 
     @property
     def model(self) -> str | None:
@@ -99,12 +110,20 @@ class CallContext:
         return model if isinstance(model, str) else None
 
     # ---- what the core calls
-    def request_sent(self, attempt_retries: int, served_by: str, url: str, host: str, port: int) -> None:
+    def request_sent(self, attempt_retries: int, served_by: str, url: str, host: str, port: int,
+                     set_header: Callable[[str, str], None] | None = None) -> None:
         if self.attempts == 0:
             self.started_at = self.clock()
         self.attempts += 1
         self._pending = None  # a stream that ended before its first event is retried: forget its end
-        self.hooks.emit("on_request", RequestEvent(self, self.attempts, attempt_retries, served_by, url, host, port))
+        event = self.request = RequestEvent(self, self.attempts, attempt_retries, served_by, url, host, port,
+                                            set_header)
+        self.hooks.emit("on_request", event)
+
+    def sending(self) -> AbstractContextManager[None]:
+        """What the shells enter around sending the attempt begun last (only when ``wraps_send``)."""
+        assert self.request is not None
+        return self.hooks.around_send(self.request)
 
     def stream_event(self, method: str, event: Any) -> None:
         """A stream's chunk or end: sent at once while the stream is live, else kept until it is."""
@@ -137,14 +156,23 @@ def _operation(path: str) -> str:
 class RequestEvent:
     """An attempt is about to go out. ``attempt``: 1, 2, ... across the whole call; ``retries_taken``:
     retries so far on the endpoint it goes to; ``served_by``: ``"primary"`` or the fallback's name;
-    ``url``, ``host``, ``port``: where it goes (no credentials ever appear in them)."""
+    ``url``, ``host``, ``port``: where it goes (no credentials ever appear in them). `set_header` adds a
+    header to the attempt (trace context)."""
 
-    __slots__ = ("attempt", "ctx", "host", "port", "retries_taken", "served_by", "url")
+    __slots__ = ("_set_header", "attempt", "ctx", "host", "port", "retries_taken", "served_by", "url")
 
     def __init__(self, ctx: CallContext, attempt: int, retries_taken: int, served_by: str, url: str, host: str,
-                 port: int) -> None:
+                 port: int, set_header: Callable[[str, str], None] | None = None) -> None:
         self.ctx, self.attempt, self.retries_taken = ctx, attempt, retries_taken
         self.served_by, self.url, self.host, self.port = served_by, url, host, port
+        self._set_header = set_header
+
+    def set_header(self, name: str, value: str) -> None:
+        """Send ``name: value`` with this attempt (and the call's later ones, until set again), as a trace
+        propagator does with ``traceparent``, from ``on_request`` or ``around_send``. The SDK's own headers
+        (authorization, content type, idempotency key, retry count) are kept: setting one raises ValueError."""
+        if self._set_header is not None:
+            self._set_header(name, value)
 
 
 class ResponseEvent:
@@ -222,6 +250,18 @@ class StreamEndEvent:
     def text(self) -> str:
         """The content received (choice 0)."""
         return self._state.partial_text
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The tool calls received (choice 0), as ``{"id", "type", "function": {"name", "arguments"}}`` dicts."""
+        calls = self._state._tools.get(0)
+        return [calls[i] for i in sorted(calls)] if calls else []
+
+    @property
+    def chunk_gaps(self) -> list[float]:
+        """Seconds between successive output chunks (content, reasoning, refusal or tool-call deltas), in order."""
+        times = self._state._content_times
+        return [b - a for a, b in itertools.pairwise(times)]
 
 
 class BatchEvent:

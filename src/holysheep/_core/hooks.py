@@ -7,7 +7,8 @@ client (and once for the process-wide hooks an instrumentor registers); a call t
 
 Order of the events of one logical call (retries and fallbacks included)::
 
-    on_request(attempt=1) -> on_response(outcome="retry") -> on_request(attempt=2) -> on_response("success")
+    on_request(attempt=1) -> around_send (entered while it is sent) -> on_response(outcome="retry")
+    -> on_request(attempt=2) -> around_send -> on_response("success")
     stream: ... -> on_response("success") -> on_stream_first_chunk -> on_stream_end
     with_streaming_response, no stream=True: ... -> on_response("success") (at the headers) -> on_body_end
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from holysheep._core.body_report import BodyEndEvent
@@ -65,6 +67,12 @@ class Hooks:
     def on_request(self, event: RequestEvent) -> None:
         """An attempt is about to be sent (``event.attempt`` counts from 1 across retries and fallbacks)."""
 
+    def around_send(self, event: RequestEvent) -> AbstractContextManager[None] | None:
+        """A context manager to enter while the attempt of ``event`` (after its ``on_request``) is sent, on the
+        thread or task that sends it: what is current there is current for the HTTP client (its spans, its
+        propagators). None: nothing to enter."""
+        return None
+
     def on_response(self, event: ResponseEvent) -> None:
         """An attempt ended: a response or an error; ``event.outcome`` says what happens next."""
 
@@ -94,7 +102,7 @@ class Hooks:
         """A tool call returned (``event.error`` is set when it raised)."""
 
 
-_METHODS = ("on_request", "on_response", "on_stream_first_chunk", "on_stream_end", "on_body_end",
+_METHODS = ("on_request", "around_send", "on_response", "on_stream_first_chunk", "on_stream_end", "on_body_end",
             "on_batch_start", "on_batch_item", "on_batch_end", "on_tool_start", "on_tool_end")
 
 
@@ -160,6 +168,10 @@ class HookSet:
             except Exception as exc:
                 _warn_once(hook, method, exc)
 
+    def around_send(self, event: RequestEvent) -> _Around:
+        """Every hook's ``around_send`` context for ``event``, entered in order and left in reverse."""
+        return _Around(self.methods["around_send"], event)
+
     def merged(self, other: HookSet) -> HookSet:
         cached = self._merged
         if cached is not None and cached[0] is other:
@@ -170,6 +182,35 @@ class HookSet:
 
     def __repr__(self) -> str:
         return f"HookSet({', '.join(type(h).__name__ for h in self.hooks)})"
+
+
+class _Around:
+    """The hooks' ``around_send`` contexts of one attempt. A hook that raises (making, entering or leaving its
+    context) is logged once and skipped; an error of the send is never swallowed."""
+
+    __slots__ = ("entered", "event", "fns")
+
+    def __init__(self, fns: tuple[tuple[Any, Callable[[Any], Any]], ...], event: RequestEvent) -> None:
+        self.fns, self.event = fns, event
+        self.entered: list[tuple[Any, Any]] = []
+
+    def __enter__(self) -> None:
+        for hook, fn in self.fns:
+            try:
+                manager = fn(self.event)
+                if manager is not None:
+                    manager.__enter__()
+                    self.entered.append((hook, manager))
+            except Exception as exc:
+                _warn_once(hook, "around_send", exc)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        entered, self.entered = self.entered, []
+        for hook, manager in reversed(entered):
+            try:
+                manager.__exit__(*exc_info)
+            except Exception as exc:
+                _warn_once(hook, "around_send", exc)
 
 
 def check_hooks(hooks: object) -> HookSet | None:

@@ -168,6 +168,8 @@ class RequestSpec:
     raw: str = ""
     """``"raw"`` (``with_raw_response``): the reply comes back as an `APIResponse` (parsed on ``.parse()``);
     ``"stream"`` (``with_streaming_response``): a 2xx body is handed over unread; ``""``: the parsed reply."""
+    defaulted: frozenset[str] = frozenset()
+    """Body keys the SDK filled in itself (the caller did not set them): hooks report them as not set."""
 
     @property
     def model(self) -> str | None:

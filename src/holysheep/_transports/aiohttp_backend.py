@@ -174,13 +174,12 @@ class AiohttpBackend:
         return value
 
     async def send(self, call: Call) -> httpx.Response | RawResponse:
-        """Begin and send the call's next attempt. A 2xx reply read here comes back as a light
+        """Send the call's attempt (begun by the shell). A 2xx reply read here comes back as a light
         ``RawResponse``; a 2xx ``lazy_body`` (unread) and errors (read in full) as ``httpx.Response``."""
         import asyncio
 
         if self.closed:
             raise ClientClosedError
-        call.begin_attempt()
         lazy = call.lazy_body  # a 2xx body handed over unread (a stream, or with_streaming_response)
         session = self._session or self._open()
         aiohttp = self._aiohttp

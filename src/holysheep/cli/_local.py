@@ -74,8 +74,10 @@ def add_local_parsers(sub: Any) -> None:
 
     m = sub.add_parser("mock-server", help="run a local OpenAI-compatible test server (no key, no network)",
                        description="Serve holysheep.testing.FakeServer in the foreground until Ctrl-C. It prints "
-                                   "its base URL and the test key to use. Replies echo the last user message; "
-                                   "--script and --structured script tool calls and schema-valid JSON.")
+                                   "its base URL and the test key to use. It serves /v1/chat/completions, "
+                                   "/v1/completions, /v1/responses, /v1/embeddings and /v1/models. Replies echo "
+                                   "the last user message; --script and --structured script tool calls and "
+                                   "schema-valid JSON.")
     m.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     m.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     m.add_argument("--latency-ms", type=float, default=0.0, help="delay before the first byte/token")
@@ -90,7 +92,8 @@ def add_local_parsers(sub: Any) -> None:
                         "or taken in order (see docs/testing.md)")
     m.add_argument("--structured", action="store_true",
                    help="call the request's tools with schema-valid arguments and answer response_format with "
-                        "JSON valid for its schema (also for requests the script does not answer)")
+                        "JSON valid for its schema (json_object: for the schema written in the prompt, else {}), "
+                        "also for requests the script does not answer")
     m.set_defaults(func=run_mock_server)
 
 

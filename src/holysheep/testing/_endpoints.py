@@ -30,7 +30,8 @@ from ._responses import (
 
 __all__ = ["Endpoint", "EndpointHandler"]
 
-_ROUTES = {"/chat/completions": "POST", "/embeddings": "POST", "/models": "GET", "/quota": "GET"}
+_ROUTES = {"/chat/completions": "POST", "/completions": "POST", "/responses": "POST", "/embeddings": "POST",
+           "/models": "GET", "/quota": "GET"}
 Endpoint = Callable[[RecordedRequest], "Response | StreamReply"]
 
 
@@ -191,6 +192,8 @@ class EndpointHandler:
             builtin = self._quota
         elif method == "POST" and route == "/embeddings":
             builtin = self._embeddings
+        elif method == "POST" and route in ("/completions", "/responses"):
+            builtin = self._completions if route == "/completions" else self._responses
         custom = self._handlers.get((method, route))
         if custom is None:
             return builtin
@@ -223,6 +226,22 @@ class EndpointHandler:
         self.quota_used += tokens
         return result
 
+    def _completions(self, rec: RecordedRequest) -> Response | StreamReply:
+        from ._completions import completions_endpoint
+
+        result, tokens = completions_endpoint(rec.body, self.reply, models=self.models,
+                                              strict_models=self.strict_models, words_per_chunk=self.words_per_chunk)
+        self.quota_used += tokens
+        return result
+
+    def _responses(self, rec: RecordedRequest) -> Response | StreamReply:
+        from ._responses_api import responses_endpoint
+
+        result, tokens = responses_endpoint(rec.body, self.reply, models=self.models,
+                                            strict_models=self.strict_models, words_per_chunk=self.words_per_chunk)
+        self.quota_used += tokens
+        return result
+
     def _embeddings(self, rec: RecordedRequest) -> Response:
         from ._embeddings import embeddings_endpoint
 
@@ -250,9 +269,7 @@ class EndpointHandler:
             await write_body(writer, result.status, data, content_type, headers, keep_alive=keep, cut=cut)
         else:
             rec.status = 200
-            paced = range(2, result.content_events + 1)
             delay = self.stream_chunk_delay
-            await write_sse(
-                writer, result.events, headers, keep_alive=keep, cut=cut, delay=delay, paced=paced, sleep=self.sleep
-            )
+            await write_sse(writer, result.events, headers, keep_alive=keep, cut=cut, delay=delay,
+                            paced=result.paced, sleep=self.sleep)
         return keep and not cut

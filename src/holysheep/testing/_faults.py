@@ -6,6 +6,7 @@ import random
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Union
 
 from ._fault import Fault
@@ -125,6 +126,11 @@ def fault_response(fault: Fault) -> Response:
     return Response(status, error_body(fault.message or msg, type_, code), headers)
 
 
+def _kept(result: StreamReply, after_events: int) -> int:
+    """How many content events are among the first ``after_events`` events."""
+    return max(0, min(result.content_events, after_events - result.first_content))
+
+
 def apply_fault(fault: Fault, result: Response | StreamReply) -> Response | StreamReply:
     """Spoil a normal response as ``malformed_json``, ``stream_cut`` or ``stream_error`` say."""
     if fault.kind == "stream_error":
@@ -132,12 +138,12 @@ def apply_fault(fault: Fault, result: Response | StreamReply) -> Response | Stre
         if isinstance(result, Response):
             return Response(500, err, result.headers)
         events = [*result.events[: fault.after_events], b"data: " + dumps(err) + b"\n\n"]
-        return StreamReply(events, min(result.content_events, fault.after_events - 1), False, result.headers)
+        return replace(result, events=events, content_events=_kept(result, fault.after_events), cut=False)
     if fault.kind == "stream_cut":
         if isinstance(result, Response):
             return Response(result.status, result.body, result.headers, result.content_type, cut=True)
         events = result.events[: fault.after_events]
-        return StreamReply(events, min(result.content_events, fault.after_events - 1), True, result.headers)
+        return replace(result, events=events, content_events=_kept(result, fault.after_events), cut=True)
     if fault.kind == "malformed_json":
         if isinstance(result, Response):
             if result.status != 200:

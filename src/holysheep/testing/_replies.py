@@ -22,6 +22,8 @@ __all__ = [
     "ReplySpec",
     "ScriptedReply",
     "chat_completion",
+    "chat_usage",
+    "choice_count",
     "dumps",
     "error_body",
     "model_object",
@@ -83,7 +85,8 @@ class ScriptedReply:
 
 
 ReplySpec = Union[str, ScriptedReply, Callable[[dict[str, Any]], str | ScriptedReply]]
-"""``"echo"`` (the last user message), ``"lorem"`` (``max_tokens`` words, 16 by default), any other
+"""``"echo"`` (the last user message; with ``response_format`` ``json_object``, that message if it is a
+JSON object, else ``{"echo": message}``), ``"lorem"`` (``max_tokens`` words, 16 by default), any other
 string (returned as is), a `ScriptedReply`, or a callable taking the request body."""
 
 
@@ -123,6 +126,21 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return None
 
 
+def _wants_json_object(body: Mapping[str, Any]) -> bool:
+    fmt = body.get("response_format")
+    return isinstance(fmt, Mapping) and fmt.get("type") == "json_object"
+
+
+def _as_json_object(text: str) -> str:
+    """``text`` when it is a JSON object, else ``{"echo": text}``: what ``"echo"`` answers in JSON mode."""
+    try:
+        if isinstance(json.loads(text), dict):
+            return text
+    except ValueError:
+        pass
+    return _ENCODER.encode({"echo": text})
+
+
 def resolve_reply(spec: ReplySpec, body: dict[str, Any]) -> ScriptedReply:
     """Turn a reply spec into the reply for this request; ``max_tokens`` truncates it (``"length"``)."""
     if isinstance(spec, ScriptedReply):
@@ -132,6 +150,8 @@ def resolve_reply(spec: ReplySpec, body: dict[str, Any]) -> ScriptedReply:
     elif spec == "echo":
         users = [m for m in body.get("messages", ()) if isinstance(m, dict) and m.get("role") == "user"]
         reply = ScriptedReply(_text(users[-1].get("content")) if users else "")
+        if _wants_json_object(body):
+            return ScriptedReply(_as_json_object(reply.content))
     elif spec == "lorem":
         limit = _max_tokens(body)
         n = 16 if limit is None else limit
@@ -182,8 +202,24 @@ def _wire_call(call: Mapping[str, str], index: int | None = None) -> dict[str, A
     return out if index is None else {"index": index, **out}
 
 
+def choice_count(body: Mapping[str, Any]) -> int:
+    """The request's ``n`` (how many choices to answer, 1 to 128); 1 when absent or not a positive int."""
+    n = body.get("n")
+    return min(n, 128) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
+
+
+def chat_usage(body: dict[str, Any], reply: ScriptedReply) -> dict[str, int]:
+    """The usage of a reply given ``n`` times: each choice's completion tokens count."""
+    counted = usage(body, reply_text(reply))
+    n = choice_count(body)
+    if n > 1:
+        counted["completion_tokens"] *= n
+        counted["total_tokens"] = counted["prompt_tokens"] + counted["completion_tokens"]
+    return counted
+
+
 def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> dict[str, Any]:
-    """A non-streaming ``chat.completion`` object."""
+    """A non-streaming ``chat.completion`` object with ``n`` identical choices (1 by default)."""
     message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else reply.content,
                                "refusal": reply.refusal}
     if reply.tool_calls:
@@ -195,14 +231,10 @@ def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> d
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": reply.finish_reason,
-            }
+            {"index": i, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+            for i in range(choice_count(body))
         ],
-        "usage": usage(body, reply_text(reply)),
+        "usage": chat_usage(body, reply),
         "system_fingerprint": "fp_holysheep_fake",
     }
 
@@ -214,7 +246,8 @@ def stream_events(
 
     The first chunk carries the role, then one chunk per ``words_per_chunk`` words, then a chunk with
     an empty delta and the finish reason; with ``stream_options.include_usage`` every chunk has
-    ``"usage": null`` and a last chunk with ``"choices": []`` carries the usage.
+    ``"usage": null`` and a last chunk with ``"choices": []`` carries the usage. With ``n`` > 1 each
+    chunk carries the same delta for every choice index.
     """
     cid, created = new_id("chatcmpl-"), int(time.time())
     options = body.get("stream_options")
@@ -233,8 +266,10 @@ def stream_events(
             obj["usage"] = usage_value
         return b"data: " + dumps(obj) + b"\n\n"
 
+    n = choice_count(body)
+
     def choice(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
-        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        return [{"index": i, "delta": delta, "logprobs": None, "finish_reason": finish} for i in range(n)]
 
     events = [chunk(choice({"role": "assistant", "content": "", "refusal": None}))]
     if reply.refusal:
@@ -248,7 +283,7 @@ def stream_events(
                       for i in range(0, len(args), 16))
     events.append(chunk(choice({}, reply.finish_reason)))
     if include_usage:
-        events.append(chunk([], usage(body, reply_text(reply))))
+        events.append(chunk([], chat_usage(body, reply)))
     events.append(b"data: [DONE]\n\n")
     return events
 

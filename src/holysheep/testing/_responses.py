@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any, Union
 from ._replies import (
     ReplySpec,
     chat_completion,
+    chat_usage,
     dumps,
     error_body,
     model_object,
-    reply_text,
     resolve_reply,
     split_pieces,
     stream_events,
-    usage,
 )
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ __all__ = [
     "chat_endpoint",
     "error_response",
     "model_endpoint",
+    "unknown_model",
 ]
 
 @dataclass
@@ -57,13 +57,20 @@ class Response:
 
 @dataclass
 class StreamReply:
-    """An SSE response: complete ``data: ...\\n\\n`` events. ``events[2 : content_events + 1]`` are each
-    preceded by the stream delay; ``cut=True`` closes the connection without ending the body."""
+    """An SSE response: complete ``data: ...\\n\\n`` events. ``content_events`` events from index
+    ``first_content`` carry the content; each after the first is preceded by the stream delay (`paced`).
+    ``cut=True`` closes the connection without ending the body."""
 
     events: list[bytes]
     content_events: int = 0
     cut: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
+    first_content: int = 1
+
+    @property
+    def paced(self) -> range:
+        """The indexes of the events the stream delay precedes."""
+        return range(self.first_content + 1, self.first_content + self.content_events)
 
 
 @dataclass
@@ -119,12 +126,12 @@ def chat_endpoint(
         msg = "'messages' must be a non-empty array."
         return error_response(400, msg, "invalid_request_error", None, "messages"), 0
     if strict_models and model not in models:
-        return _unknown_model(model, models), 0
+        return unknown_model(model, models), 0
     if quota_exhausted:
         msg = "You exceeded your current quota, please check your plan and billing details."
         return error_response(429, msg, "insufficient_quota", "insufficient_quota"), 0
     reply = resolve_reply(reply_spec, body)
-    tokens = usage(body, reply_text(reply))["total_tokens"]
+    tokens = chat_usage(body, reply)["total_tokens"]
     if body.get("stream") is True:
         events = stream_events(body, reply, model, words_per_chunk)
         paced = len(split_pieces(reply.content, words_per_chunk))
@@ -133,7 +140,7 @@ def chat_endpoint(
     return Response(200, chat_completion(body, reply, model)), tokens
 
 
-def _unknown_model(model_id: str, models: Mapping[str, str]) -> Response:
+def unknown_model(model_id: str, models: Mapping[str, str]) -> Response:
     served = ", ".join(f"`{name}`" for name in models)
     msg = f"The model `{model_id}` does not exist or you do not have access to it. Served models: {served}."
     return error_response(404, msg, "invalid_request_error", "model_not_found", "model")
@@ -144,5 +151,5 @@ def model_endpoint(model_id: str, models: Mapping[str, str]) -> Response:
     return (
         Response(200, model_object(model_id, models[model_id]))
         if model_id in models
-        else _unknown_model(model_id, models)
+        else unknown_model(model_id, models)
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._replies import ReplySpec, ScriptedReply, _text, new_id, resolve_reply
-from ._structured import json_reply, schema_example
+from ._structured import json_reply, prompt_schema, schema_example
 
 __all__ = ["Script", "auto_reply", "tool_call", "tool_reply"]
 
@@ -86,7 +86,8 @@ def _schema_json(body: Mapping[str, Any]) -> ScriptedReply | None:
     if isinstance(schema, Mapping):
         return json_reply(schema_example(schema))
     if isinstance(fmt, Mapping) and fmt.get("type") == "json_object":
-        return json_reply({})
+        schema = prompt_schema(body)
+        return json_reply(schema_example(schema) if schema is not None else {})
     return None
 
 
@@ -95,7 +96,8 @@ def auto_reply(fallback: ReplySpec = "echo") -> Callable[[dict[str, Any]], Scrip
 
     - with ``tools`` and no tool results yet: a call of the tool named by ``tool_choice`` (else the first
       tool), with arguments valid for its ``parameters`` schema (`schema_example`);
-    - with ``response_format`` (``json_schema``): JSON valid for its schema (``json_object``: ``{}``);
+    - with ``response_format``: JSON valid for its ``json_schema``; for ``json_object``, an example of the
+      schema written into the messages (`prompt_schema`), else ``{}``;
     - after tool results: ``"Tool results: <the results joined by '; '>"``;
     - otherwise ``fallback`` (the last user message by default).
     """

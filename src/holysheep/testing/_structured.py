@@ -11,7 +11,7 @@ from typing import Any
 
 from ._replies import ReplySpec, ScriptedReply, resolve_reply
 
-__all__ = ["json_reply", "refusal_reply", "reply_sequence", "schema_example", "schema_reply"]
+__all__ = ["json_reply", "prompt_schema", "refusal_reply", "reply_sequence", "schema_example", "schema_reply"]
 
 _FORMAT_EXAMPLES = {"date": "2025-01-01", "date-time": "2025-01-01T00:00:00Z", "time": "00:00:00",
                     "email": "user@example.com", "uri": "https://example.com", "uuid":
@@ -86,6 +86,36 @@ def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     envelope = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
     schema = envelope.get("schema") if isinstance(envelope, Mapping) else None
     return schema if isinstance(schema, Mapping) else None
+
+
+_SCHEMA_KEYS = ("properties", "$defs", "definitions", "anyOf", "oneOf", "items")
+
+
+def _looks_like_schema(value: Any) -> bool:
+    return isinstance(value, dict) and (value.get("type") == "object" or any(k in value for k in _SCHEMA_KEYS))
+
+
+def prompt_schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The first JSON schema written into the request's message text (system messages first), as JSON
+    mode prompts carry it (instructor's ``Mode.JSON``, LangChain's ``json_mode`` with a schema in the
+    prompt); ``None`` when no message holds one."""
+    messages = [m for m in body.get("messages", ()) if isinstance(m, Mapping)]
+    decoder = json.JSONDecoder()
+    for message in sorted(messages, key=lambda m: m.get("role") != "system"):
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"text": content}]
+        for part in parts:
+            text = part.get("text") if isinstance(part, Mapping) else None
+            start = text.find("{") if isinstance(text, str) else -1
+            while isinstance(text, str) and start >= 0:
+                try:
+                    value, _ = decoder.raw_decode(text, start)
+                except ValueError:
+                    value = None
+                if _looks_like_schema(value):
+                    return dict(value)
+                start = text.find("{", start + 1)
+    return None
 
 
 def _violation(schema: Mapping[str, Any] | None, valid: Any) -> Any:

@@ -9,8 +9,8 @@ from typing_extensions import TypedDict, Unpack
 
 from holysheep._clients.resources.chat import Resource
 from holysheep._core.config import TimeoutTypes
-from holysheep._core.embeddings import embedding_body, embedding_parser
-from holysheep._core.request import RequestSpec, request_options
+from holysheep._core.embeddings import embedding_body, embedding_request
+from holysheep._core.request import request_options
 
 __all__ = ["BaseEmbeddings", "EmbeddingInput", "RequestParams"]
 
@@ -52,6 +52,6 @@ class BaseEmbeddings(Resource, Generic[_RE]):
         body, decode = embedding_body(model=model, input=input, dimensions=dimensions,
                                       encoding_format=encoding_format, user=user,
                                       extra_body=options.get("extra_body"))
-        spec = RequestSpec("POST", "embeddings", body, embedding_parser(decode), options=request_options(options))
+        spec = embedding_request(body, decode, request_options(options))
         result: _RE = self._client._execute(spec)
         return result

@@ -56,12 +56,16 @@ def capture_from_env() -> bool:
     return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
 
 
-def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None) -> None:
-    """Add the request parameters that were set (numbers and stop sequences only)."""
+def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None,
+                       defaulted: frozenset[str] = frozenset()) -> None:
+    """Add the request parameters the caller set (numbers, stop sequences, formats); ``defaulted``: body keys
+    the SDK filled in itself, left out."""
     if not body:
         return
     other = False
     for key, value in body.items():  # a body holds a few keys: one pass over them, not a lookup per parameter
+        if defaulted and key in defaulted:
+            continue
         name = _REQUEST_PARAMS.get(key)
         if name is not None:
             if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
@@ -76,7 +80,7 @@ def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None) ->
     elif isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop):
         attrs["gen_ai.request.stop_sequences"] = tuple(stop)
     fmt = body.get("encoding_format")
-    if isinstance(fmt, str):
+    if isinstance(fmt, str) and "encoding_format" not in defaulted:
         attrs["gen_ai.request.encoding_formats"] = (fmt,)
     response_format = body.get("response_format")
     if isinstance(response_format, Mapping) and isinstance(response_format.get("type"), str):
@@ -153,7 +157,33 @@ def input_messages(body: Mapping[str, Any] | None) -> str | None:
     return json.dumps(out, ensure_ascii=False)
 
 
-def output_messages(choices: list[tuple[str | None, str | None]]) -> str:
-    """(text, finish reason) per choice as the convention's JSON (only with content capture on)."""
-    return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": redact(text or "")}],
-                        "finish_reason": reason or ""} for text, reason in choices], ensure_ascii=False)
+def _tool_call_part(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A ``tool_call`` part: ``arguments`` parsed from JSON when they are JSON (as the official openai-v2
+    instrumentation records them), else the string; key-shaped strings masked first."""
+    text = redact(arguments) if isinstance(arguments, str) else ""
+    value: Any = None
+    if text:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": value}
+
+
+def output_messages(choices: list[tuple[str | None, str | None, Any]]) -> str:
+    """(text, finish reason, tool calls) per choice as the convention's JSON (only with content capture on): a
+    ``text`` part when there is text, then a ``tool_call`` part per call (objects with ``.id`` and
+    ``.function.name/.arguments``, or their dict form)."""
+    out = []
+    for text, reason, calls in choices:
+        parts: list[dict[str, Any]] = [{"type": "text", "content": redact(text)}] if text else []
+        for call in calls or ():
+            if isinstance(call, Mapping):
+                function = call.get("function") or {}
+                parts.append(_tool_call_part(call.get("id"), function.get("name"), function.get("arguments")))
+            else:
+                function = getattr(call, "function", None)
+                parts.append(_tool_call_part(getattr(call, "id", None), getattr(function, "name", None),
+                                             getattr(function, "arguments", None)))
+        out.append({"role": "assistant", "parts": parts, "finish_reason": reason or ""})
+    return json.dumps(out, ensure_ascii=False)

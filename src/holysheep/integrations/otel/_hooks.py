@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from time import time_ns
 from typing import Any
 
-from opentelemetry import context, metrics, trace
+from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from holysheep._core.hooks import (
@@ -57,30 +56,42 @@ SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 
 
 class _Call:
-    """What one call's span needs between its events. The span itself is built when the call ends, in one
-    ``start_span`` with every attribute and the call's start time: the SDK then checks each attribute once
-    and takes one lock, instead of a live span filled twice (a call's span is never made current, so
-    nothing needs it open earlier)."""
+    """One call's span (started at its first attempt) and what its end needs: ``end`` holds the attributes
+    set when it ends (one ``set_attributes``), the request's went in with ``start_span``."""
 
-    __slots__ = ("attrs", "events", "first_chunk_s", "host", "op", "parent", "port", "request_model",
-                 "served_by", "start_ns")
+    __slots__ = ("end", "first_chunk_s", "host", "op", "port", "request_model", "served_by", "span")
 
-    def __init__(self, attrs: dict[str, Any], parent: Any, op: str, request_model: str | None,
-                 event: RequestEvent) -> None:
-        self.attrs, self.parent, self.op, self.request_model = attrs, parent, op, request_model
+    def __init__(self, span: Any, op: str, request_model: str | None, event: RequestEvent) -> None:
+        self.span, self.op, self.request_model = span, op, request_model
         self.host, self.port, self.served_by = event.host, event.port, event.served_by
-        self.events: list[tuple[str, dict[str, Any], int]] | None = None
+        self.end: dict[str, Any] = {}
         self.first_chunk_s: float | None = None
-        self.start_ns = time_ns()
 
     def stream_key(self) -> MetricKey:
         """The metric attributes' key of a stream's chunk timings (no response model or error yet)."""
         return (self.op, self.request_model, None, self.host, self.port, None)
 
-    def add_event(self, name: str, attrs: dict[str, Any]) -> None:
-        if self.events is None:
-            self.events = []
-        self.events.append((name, attrs, time_ns()))
+
+class _Current:
+    """``around_send``: the call's span is the current span while its request is sent (HTTP-client spans
+    nest under it), and the configured propagators (``OTEL_PROPAGATORS``, W3C ``traceparent`` by default)
+    write its context into the request's headers."""
+
+    __slots__ = ("event", "span", "token")
+
+    def __init__(self, span: Any, event: RequestEvent) -> None:
+        self.span, self.event = span, event
+
+    def __enter__(self) -> None:
+        current = trace.set_span_in_context(self.span)
+        self.token = context.attach(current)
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=current)
+        for name, value in carrier.items():
+            self.event.set_header(name, value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        context.detach(self.token)
 
 
 class OpenTelemetryHooks(Hooks):
@@ -91,8 +102,9 @@ class OpenTelemetryHooks(Hooks):
     ``meter_provider`` default to the global ones; ``capture_message_content`` defaults to
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 
-    A call's span carries the call's start time and is handed to the span processors when the call ends
-    (with its retries as timed events), the way a finished span reaches an exporter anyway.
+    A call's span starts with its first attempt and ends with the call (its retries are events on it). It is
+    the current span while each attempt is sent, so HTTP-client spans nest under it, and the configured
+    propagators write its context (``traceparent``) into the request's headers.
     """
 
     def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None,
@@ -110,7 +122,7 @@ class OpenTelemetryHooks(Hooks):
         if call is not None:  # a retry or a fallback: the same span
             if event.served_by != call.served_by:
                 call.host, call.port, call.served_by = event.host, event.port, event.served_by
-                call.attrs[SERVER_ADDRESS], call.attrs[SERVER_PORT] = event.host, event.port
+                call.end[SERVER_ADDRESS], call.end[SERVER_PORT] = event.host, event.port
             return
         op = ctx.operation
         model = ctx.model
@@ -120,15 +132,22 @@ class OpenTelemetryHooks(Hooks):
             attrs[REQUEST_MODEL] = model
         body = ctx.body
         if body is not None and len(body) > 2:  # more than model and messages: some parameters were set
-            request_attributes(attrs, body)
+            request_attributes(attrs, body, ctx.defaulted)
         if self.capture_content:
             messages = input_messages(body)
             if messages is not None:
                 attrs[INPUT_MESSAGES] = messages
         batch = ctx.batch
         # The parent: the batch's span, else the caller's context now (the call may end in another one).
-        parent = batch.state.get(self) if batch is not None else context.get_current()
-        state[self] = _Call(attrs, parent, op, model, event)
+        parent = batch.state.get(self) if batch is not None else None
+        span = self._tracer.start_span(f"{op} {model}" if model else op, context=parent, kind=SpanKind.CLIENT,
+                                       attributes=attrs)
+        state[self] = _Call(span, op, model, event)
+
+    def around_send(self, event: RequestEvent) -> _Current | None:
+        """The call's span is current while each attempt is sent (`_Current`)."""
+        call: _Call | None = event.ctx.state.get(self)
+        return _Current(call.span, event) if call is not None else None
 
     def on_response(self, event: ResponseEvent) -> None:
         call: _Call | None = event.ctx.state.get(self)
@@ -138,6 +157,8 @@ class OpenTelemetryHooks(Hooks):
         if outcome == "success":
             ctx = event.ctx
             if ctx.stream or ctx.lazy_body:  # the span ends with the stream (on_stream_end) or the body (on_body_end)
+                if event.request_id and ctx.stream:  # the stream's end event has no headers
+                    call.end[REQUEST_ID] = event.request_id
                 return
             response = event.response
             if isinstance(response, APIResponse):  # with_raw_response: the parsed value (parsed once, kept)
@@ -153,21 +174,23 @@ class OpenTelemetryHooks(Hooks):
                                      "holysheep.retry.delay_s": event.delay_s or 0.0}
             if event.status_code is not None:
                 attrs[HTTP_STATUS] = event.status_code
-            call.add_event("holysheep.retry", attrs)
+            call.span.add_event("holysheep.retry", attrs)
         elif outcome == "fallback":
-            call.add_event("holysheep.fallback", {SERVED_BY: event.served_by, ERROR_TYPE: type(error).__qualname__})
+            call.span.add_event("holysheep.fallback",
+                                {SERVED_BY: event.served_by, ERROR_TYPE: type(error).__qualname__})
         else:
             if event.status_code is not None:
-                call.attrs[HTTP_STATUS] = event.status_code
+                call.end[HTTP_STATUS] = event.status_code
             self._end(call, event, error, None, None, 0, None)
 
     def _end_with(self, call: _Call, event: ResponseEvent | BodyEndEvent, response: Any) -> None:
         """End a successful call's span with what its parsed ``response`` says (usage, id, model, reasons)."""
-        end = call.attrs
+        end = call.end
         inp, out, cached, model = response_attributes(end, response)
         if self.capture_content and getattr(response, "choices", None):
             end[OUTPUT_MESSAGES] = output_messages(
-                [(getattr(c.message, "content", None), c.finish_reason) for c in response.choices])
+                [(getattr(c.message, "content", None), c.finish_reason, getattr(c.message, "tool_calls", None))
+                 for c in response.choices])
         self._end(call, event, None, inp, out, cached, model)
 
     def on_body_end(self, event: BodyEndEvent) -> None:
@@ -176,19 +199,19 @@ class OpenTelemetryHooks(Hooks):
         call: _Call | None = event.ctx.state.pop(self, None)
         if call is None:
             return
-        call.attrs[BODY_READ] = event.read
+        call.end[BODY_READ] = event.read
         if event.read == "full" and event.error is None:
             response = event.response
             if response is None and event.unparsed:
-                call.attrs[BODY_UNPARSED] = event.unparsed
+                call.end[BODY_UNPARSED] = event.unparsed
             self._end_with(call, event, response)
         else:
             self._end(call, event, event.error, None, None, 0, None)
 
     def _end(self, call: _Call, event: ResponseEvent | StreamEndEvent | BodyEndEvent, error: BaseException | None,
              inp: int | None, out: int | None, cached: int, response_model: str | None) -> None:
-        """Build the span with all its attributes at once, end it, record the metrics."""
-        attrs = call.attrs
+        """Set the span's end attributes at once, end it, record the metrics."""
+        attrs = call.end
         served_by = event.served_by if not isinstance(event, StreamEndEvent) else call.served_by
         if served_by != "primary":  # a fallback served it (each attribute costs the SDK a check: only what tells)
             attrs[SERVED_BY] = served_by
@@ -201,16 +224,14 @@ class OpenTelemetryHooks(Hooks):
         if error is not None:
             error_type = type(error).__qualname__
             attrs[ERROR_TYPE] = error_type
-        op, model = call.op, call.request_model
-        span = self._tracer.start_span(f"{op} {model}" if model else op, context=call.parent,
-                                       kind=SpanKind.CLIENT, attributes=attrs, start_time=call.start_ns)
-        for name, event_attrs, at in call.events or ():
-            span.add_event(name, event_attrs, at)
+        span = call.span
+        if attrs:
+            span.set_attributes(attrs)
         if error_type is not None:
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
-        self._metrics.call_ended((op, model, response_model, call.host, call.port, error_type), event.elapsed_s,
-                                 inp, out, cached)
+        self._metrics.call_ended((call.op, call.request_model, response_model, call.host, call.port, error_type),
+                                 event.elapsed_s, inp, out, cached)
 
     # ------------------------------------------------------------------ streams
     def on_stream_first_chunk(self, event: StreamEvent) -> None:
@@ -224,7 +245,7 @@ class OpenTelemetryHooks(Hooks):
         call: _Call | None = event.ctx.state.pop(self, None)
         if call is None:
             return
-        attrs = call.attrs
+        attrs = call.end
         if event.response_id:
             attrs[RESPONSE_ID] = event.response_id
         model = event.response_model or None
@@ -241,10 +262,10 @@ class OpenTelemetryHooks(Hooks):
         if event.closed:
             attrs["holysheep.stream.closed_early"] = True
         if self.capture_content:
-            attrs[OUTPUT_MESSAGES] = output_messages([(event.text, reasons[0] if reasons else None)])
-        chunks = event.chunks
-        if call.first_chunk_s is not None and chunks > 1:
-            self._metrics.per_chunk(call.stream_key(), (event.elapsed_s - call.first_chunk_s) / (chunks - 1))
+            attrs[OUTPUT_MESSAGES] = output_messages([(event.text, reasons[0] if reasons else None, event.tool_calls)])
+        gaps = event.chunk_gaps
+        if gaps:
+            self._metrics.per_chunk(call.stream_key(), gaps)
         self._end(call, event, event.error, inp, out, cached, model)
 
     # ------------------------------------------------------------------ batch and tools

@@ -100,9 +100,11 @@ class CallMetrics:
         """A stream's time to its first chunk."""
         self._ttfc.record(elapsed, self._plain(key))
 
-    def per_chunk(self, key: MetricKey, seconds: float) -> None:
-        """A stream's mean time between output chunks, after the first."""
-        self._tpoc.record(seconds, self._plain(key))
+    def per_chunk(self, key: MetricKey, gaps: list[float]) -> None:
+        """A stream's time per output chunk: one value per chunk after the first (the time since the one before)."""
+        attrs, record = self._plain(key), self._tpoc.record
+        for seconds in gaps:
+            record(seconds, attrs)
 
     def _plain(self, key: MetricKey) -> dict[str, Any]:
         sets = self._attrs.get(key)
