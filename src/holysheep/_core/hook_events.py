@@ -6,7 +6,6 @@ objects it passes around. A context reaches its hooks through the ``Emitter`` pr
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -254,14 +253,15 @@ class StreamEndEvent:
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         """The tool calls received (choice 0), as ``{"id", "type", "function": {"name", "arguments"}}`` dicts."""
-        calls = self._state._tools.get(0)
-        return [calls[i] for i in sorted(calls)] if calls else []
+        state = self._state
+        calls = state._tools.get(0)
+        return [state._tool_call(0, i) for i in sorted(calls)] if calls else []
 
     @property
     def chunk_gaps(self) -> list[float]:
-        """Seconds between successive output chunks (content, reasoning, refusal or tool-call deltas), in order."""
-        times = self._state._content_times
-        return [b - a for a, b in itertools.pairwise(times)]
+        """Seconds between successive output chunks (content, reasoning, refusal or tool-call deltas), in order:
+        every gap up to 65,536 of them, then an evenly spaced sample (the stream's bounded record)."""
+        return list(self._state._gaps)
 
 
 class BatchEvent:

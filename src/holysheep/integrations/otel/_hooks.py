@@ -83,7 +83,7 @@ class _Current:
         self.span, self.event = span, event
 
     def __enter__(self) -> None:
-        current = trace.set_span_in_context(self.span)
+        current = trace.set_span_in_context(self.span.span)  # the real span (ScrubbingSpan wraps it)
         self.token = context.attach(current)
         carrier: dict[str, str] = {}
         propagate.inject(carrier, context=current)
