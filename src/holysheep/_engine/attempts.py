@@ -227,8 +227,7 @@ class AttemptRunner:
         if plan is None:
             return True
         call = plan.call
-        key = item.cache_key = self.cache.key(call.spec.body or {}, path=call.spec.path,
-                                              base_url=str(call.config.base_url))
+        key = item.cache_key = self.cache.key_for(call.spec, call.config)
         response = self.cache.get(key, clock=call.config.clock) if key is not None else None  # the call's clock
         if response is None:
             return False
