@@ -34,7 +34,7 @@ from holysheep._engine.run import with_client_cache
 from holysheep._engine.spend import check_max_cost, check_priced
 from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
-from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
+from holysheep.batch._jsonl_input import InputLine, check_cache_path, check_paths, read_lines, scan_input
 from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
 from holysheep.batch._jsonl_report import JsonlReport
 from holysheep.batch._openai_output import check_format
@@ -83,9 +83,10 @@ class _Plan:
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
-             defaults: Mapping[str, Any]) -> _Plan:
+             defaults: Mapping[str, Any], output_format: str = "holysheep", cache: Any = None) -> _Plan:
     src, dst = Path(input_path), Path(output_path)
     check_paths(src, dst)
+    check_cache_path(cache, dst)
     if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
         raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
                                   "continue it, or overwrite=True (--overwrite) to start again.", field="output_path")
@@ -93,7 +94,7 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     lock.acquire()
     try:
         report = JsonlReport(str(src), str(dst))
-        prior = read_output(dst) if resume else {}
+        prior = read_output(dst, output_format) if resume else {}
         size = src.stat().st_size  # the run reads what the input holds now: lines appended later are not sent
         order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size)
         if overwrite and not resume and dst.exists():
@@ -296,7 +297,7 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     options = dict(with_client_cache(options, client.cache))
-    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format, options.get("cache"))
     try:
         with _output(plan.dst) as out:
             writer = _Writer(out, plan.report, kwargs.get("on_result"), output_format)
@@ -316,7 +317,8 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
     check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
-    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format,
+                    options.get("cache") or client.cache)
     try:
         progress = make_progress(kwargs.get("progress", False))
         with _output(plan.dst) as out:

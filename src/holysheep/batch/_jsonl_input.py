@@ -109,6 +109,23 @@ def check_paths(src: Path, dst: Path) -> None:
                                   field="output_path")
 
 
+def check_cache_path(cache: Any, dst: Path) -> None:
+    """The response cache (a path, or a cache over an SQLite file) is never the output file: each would
+    corrupt the other. Checked before anything is opened, written or sent."""
+    if cache is None:
+        return
+    store = getattr(cache, "store", cache)  # a ResponseCache's store
+    where = getattr(store, "path", None) if not isinstance(cache, (str, os.PathLike)) else cache
+    if where is None:
+        return
+    path = Path(where).expanduser()
+    same = path.resolve() == dst.resolve() or (path.exists() and dst.exists() and os.path.samefile(path, dst))
+    if same:
+        raise InvalidRequestError(f"the response cache file and the output file are the same file ({dst}): each "
+                                  "would corrupt the other. Name a different --cache FILE or -o OUTPUT.",
+                                  field="cache")
+
+
 def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
                report: JsonlReport, end: int | None = None) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the

@@ -26,7 +26,8 @@ Spend: --dry-run reports what the run would send and cost (nothing is sent or wr
 Exit status: 0 every line succeeded; 1 some lines failed or were not run (a --max-cost stop
 included); 2 bad arguments or
 input (duplicate custom_ids, missing file, output exists without --resume, output written for
-another input, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
+another input, --resume on a file that is not a results file or in another --output-format,
+--cache naming the output file, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
 129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
 
 
@@ -239,6 +240,12 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return 2
     try:
         params.update(_structured_params(args))
+        if args.cache is not None:  # before the cache file is opened (or created)
+            from pathlib import Path
+
+            from holysheep.batch._jsonl_input import check_cache_path
+
+            check_cache_path(args.cache, Path(args.output))
         params.update(_spend_params(args))
         with client, _stop_signals():
             report = run_jsonl(
