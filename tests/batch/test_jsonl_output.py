@@ -50,8 +50,9 @@ def test_resume_with_a_changed_line_is_refused_before_sending(tmp_path: Path, se
         assert len(chat_requests(server)) == sent
     assert str(info.value) == (
         f"{dst} holds results for a different input than {src}: 1 line(s) changed since their results were "
-        "written (first: 'c2' (line 3)). Use a new output file, or overwrite=True (--overwrite) to start again. "
-        "Nothing was sent.")
+        "written (first: 'c2' (line 3)). To send the changed lines again (their old results are replaced, the "
+        "others kept), pass --rerun-changed (rerun_changed=True) with --resume; or use a new output file, or "
+        "overwrite=True (--overwrite) to start again. Nothing was sent.")
     assert isinstance(info.value, InvalidRequestError) and info.value.field == "output_path"
     assert dst.read_bytes() == before
     assert not (tmp_path / "out.jsonl.lock").exists()

@@ -80,11 +80,16 @@ class _Plan:
     tokens: int
     lock: OutputLock
     size: int  # the input's size when the run started: only those bytes are read
+    drop: set[str]  # failed results of custom_ids the input no longer has (a bad line since fixed): removed
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
-             defaults: Mapping[str, Any], output_format: str = "holysheep", cache: Any = None) -> _Plan:
+             defaults: Mapping[str, Any], output_format: str = "holysheep", cache: Any = None,
+             rerun_changed: bool = False) -> _Plan:
     src, dst = Path(input_path), Path(output_path)
+    if rerun_changed and not resume:
+        raise InvalidRequestError("rerun_changed=True (--rerun-changed) needs resume=True (--resume): it sends again "
+                                  "the lines changed since their results were written.", field="rerun_changed")
     check_paths(src, dst)
     check_cache_path(cache, dst)
     if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
@@ -96,13 +101,15 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
         report = JsonlReport(str(src), str(dst))
         prior = read_output(dst, output_format) if resume else {}
         size = src.stat().st_size  # the run reads what the input holds now: lines appended later are not sent
-        order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size)
+        order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size, rerun_changed)
         if overwrite and not resume and dst.exists():
             dst.write_bytes(b"")
     except BaseException:
         lock.release()
         raise
-    return _Plan(src, dst, report, order, prior, to_send, tokens, lock, size)
+    seen = set(order)
+    drop = {cid for cid, before in prior.items() if not before.ok and cid not in seen}
+    return _Plan(src, dst, report, order, prior, to_send, tokens, lock, size, drop)
 
 
 class _Writer:
@@ -233,7 +240,7 @@ def _finish(plan: _Plan, ok: bool) -> None:
     try:
         if ok:
             try:
-                compact_output(plan.dst, plan.order)
+                compact_output(plan.dst, plan.order, plan.drop)
             except OSError as exc:  # the results fit but their copy did not: they stay as appended
                 report.compaction_error = (
                     f"could not rewrite {plan.dst} to one line per custom_id ({exc.strerror or exc}); the results are "
@@ -241,7 +248,7 @@ def _finish(plan: _Plan, ok: bool) -> None:
                 logger.warning("%s", report.compaction_error)
         else:
             with contextlib.suppress(Exception):
-                compact_output(plan.dst, plan.order)
+                compact_output(plan.dst, plan.order, plan.drop)
     finally:
         plan.lock.release()
 
@@ -280,14 +287,17 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
               concurrency: int = 16, rpm: float | Literal["auto"] | None = "auto",
               tpm: float | Literal["auto"] | None = "auto", max_retries: int | None = None, resume: bool = False,
               overwrite: bool = False, progress: Any = False, output_format: str = "holysheep",
-              **kwargs: Any) -> JsonlReport:
+              rerun_changed: bool = False, **kwargs: Any) -> JsonlReport:
     """Run every request of a JSONL file and write one result line per input to `output_path`.
 
     Duplicate custom_ids are rejected before anything is sent; a malformed line becomes an error line
     naming its line number and does not stop the others. `resume=True` skips lines whose last result
-    succeeded and runs the others again (failures too); it raises `OutputMismatchError` when the output
-    was written for a different input. The output may not be the input file, and a lock file
-    (`OUTPUT.lock`) keeps a second run from writing it at the same time (`OutputLockedError`). At the
+    succeeded and runs the others again (failures too); it raises `OutputMismatchError` when a line changed
+    since its successful result was written, unless `rerun_changed=True` (then such lines are sent again and
+    their old results replaced), and when the output holds custom_ids the input lacks. `--resume` continues
+    only a results file in ``output_format`` (`OutputNotResultsError`). The output may not be the input
+    file nor the cache file, and a lock file (`OUTPUT.lock`) keeps a second run from writing it at the same
+    time (`OutputLockedError`). At the
     end the output holds exactly one line per finished custom_id, in input order. Other keyword
     arguments are those of `client.chat.completions.batch` (`max_tokens`, `max_retries`, ...).
     Memory stays flat: results are written as they complete and not kept.
@@ -297,7 +307,8 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     options = dict(with_client_cache(options, client.cache))
-    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format, options.get("cache"))
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format, options.get("cache"),
+                    rerun_changed)
     try:
         with _output(plan.dst) as out:
             writer = _Writer(out, plan.report, kwargs.get("on_result"), output_format)
@@ -312,13 +323,14 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
 
 
 async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
-                     overwrite: bool = False, output_format: str = "holysheep", **kwargs: Any) -> JsonlReport:
+                     overwrite: bool = False, output_format: str = "holysheep", rerun_changed: bool = False,
+                     **kwargs: Any) -> JsonlReport:
     """Async `run_jsonl` for an `AsyncClient` (same arguments and defaults)."""
     check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format,
-                    options.get("cache") or client.cache)
+                    options.get("cache") or client.cache, rerun_changed)
     try:
         progress = make_progress(kwargs.get("progress", False))
         with _output(plan.dst) as out:

@@ -218,9 +218,9 @@ def _write_compacted(path: Path, tmp: Path, order: Iterable[str], last: dict[str
     return written
 
 
-def compact_output(path: Path, order: Iterable[str]) -> int:
+def compact_output(path: Path, order: Iterable[str], drop: Iterable[str] = ()) -> int:
     """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
-    is not in `order` follow at the end. Returns the number of lines written."""
+    is not in `order` follow at the end, but those of the ids in `drop`. Returns the number of lines written."""
     if not path.exists():
         return 0
     last: dict[str, tuple[int, int]] = {}
@@ -231,6 +231,8 @@ def compact_output(path: Path, order: Iterable[str]) -> int:
             extra.append((offset, len(raw)))
         else:
             last[head[0]] = (offset, len(raw))
+    for cid in set(drop).difference(order):
+        last.pop(cid, None)
     tmp = path.with_name(path.name + ".tmp")
     try:
         written = _write_compacted(path, tmp, order, last, extra)

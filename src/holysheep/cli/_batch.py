@@ -77,6 +77,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "({id, custom_id, response: {status_code, request_id, body}, error})")
     parser.add_argument("--resume", action="store_true",
                         help="continue OUTPUT: skip lines that succeeded, run the rest again")
+    parser.add_argument("--rerun-changed", action="store_true",
+                        help="with --resume: send again the lines changed since their results were written "
+                             "(their old results are replaced)")
     parser.add_argument("--overwrite", action="store_true", help="empty the output file first")
     parser.add_argument("--require-quota", action="store_true",
                         help="fail before sending when the account quota cannot cover the estimate")
@@ -251,6 +254,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
+                rerun_changed=args.rerun_changed,
                 retry_window_s=args.retry_window_s, output_format=args.output_format,
                 require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
     except KeyboardInterrupt as exc:
