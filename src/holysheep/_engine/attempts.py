@@ -65,6 +65,7 @@ class AttemptRunner:
         """Set once the batch stopped: the error every unfinished item ends with."""
         self.planner = ItemPlanner(sender, queue=queue, sink=sink)
         """Each item's next request (its CallPlan) and the steps of its re-ask or tool loop."""
+        self.planner.key_seed = options.idempotency_seed
 
     async def run(self, item: BatchRequest, charge: int) -> None:
         """Send one attempt of an admitted ``item`` (holding a concurrency slot and ``charge`` TPM tokens)."""

@@ -200,6 +200,12 @@ def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return options, defaults
 
 
+def _seed(output_path: PathLike) -> str:
+    """The idempotency seed of a JSONL run: the output file's identity (its absolute path), so each line's
+    key is the same in every run that writes this file (`stable_key`: with its custom_id and request)."""
+    return "jsonl:" + str(Path(output_path).resolve())
+
+
 def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
     """With ``max_cost_usd``: the cap is valid and every model of the file has a price, before anything is
     written or sent (one extra read of the input)."""
@@ -307,6 +313,7 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     options = dict(with_client_cache(options, client.cache))
+    options.setdefault("idempotency_seed", _seed(output_path))
     plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format, options.get("cache"),
                     rerun_changed)
     try:
@@ -329,6 +336,7 @@ async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: Pat
     check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
+    options.setdefault("idempotency_seed", _seed(output_path))
     plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format,
                     options.get("cache") or client.cache, rerun_changed)
     try:
