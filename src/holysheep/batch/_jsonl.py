@@ -36,7 +36,7 @@ from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
 from holysheep.batch._jsonl_input import InputLine, check_cache_path, check_paths, read_lines, scan_input
 from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
-from holysheep.batch._jsonl_report import JsonlReport
+from holysheep.batch._jsonl_report import MAX_ERRORS, JsonlReport
 from holysheep.batch._openai_output import check_format
 from holysheep.batch._openai_output import error_line as openai_error_line
 from holysheep.batch._openai_output import success_line as openai_success_line
@@ -170,6 +170,8 @@ class _Writer:
             return
         else:
             assert result.error is not None
+            if len(self.report.errors) < MAX_ERRORS:  # (bad lines are in bad_lines)
+                self.report.errors.append((cid, str(result.error)))
             self._error(cid, digest, result.error)
             self.report.failed += 1
         if self.on_result is not None:

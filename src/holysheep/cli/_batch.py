@@ -277,6 +277,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if len(report.bad_lines) > 20:
         print(f"holysheep batch: ... and {len(report.bad_lines) - 20} more bad lines (see {args.output})",
               file=sys.stderr)
+    if args.output_format == "openai":  # its lines carry the server's error: the SDK's explanation goes here
+        for cid, message in report.errors:
+            print(f"holysheep batch: {cid} failed: {message}", file=sys.stderr)
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
