@@ -91,3 +91,16 @@ def test_an_answer_with_tool_calls_only_is_stored(respx_mock: respx.MockRouter) 
     with Client(api_key=KEY, cache=MemoryCache()) as client:
         replies = [client.chat.completions.create(model="m", messages=MESSAGES) for _ in range(2)]
     assert [r.cached for r in replies] == [False, True] and route.call_count == 1
+
+
+def test_a_batch_keys_its_items_by_extra_query_too() -> None:
+    from holysheep.testing import FakeServer
+
+    with FakeServer() as server, Client(api_key=server.api_key, base_url=server.url) as client:
+        items = [{"messages": MESSAGES, "extra_query": {"deployment": d}} for d in ("A", "B")]
+        store = MemoryCache()
+        first = client.chat.completions.batch(items, model="gpt-4.1", cache=ResponseCache(store))
+        again = client.chat.completions.batch(items, model="gpt-4.1", cache=ResponseCache(store))
+        queries = sorted(r.query for r in server.requests if r.path.endswith("/chat/completions"))
+    assert first.stats.requests == 2 and again.stats.cached == 2 and again.stats.requests == 0
+    assert queries == ["deployment=A", "deployment=B"] and store.stats().entries == 2

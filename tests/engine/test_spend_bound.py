@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -200,3 +201,17 @@ def test_usage_that_cannot_be_true_counts_the_reservation_and_is_logged_once(
         sender, spent = asyncio.run(main())
     assert len(sender.bodies) == 3 and spent == pytest.approx(3 * worst)
     assert len([r for r in caplog.records if "cannot be true" in r.getMessage()]) == 1
+
+
+def test_the_cli_dry_run_reads_the_body_the_run_sends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 36: three lines with max_completion_tokens 5 and --max-tokens 4000 went out with both; the dry
+    run said 15 output tokens."""
+    from holysheep.batch.__main__ import main as cli_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"custom_id": f"c{i}", "messages": MESSAGES, "max_completion_tokens": 5})
+                           + "\n" for i in range(3)))
+    args = [str(src), "--model", MODEL, "--max-tokens", "4000", "--price", f"{MODEL}=3,15", "--dry-run", "--json"]
+    assert cli_main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["output_tokens_bound"] == 12000 and data["unbounded_items"] == 0
