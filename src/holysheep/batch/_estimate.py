@@ -48,8 +48,9 @@ class BatchEstimate:
     - ``items``: inputs that would be sent; ``refused``: the others, with their reasons.
     - ``input_tokens``: estimated prompt tokens (``tokenizer`` says how they were counted);
       ``input_tokens_bound``: the upper bound the cost cap reserves.
-    - ``output_tokens_bound``: the most completion tokens (``max_tokens`` x ``n``, or the default bound
-      for the ``unbounded_items`` that set none).
+    - ``output_tokens_bound``: the most completion tokens of the bodies the items send (the larger of
+      ``max_tokens`` / ``max_completion_tokens`` x ``n``, or the default bound for the ``unbounded_items``
+      that set neither). Both bounds are the cap's own (``holysheep._engine.spend``).
     - ``estimated_cost_usd``: ``{"low", "high"}``: low is the prompts alone at the input price, high the
       worst case (bounds at the input and output prices), which is what ``max_cost_usd`` reserves in all:
       a cap of at least ``high`` never stops the batch. None when a model has no price.
