@@ -159,7 +159,7 @@ def read_output(path: Path, output_format: str | None = None) -> dict[str, Prior
     formats: set[str] = set()
     for offset, raw in _complete_lines(path):
         good_end = offset + len(raw)
-        if not raw.strip():
+        if raw[:1].isspace() and not raw.strip():  # a blank line (checked without copying a long one)
             continue
         head = _head(raw)
         if head is None:
