@@ -91,3 +91,10 @@ def test_run_jsonl_takes_rerun_changed(tmp_path: Path, server: FakeServer) -> No
     assert (report.skipped, report.rerun, report.succeeded) == (1, 1, 1)
     sent = _sent_texts(server)
     assert sorted(sent[:2]) == ["one", "two"] and sent[2:] == ["TWO"]
+
+
+def test_rerun_changed_is_refused_with_ray_not_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _write(tmp_path / "in.jsonl", [_line("a", "one")])
+    args = [str(src), "-o", str(tmp_path / "out"), "--ray", "--resume", "--rerun-changed"]
+    assert cli_main(args) == 2
+    assert "--rerun-changed cannot be used with --ray yet" in capsys.readouterr().err

@@ -218,7 +218,8 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return 2
     if getattr(args, "ray", False):
         spend_flags = [flag for flag, on in (("--max-cost", args.max_cost is not None), ("--price", bool(args.price)),
-                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None)) if on]
+                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None),
+                                             ("--rerun-changed", args.rerun_changed)) if on]
         if spend_flags:
             print(f"holysheep batch: {', '.join(spend_flags)} cannot be used with --ray yet.", file=sys.stderr)
             return 2
