@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from holysheep import InvalidRequestError
-from holysheep.batch import run_jsonl
+from holysheep.batch import OutputNotResultsError, run_jsonl
 from holysheep.batch.__main__ import main as cli_main
 from holysheep.cache import SQLiteCache
 from holysheep.testing import FakeServer
@@ -72,7 +72,7 @@ def test_a_torn_result_line_is_still_cut_but_a_foreign_tail_is_refused(tmp_path:
         run_jsonl(client, src, dst, model=MODEL, resume=True)
         assert dst.read_bytes() == good
         dst.write_bytes(good + b"\x89PNG binary")
-        with pytest.raises(InvalidRequestError, match="its last line is neither a result line"):
+        with pytest.raises(OutputNotResultsError, match="its last line is neither a result line"):
             run_jsonl(client, src, dst, model=MODEL, resume=True)
     assert dst.read_bytes() == good + b"\x89PNG binary" and len(chat_requests(server)) == 3
 
