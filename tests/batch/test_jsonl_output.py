@@ -50,8 +50,9 @@ def test_resume_with_a_changed_line_is_refused_before_sending(tmp_path: Path, se
         assert len(chat_requests(server)) == sent
     assert str(info.value) == (
         f"{dst} holds results for a different input than {src}: 1 line(s) changed since their results were "
-        "written (first: 'c2' (line 3)). Use a new output file, or overwrite=True (--overwrite) to start again. "
-        "Nothing was sent.")
+        "written (first: 'c2' (line 3)). To send the changed lines again (their old results are replaced, the "
+        "others kept), pass --rerun-changed (rerun_changed=True) with --resume; or use a new output file, or "
+        "overwrite=True (--overwrite) to start again. Nothing was sent.")
     assert isinstance(info.value, InvalidRequestError) and info.value.field == "output_path"
     assert dst.read_bytes() == before
     assert not (tmp_path / "out.jsonl.lock").exists()
@@ -171,11 +172,12 @@ def test_read_output_takes_the_last_line_per_id_in_both_line_shapes(tmp_path: Pa
         b'{"error": {"type": "y"}, "custom_id": "c", "request_hash": "h3"}\n'
         b'{"custom_id":"a","request_hash":"h1","response":{"id":2}}\n'
         b'{"custom_id":"\\u00e9\\"q","request_hash":null,"error":{}}\n'
-        b'not json\n'
         b'{"custom_id":"d","request_hash":"h4","resp')  # torn
     assert read_output(out) == {"a": PriorResult(True, "h1"), "b": PriorResult(True, None),
                                 "c": PriorResult(False, "h3"), 'é"q': PriorResult(False, None)}
-    assert out.read_bytes().endswith(b"not json\n")  # the torn tail is cut
+    assert out.read_bytes().endswith(b'"error":{}}\n')  # the torn tail is cut
+    with out.open("ab") as f:
+        f.write(b"not json\n")  # compaction keeps a line it cannot read (resume refuses such a file)
     assert compact_output(out, ["c", "b", "a", "zz"]) == 5
     assert out.read_bytes().splitlines() == [
         b'{"error": {"type": "y"}, "custom_id": "c", "request_hash": "h3"}',

@@ -63,7 +63,8 @@ def test_the_rich_message_stays_in_str(server: FakeServer) -> None:
 
 
 def test_batch_output_line_keeps_the_errors_param() -> None:
-    """An OpenAI Batch output line for an HTTP error carries the server's ``param``, as OpenAI's do."""
+    """An OpenAI Batch output line for an HTTP error carries the server's own error object (its ``message``,
+    not the SDK's, and its ``param``), as OpenAI's do."""
     import json
 
     from holysheep.batch._openai_output import error_line
@@ -71,5 +72,5 @@ def test_batch_output_line_keeps_the_errors_param() -> None:
     err = holysheep.BadRequestError("HTTP 400: too large", status_code=400, request_id="req_1", body=ERROR["error"],
                                     type="invalid_request_error", code="integer_above_max_value", param="max_tokens")
     line = json.loads(error_line("item-1", None, err, "api_error"))
-    assert line["response"]["body"]["error"] == {"message": "HTTP 400: too large", "type": "invalid_request_error",
+    assert line["response"]["body"]["error"] == {"message": "max_tokens is too large", "type": "invalid_request_error",
                                                  "param": "max_tokens", "code": "integer_above_max_value"}

@@ -19,7 +19,7 @@ from holysheep._clients.resources.chat import parse_chat_completion
 from holysheep._core.call import Call, Outcome
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.hooks import HookSet
-from holysheep._core.request import build_chat_spec
+from holysheep._core.item_spec import item_spec
 
 if TYPE_CHECKING:
     from holysheep._core.config import ClientConfig
@@ -64,16 +64,7 @@ def limits_key(client: PlanningClient) -> str:
 
 def chat_plan(client: PlanningClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
     """A non-streamed chat completion (or embeddings) plan on ``client`` (checks the parameters before any I/O)."""
-    if "input" in params and "messages" not in params:  # an embeddings item
-        from holysheep._core.embeddings import embedding_spec
-
-        return client.plan(embedding_spec(params), idempotency_key=idempotency_key)
-    rest = dict(params)
-    model = rest.pop("model", None)
-    messages = rest.pop("messages", None)
-    rest.pop("stream", None)
-    spec = build_chat_spec(model=model, messages=messages,  # checked inside
-                           stream=False, params=rest, parse=parse_chat_completion)
+    spec = item_spec(params, parse_chat_completion)
     return client.plan(spec, idempotency_key=idempotency_key)
 
 

@@ -69,6 +69,10 @@ class BatchParams(ChatParamsBase, total=False):
     - ``cache``: a response cache (a file path, a ``holysheep.cache.CacheStore`` or ``ResponseCache``):
       a repeated request is answered from it without a request (``response.cached``); default: the
       client's ``cache=``.
+    - ``idempotency_seed``: a string naming this run's input (say a path). Each item with a ``custom_id``
+      then sends the ``Idempotency-Key`` derived from it, its ``custom_id`` and its parameters, the same in
+      every run, so a re-run of an interrupted item reuses its key (``run_jsonl`` seeds it with the output
+      file). Default None: a new key per item.
     - ``progress``: True, ``"plain"``, ``"rich"`` or a reporter object.
     - ``on_result`` / ``on_progress``: callbacks per finished item / per update.
     """
@@ -96,6 +100,7 @@ class BatchParams(ChatParamsBase, total=False):
     max_cost_usd: Union[float, None]
     prices: Union[Mapping[str, Any], None]
     cache: Any
+    idempotency_seed: Union[str, None]
     progress: Any
     on_result: Union[Callable[[Any], None], None]
     on_progress: Union[Callable[[Any], None], None]
@@ -106,6 +111,6 @@ HOOK_NAMES = frozenset({"progress", "on_result", "on_progress"})
 BATCH_OPTION_NAMES = frozenset({
     "concurrency", "rpm", "tpm", "retry_budget", "adaptive", "outage_after_s", "outage_failure_ratio",
     "outage_window", "max_pause_s", "retry_window_s", "read_ahead", "check_quota", "require_quota", "gc_threshold",
-    "max_cost_usd", "prices", "cache",
+    "max_cost_usd", "prices", "cache", "idempotency_seed",
 })
 """Batch options that configure the engine (everything else is a ``create()`` default)."""

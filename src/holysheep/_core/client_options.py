@@ -55,7 +55,7 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     cache: Any
     """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
     `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from
-    it without a request (`response.cached`); only successes are stored; see `docs/spend.md`."""
+    it without a request (`response.cached`); only completions that answered are stored; see `docs/spend.md`."""
     proxy: str | None
     """Send every request through this proxy (``http://user:pass@proxy:3128``; credentials are never shown).
     Default: the environment's ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``/``NO_PROXY`` (with ``trust_env``).

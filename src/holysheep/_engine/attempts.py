@@ -19,7 +19,7 @@ from holysheep._core.log import get_logger
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
 from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
-from holysheep._engine.item_plans import ItemPlanner, request_of
+from holysheep._engine.item_plans import ItemPlanner
 from holysheep._engine.limits import OutageDetector
 from holysheep._engine.options import BatchOptions
 from holysheep._engine.requests import BatchRequest, possible_tokens
@@ -60,10 +60,12 @@ class AttemptRunner:
         self._outage = outage
         self.stats = sink.stats
         self._usage_capped = False
+        self._usage_doubted = False  # a reply's usage could not be true (said once per batch)
         self.abort: BaseException | None = None
         """Set once the batch stopped: the error every unfinished item ends with."""
         self.planner = ItemPlanner(sender, queue=queue, sink=sink)
         """Each item's next request (its CallPlan) and the steps of its re-ask or tool loop."""
+        self.planner.key_seed = options.idempotency_seed
 
     async def run(self, item: BatchRequest, charge: int) -> None:
         """Send one attempt of an admitted ``item`` (holding a concurrency slot and ``charge`` TPM tokens)."""
@@ -226,8 +228,7 @@ class AttemptRunner:
         if plan is None:
             return True
         call = plan.call
-        key = item.cache_key = self.cache.key(call.spec.body or {}, path=call.spec.path,
-                                              base_url=str(call.config.base_url))
+        key = item.cache_key = self.cache.key_for(call.spec, call.config)
         response = self.cache.get(key, clock=call.config.clock) if key is not None else None  # the call's clock
         if response is None:
             return False
@@ -251,20 +252,19 @@ class AttemptRunner:
         finished instead (its model has no price, or the cap stopped the batch)."""
         spend = self.spend
         assert spend is not None
-        try:
-            params = request_of(item)
-        except Exception as exc:  # e.g. a response_format that is not a model
-            self._sink.finalize(item, None, exc)
+        plan = self.planner.plan(item)  # the request as it goes on the wire: every default and extra_body applied
+        if plan is None:  # invalid parameters: the item is finished, nothing was sent
             return False
-        need = spend.worst_case(params)
+        body = plan.call.spec.body or {}
+        need = spend.worst_case(body)
         if need is None:
-            model = params.get("model")
+            model = body.get("model")
             self._sink.finalize(item, None, InvalidRequestError(
                 f"no price for model {model!r}, and max_cost_usd needs one: pass prices={{{model!r}: "
                 f"(input_per_m, output_per_m)}} (USD per million tokens) or --price {model}=IN,OUT. Not sent.",
                 field="prices", reason="no price"))
             return False
-        if not spend.unbounded_output and not output_token_bound(params)[1]:
+        if not spend.unbounded_output and not output_token_bound(body)[1]:
             spend.unbounded_output += 1  # said once per batch
             logger.warning("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
                            "an assumption (set max_tokens= to make the cap a hard bound)", item.index,
@@ -294,16 +294,38 @@ class AttemptRunner:
             return
         cost = None
         usage = response.usage if response is not None else None
-        if usage is not None:
+        if usage is not None and response is not None and self._usage_true(item, response):
             details = usage.prompt_tokens_details
             cached = (details.cached_tokens or 0) if details is not None else 0
-            model = str((item.request or item.params).get("model") or response.model)  # type: ignore[union-attr]
+            model = str((item.request or item.params).get("model") or response.model)
             cost = spend.pricer.cost(model, usage.prompt_tokens, usage.completion_tokens, cached)
             if cost is not None and cost > amount * (1 + 1e-9):  # a bound did not hold: say so, loudly
                 logger.warning("max_cost_usd: item %d cost $%.6f, more than the $%.6f reserved for it (its "
                                "output passed the assumed bound, or an image/audio part cost more); the cap may "
                                "be exceeded by the difference", item.index, cost, amount)
         spend.settle(amount, cost)
+
+    def _usage_true(self, item: BatchRequest, response: ChatCompletion) -> bool:
+        """False for usage that cannot be true: negative tokens, zero tokens on a non-empty answer, or more
+        output than the request's own limit allowed. Such a reply counts its whole reservation (logged once)."""
+        usage = response.usage
+        assert usage is not None
+        body = item.plan.call.spec.body if item.plan is not None else None
+        answered = any(c.message is not None and (c.message.content or c.message.tool_calls)
+                       for c in response.choices or ())
+        bound, given = output_token_bound(body or {})
+        why = ("negative token counts" if min(usage.prompt_tokens, usage.completion_tokens) < 0
+               else "zero tokens for a non-empty answer" if answered and not (usage.prompt_tokens
+                                                                             and usage.completion_tokens)
+               else f"{usage.completion_tokens} output tokens, more than the request's limit of {bound}"
+               if given and usage.completion_tokens > bound else None)
+        if why is None:
+            return True
+        if not self._usage_doubted:
+            self._usage_doubted = True
+            logger.warning("max_cost_usd: item %d: the reply's usage cannot be true (%s): its whole reservation "
+                           "counts (said once per batch)", item.index, why)
+        return False
 
     def unfinished_error(self, last: BaseException | None) -> BaseException:
         """The error an item ends with because the batch stopped (``last``: its own last error, if any)."""

@@ -10,6 +10,8 @@ next request (queued as a retry, with its own idempotency key) or tool calls to 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -30,7 +32,7 @@ from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import HolySheepError
 from holysheep.types.chat import ChatCompletion
 
-__all__ = ["UNLIMITED_RETRIES", "ItemPlanner", "request_of"]
+__all__ = ["UNLIMITED_RETRIES", "ItemPlanner", "request_of", "stable_key"]
 
 UNLIMITED_RETRIES = 1_000_000_000
 """The batch's own retry count when neither the batch nor the item sets ``max_retries``: transient failures
@@ -56,6 +58,25 @@ def request_of(item: BatchRequest) -> Mapping[str, Any]:
     return item.params
 
 
+_NOT_REQUEST = frozenset({"max_retries", "timeout", "stream_idle_timeout"})
+"""How a request is sent, not what it asks: no part of its idempotency key."""
+
+
+def _stable_json(value: Any) -> Any:
+    """A name for what JSON cannot hold (a pydantic model class, a function): the same in every process."""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+
+
+def stable_key(seed: str, custom_id: str, params: Mapping[str, Any]) -> str:
+    """The ``Idempotency-Key`` of an item in every run of the same input: a SHA-256 of the seed (the run's
+    input), its custom_id and its parameters (the request, not an attempt), so an item re-run after an
+    interruption carries the key of its interrupted attempt, and a changed item a new one."""
+    request = {k: v for k, v in params.items() if k not in _NOT_REQUEST}
+    canonical = json.dumps([seed, custom_id, request], sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=_stable_json)
+    return "hs-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
+
+
 class ItemPlanner:
     """Plans each item's next request through the client's sender, and steps its re-ask or tool loop."""
 
@@ -68,12 +89,16 @@ class ItemPlanner:
         self.tool_tasks: set[asyncio.Task[None]] = set()
         """Agent items running their tools (cancelled when the batch is closed)."""
         self._policies: dict[RetryPolicy, RetryPolicy] = {}
+        self.key_seed: str | None = None
+        """``idempotency_seed``: items with a custom_id send keys derived from it (`stable_key`)."""
 
     def plan(self, item: BatchRequest) -> CallPlan | None:
         """The item's ``CallPlan`` (made once per request); None when its parameters are invalid: then the
         item is already finished with that error and nothing was sent."""
         plan: CallPlan | None = item.plan
         if plan is None:
+            if item.key is None and self.key_seed is not None and item.custom_id is not None:
+                item.key = stable_key(self.key_seed, item.custom_id, item.params)
             try:
                 plan = item.plan = self._sender.plan(request_of(item), idempotency_key=item.key)
                 if plan.ctx is not None:

@@ -41,6 +41,7 @@ class BatchOptions:
     max_cost_usd: float | None = None
     prices: Mapping[str, Any] | None = None
     cache: Any = None
+    idempotency_seed: str | None = None
 
     def __post_init__(self) -> None:
         check_max_cost(self.max_cost_usd)
@@ -64,6 +65,9 @@ class BatchOptions:
             check_int(self.read_ahead, "read_ahead", 1)
         if self.gc_threshold is not None:
             check_int(self.gc_threshold, "gc_threshold", 1)
+        if self.idempotency_seed is not None and not isinstance(self.idempotency_seed, str):
+            raise InvalidRequestError(f"idempotency_seed must be a string or None, got "
+                                      f"{type(self.idempotency_seed).__name__}.", field="idempotency_seed")
         for name in ("adaptive", "check_quota", "require_quota"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, got {getattr(self, name)!r}.",

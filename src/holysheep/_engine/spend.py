@@ -5,12 +5,19 @@ worst-case cost (``worst_case``); the reply's usage settles it (``settle``). An 
 spent + reserved + its worst case fits in the cap, so the cap holds as long as each worst case is a
 true bound:
 
-- **input**: the UTF-8 bytes of the prompt's JSON (messages, tools, response format). Byte-level BPE
-  tokenizers (GPT, Llama, Qwen, DeepSeek, ...) never make more tokens than bytes, and the JSON's
-  quotes and keys exceed the chat template's few tokens per message. Each non-text part (an image, an
-  audio clip) adds ``PART_TOKEN_BOUND``, which is an assumption, not a bound.
-- **output**: ``max_tokens`` / ``max_completion_tokens`` (x ``n``); without one, ``DEFAULT_OUTPUT_BOUND``,
-  an assumption too: set ``max_tokens`` for a hard bound.
+Both bounds are read from the **final request body**, the JSON that goes on the wire after every default,
+``extra_body`` field and CLI option was applied (``worst_case(body)``; the batch passes its plan's body, the
+dry run builds the same body):
+
+- **input**: the UTF-8 bytes of the JSON of every field of the body except the few that carry no prompt
+  (``NOT_PROMPT_FIELDS``: the model, sampling and output limits, ids and flags), so ``messages``, ``tools``,
+  ``response_format`` and any ``extra_body`` field (``system``, ...) all count, wherever they sit.
+  Byte-level BPE tokenizers (GPT, Llama, Qwen, DeepSeek, ...) never make more tokens than bytes, and the
+  JSON's quotes and keys exceed the chat template's few tokens per message. Each non-text part (an image,
+  an audio clip) adds ``PART_TOKEN_BOUND``, which is an assumption, not a bound.
+- **output**: the **largest** of ``max_tokens`` / ``max_completion_tokens`` present (a server may honour
+  either) x ``n``; without either, ``DEFAULT_OUTPUT_BOUND``, an assumption: set ``max_tokens`` for a
+  hard bound.
 """
 
 from __future__ import annotations
@@ -23,15 +30,20 @@ from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["DEFAULT_OUTPUT_BOUND", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap", "check_max_cost",
-           "check_priced", "input_token_bound", "output_token_bound"]
+__all__ = ["DEFAULT_OUTPUT_BOUND", "NOT_PROMPT_FIELDS", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap",
+           "check_max_cost", "check_priced", "input_token_bound", "output_limit", "output_token_bound"]
 
 DEFAULT_OUTPUT_BOUND = 4096
 """Output tokens reserved for a request that sets no ``max_tokens`` (an assumption, not a bound)."""
 PART_TOKEN_BOUND = 2048
 """Tokens reserved for each non-text content part (image, audio, file) of a prompt."""
 
-_PROMPT_KEYS = ("messages", "tools", "functions", "tool_choice", "response_format", "prediction")
+NOT_PROMPT_FIELDS = frozenset({
+    "model", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p", "frequency_penalty",
+    "presence_penalty", "seed", "stream", "stream_options", "logprobs", "top_logprobs", "logit_bias",
+    "parallel_tool_calls", "store", "service_tier", "reasoning_effort", "verbosity", "user", "safety_identifier",
+    "metadata", "prompt_cache_key", "prompt_cache_retention", "modalities"})
+"""Body fields that carry no prompt text; every other field of the body counts towards the input bound."""
 
 
 @dataclass(frozen=True)
@@ -125,22 +137,31 @@ def _non_text_parts(messages: Any) -> int:
     return count
 
 
-def input_token_bound(params: Mapping[str, Any]) -> int:
-    """An upper bound on the prompt tokens of a request (see the module's docstring)."""
-    prompt = {k: params[k] for k in _PROMPT_KEYS if params.get(k) is not None}
+def input_token_bound(body: Mapping[str, Any]) -> int:
+    """An upper bound on the prompt tokens of a request body (see the module's docstring)."""
+    prompt = {k: v for k, v in body.items() if k not in NOT_PROMPT_FIELDS and v is not None}
     size = len(json.dumps(prompt, ensure_ascii=False, default=_default, separators=(",", ":")).encode("utf-8"))
-    return size + PART_TOKEN_BOUND * _non_text_parts(params.get("messages"))
+    return size + PART_TOKEN_BOUND * _non_text_parts(body.get("messages"))
 
 
-def output_token_bound(params: Mapping[str, Any]) -> tuple[int, bool]:
-    """(most completion tokens, whether the request sets that bound itself)."""
-    limit = params.get("max_completion_tokens") or params.get("max_tokens")
-    given = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
-    tokens = int(limit) if given else DEFAULT_OUTPUT_BOUND  # type: ignore[arg-type]
-    n = params.get("n")
-    if isinstance(n, int) and not isinstance(n, bool) and n > 1:
-        tokens *= n
-    return tokens, given
+def _positive_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def output_limit(body: Mapping[str, Any]) -> int | None:
+    """The largest of ``max_tokens`` / ``max_completion_tokens`` the body sets (a server may honour either),
+    or None when it sets neither."""
+    limits = [v for v in (_positive_int(body.get("max_tokens")), _positive_int(body.get("max_completion_tokens")))
+              if v is not None]
+    return max(limits) if limits else None
+
+
+def output_token_bound(body: Mapping[str, Any]) -> tuple[int, bool]:
+    """(most completion tokens of a request body, whether the body sets that bound itself)."""
+    limit = output_limit(body)
+    tokens = DEFAULT_OUTPUT_BOUND if limit is None else limit
+    n = _positive_int(body.get("n"))
+    return tokens * (n or 1), limit is not None
 
 
 def check_priced(models: Iterable[str], prices: Mapping[str, Any] | None) -> None:
@@ -185,13 +206,14 @@ class SpendCap:
         self.unbounded_output = 0  # requests reserved with DEFAULT_OUTPUT_BOUND (no max_tokens)
         self._settled: asyncio.Event | None = None
 
-    def worst_case(self, params: Mapping[str, Any]) -> float | None:
-        """The most one request can cost; None when its model has no price."""
-        price = self.pricer.price(str(params.get("model") or ""))
+    def worst_case(self, body: Mapping[str, Any]) -> float | None:
+        """The most one request can cost, from its final body (what goes on the wire); None when its model
+        has no price."""
+        price = self.pricer.price(str(body.get("model") or ""))
         if price is None:
             return None
-        output, _ = output_token_bound(params)
-        return price.cost(input_token_bound(params), output)
+        output, _ = output_token_bound(body)
+        return price.cost(input_token_bound(body), output)
 
     def fits(self, amount: float) -> bool:
         """True when ``amount`` more can be reserved now."""

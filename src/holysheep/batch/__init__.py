@@ -26,7 +26,12 @@ from holysheep._engine.results import (
 )
 from holysheep.batch._estimate import BatchEstimate, ModelEstimate, RefusedItem, estimate, estimate_jsonl
 from holysheep.batch._jsonl import JsonlReport, arun_jsonl, run_jsonl
-from holysheep.batch._jsonl_output import OutputLockedError, OutputMismatchError, OutputWriteError
+from holysheep.batch._jsonl_output import (
+    OutputLockedError,
+    OutputMismatchError,
+    OutputNotResultsError,
+    OutputWriteError,
+)
 
 __all__ = [
     "BatchCancelledError",
@@ -47,6 +52,7 @@ __all__ = [
     "OutputLockedError",
     "OutputWriteError",
     "OutputMismatchError",
+    "OutputNotResultsError",
     "PlainProgress",
     "ProgressReporter",
     "RefusedItem",

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from holysheep._engine.requests import normalize_item
+from holysheep._engine.requests import BatchRequest, normalize_item
 from holysheep._engine.spend import Pricer, check_max_cost, input_token_bound, output_token_bound
 from holysheep._exceptions import InvalidRequestError
 from holysheep.batch._tokens import count_prompt_tokens, load_tokenizer
@@ -48,8 +48,9 @@ class BatchEstimate:
     - ``items``: inputs that would be sent; ``refused``: the others, with their reasons.
     - ``input_tokens``: estimated prompt tokens (``tokenizer`` says how they were counted);
       ``input_tokens_bound``: the upper bound the cost cap reserves.
-    - ``output_tokens_bound``: the most completion tokens (``max_tokens`` x ``n``, or the default bound
-      for the ``unbounded_items`` that set none).
+    - ``output_tokens_bound``: the most completion tokens of the bodies the items send (the larger of
+      ``max_tokens`` / ``max_completion_tokens`` x ``n``, or the default bound for the ``unbounded_items``
+      that set neither). Both bounds are the cap's own (``holysheep._engine.spend``).
     - ``estimated_cost_usd``: ``{"low", "high"}``: low is the prompts alone at the input price, high the
       worst case (bounds at the input and output prices), which is what ``max_cost_usd`` reserves in all:
       a cap of at least ``high`` never stops the batch. None when a model has no price.
@@ -107,6 +108,16 @@ class BatchEstimate:
         return ", ".join(parts) + f" ({self.rate_limits.get('source')})"
 
 
+def wire_body(index: int, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body an item's first request sends (every default and ``extra_body`` applied, a structured-output or
+    agent item's first request made by its loop), built by the batch's own builder: what the cap reserves."""
+    from holysheep._core.item_spec import item_spec
+    from holysheep._engine.item_plans import request_of
+
+    params = {k: v for k, v in params.items() if k != "custom_id"}  # a JSONL line's id is not sent
+    return item_spec(request_of(BatchRequest(index, None, params)), bytes).body or {}
+
+
 def _up(usd: float) -> float:
     """Rounded up to a millionth of a dollar."""
     return math.ceil(usd * 1e6 - 1e-6) / 1e6
@@ -120,15 +131,20 @@ class _Tally:
         self.charge_tokens = 0  # what the TPM limiter would charge in all
 
     def add(self, index: int, custom_id: str | None, params: Mapping[str, Any], line: int | None) -> None:
-        result, model = self.result, str(params.get("model"))
+        try:
+            body = wire_body(index, params)
+        except Exception as exc:  # what a real run would refuse before sending (temperature=9, ...)
+            self.result.refused.append(RefusedItem(index, custom_id, str(exc), line))
+            return
+        result, model = self.result, str(body.get("model"))
         price = self.pricer.price(model)
         if price is None and result.max_cost_usd is not None:
             result.refused.append(RefusedItem(index, custom_id, f"model {model!r} has no price, and max_cost_usd "
                                               "needs one: pass prices= (--price MODEL=IN,OUT)", line))
             return
-        tokens = count_prompt_tokens(params.get("messages"), self.tokenizer)
-        bound = input_token_bound(params)
-        out, given = output_token_bound(params)
+        tokens = count_prompt_tokens(body.get("messages"), self.tokenizer)
+        bound = input_token_bound(body)
+        out, given = output_token_bound(body)
         m = result.models.setdefault(model, ModelEstimate())
         m.items += 1
         m.input_tokens += tokens

@@ -35,9 +35,9 @@ from holysheep._engine.run import with_client_cache
 from holysheep._engine.spend import check_max_cost, check_priced
 from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
-from holysheep.batch._jsonl_input import InputLine, check_paths, read_lines, scan_input
+from holysheep.batch._jsonl_input import InputLine, check_cache_path, check_paths, read_lines, scan_input
 from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
-from holysheep.batch._jsonl_report import JsonlReport
+from holysheep.batch._jsonl_report import MAX_ERRORS, JsonlReport
 from holysheep.batch._openai_output import check_format
 from holysheep.batch._openai_output import error_line as openai_error_line
 from holysheep.batch._openai_output import success_line as openai_success_line
@@ -81,12 +81,18 @@ class _Plan:
     tokens: int
     lock: OutputLock
     size: int  # the input's size when the run started: only those bytes are read
+    drop: set[str]  # failed results of custom_ids the input no longer has (a bad line since fixed): removed
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
-             defaults: Mapping[str, Any]) -> _Plan:
+             defaults: Mapping[str, Any], output_format: str = "holysheep", cache: Any = None,
+             rerun_changed: bool = False) -> _Plan:
     src, dst = Path(input_path), Path(output_path)
+    if rerun_changed and not resume:
+        raise InvalidRequestError("rerun_changed=True (--rerun-changed) needs resume=True (--resume): it sends again "
+                                  "the lines changed since their results were written.", field="rerun_changed")
     check_paths(src, dst)
+    check_cache_path(cache, dst)
     if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
         raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
                                   "continue it, or overwrite=True (--overwrite) to start again.", field="output_path")
@@ -94,15 +100,17 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
     lock.acquire()
     try:
         report = JsonlReport(str(src), str(dst))
-        prior = read_output(dst) if resume else {}
+        prior = read_output(dst, output_format) if resume else {}
         size = src.stat().st_size  # the run reads what the input holds now: lines appended later are not sent
-        order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size)
+        order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size, rerun_changed)
         if overwrite and not resume and dst.exists():
             dst.write_bytes(b"")
     except BaseException:
         lock.release()
         raise
-    return _Plan(src, dst, report, order, prior, to_send, tokens, lock, size)
+    seen = set(order)
+    drop = {cid for cid, before in prior.items() if not before.ok and cid not in seen}
+    return _Plan(src, dst, report, order, prior, to_send, tokens, lock, size, drop)
 
 
 class _Writer:
@@ -165,6 +173,8 @@ class _Writer:
             return
         else:
             assert result.error is not None
+            if len(self.report.errors) < MAX_ERRORS:  # (bad lines are in bad_lines)
+                self.report.errors.append((cid, str(result.error)))
             self._error(cid, digest, result.error)
             self.report.failed += 1
         if self.on_result is not None:
@@ -193,6 +203,12 @@ def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     defaults = {k: v for k, v in kwargs.items()
                 if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and v is not None}
     return options, defaults
+
+
+def _seed(output_path: PathLike) -> str:
+    """The idempotency seed of a JSONL run: the output file's identity (its absolute path), so each line's
+    key is the same in every run that writes this file (`stable_key`: with its custom_id and request)."""
+    return "jsonl:" + str(Path(output_path).resolve())
 
 
 def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
@@ -235,7 +251,7 @@ def _finish(plan: _Plan, ok: bool) -> None:
     try:
         if ok:
             try:
-                compact_output(plan.dst, plan.order)
+                compact_output(plan.dst, plan.order, plan.drop)
             except OSError as exc:  # the results fit but their copy did not: they stay as appended
                 report.compaction_error = (
                     f"could not rewrite {plan.dst} to one line per custom_id ({exc.strerror or exc}); the results are "
@@ -243,7 +259,7 @@ def _finish(plan: _Plan, ok: bool) -> None:
                 logger.warning("%s", report.compaction_error)
         else:
             with contextlib.suppress(Exception):
-                compact_output(plan.dst, plan.order)
+                compact_output(plan.dst, plan.order, plan.drop)
     finally:
         plan.lock.release()
 
@@ -282,14 +298,17 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
               concurrency: int = 16, rpm: float | Literal["auto"] | None = "auto",
               tpm: float | Literal["auto"] | None = "auto", max_retries: int | None = None, resume: bool = False,
               overwrite: bool = False, progress: Any = False, output_format: str = "holysheep",
-              **kwargs: Any) -> JsonlReport:
+              rerun_changed: bool = False, **kwargs: Any) -> JsonlReport:
     """Run every request of a JSONL file and write one result line per input to `output_path`.
 
     Duplicate custom_ids are rejected before anything is sent; a malformed line becomes an error line
     naming its line number and does not stop the others. `resume=True` skips lines whose last result
-    succeeded and runs the others again (failures too); it raises `OutputMismatchError` when the output
-    was written for a different input. The output may not be the input file, and a lock file
-    (`OUTPUT.lock`) keeps a second run from writing it at the same time (`OutputLockedError`). At the
+    succeeded and runs the others again (failures too); it raises `OutputMismatchError` when a line changed
+    since its successful result was written, unless `rerun_changed=True` (then such lines are sent again and
+    their old results replaced), and when the output holds custom_ids the input lacks. `--resume` continues
+    only a results file in ``output_format`` (`OutputNotResultsError`). The output may not be the input
+    file nor the cache file, and a lock file (`OUTPUT.lock`) keeps a second run from writing it at the same
+    time (`OutputLockedError`). At the
     end the output holds exactly one line per finished custom_id, in input order. Other keyword
     arguments are those of `client.chat.completions.batch` (`max_tokens`, `max_retries`, ...).
     Memory stays flat: results are written as they complete and not kept.
@@ -299,7 +318,9 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
     options = dict(with_client_cache(options, client.cache))
-    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    options.setdefault("idempotency_seed", _seed(output_path))
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format, options.get("cache"),
+                    rerun_changed)
     try:
         with _output(plan.dst) as out:
             writer = _Writer(out, plan.report, kwargs.get("on_result"), output_format)
@@ -314,12 +335,15 @@ def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, mo
 
 
 async def arun_jsonl(client: AsyncClient, input_path: PathLike, output_path: PathLike, *, resume: bool = False,
-                     overwrite: bool = False, output_format: str = "holysheep", **kwargs: Any) -> JsonlReport:
+                     overwrite: bool = False, output_format: str = "holysheep", rerun_changed: bool = False,
+                     **kwargs: Any) -> JsonlReport:
     """Async `run_jsonl` for an `AsyncClient` (same arguments and defaults)."""
     check_format(output_format)
     options, defaults = _split(kwargs)
     _check_cap(input_path, options, defaults)
-    plan = _prepare(input_path, output_path, resume, overwrite, defaults)
+    options.setdefault("idempotency_seed", _seed(output_path))
+    plan = _prepare(input_path, output_path, resume, overwrite, defaults, output_format,
+                    options.get("cache") or client.cache, rerun_changed)
     try:
         progress = make_progress(kwargs.get("progress", False))
         with _output(plan.dst) as out:

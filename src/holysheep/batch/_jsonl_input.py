@@ -109,11 +109,30 @@ def check_paths(src: Path, dst: Path) -> None:
                                   field="output_path")
 
 
+def check_cache_path(cache: Any, dst: Path) -> None:
+    """The response cache (a path, or a cache over an SQLite file) is never the output file: each would
+    corrupt the other. Checked before anything is opened, written or sent."""
+    if cache is None:
+        return
+    store = getattr(cache, "store", cache)  # a ResponseCache's store
+    where = getattr(store, "path", None) if not isinstance(cache, (str, os.PathLike)) else cache
+    if where is None:
+        return
+    path = Path(where).expanduser()
+    same = path.resolve() == dst.resolve() or (path.exists() and dst.exists() and os.path.samefile(path, dst))
+    if same:
+        raise InvalidRequestError(f"the response cache file and the output file are the same file ({dst}): each "
+                                  "would corrupt the other. Name a different --cache FILE or -o OUTPUT.",
+                                  field="cache")
+
+
 def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
-               report: JsonlReport, end: int | None = None) -> tuple[list[str], int, int]:
+               report: JsonlReport, end: int | None = None, rerun_changed: bool = False) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
-    output's lines answer this input. Counts `report.lines` and `report.skipped`; returns the ids in
-    input order, how many lines will be sent and their estimated tokens."""
+    output's lines answer this input. A line changed since its *successful* result was written is refused,
+    or with ``rerun_changed`` marked to run again (``prior`` then says it failed); a changed line whose last
+    result failed (a bad line, now fixed) simply runs. Counts `report.lines` and `report.skipped`; returns
+    the ids in input order, how many lines will be sent and their estimated tokens."""
     seen: dict[str, int] = {}
     dupes: dict[str, list[int]] = {}
     mismatched: list[str] = []
@@ -124,8 +143,12 @@ def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Ma
         if first != line.lineno:
             dupes.setdefault(line.custom_id, [first]).append(line.lineno)
         before = prior.get(line.custom_id)
-        if before is not None and before.request_hash is not None and before.request_hash != line.digest:
-            mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
+        if before is not None and before.ok and before.request_hash is not None \
+                and before.request_hash != line.digest:
+            if rerun_changed:  # its old result is replaced: the new line runs, the compaction keeps its result
+                before = prior[line.custom_id] = PriorResult(ok=False, request_hash=before.request_hash)
+            else:
+                mismatched.append(f"{line.custom_id!r} (line {line.lineno})")
         if before is not None and before.ok:
             report.skipped += 1
         elif line.item is not None:
@@ -137,14 +160,18 @@ def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Ma
         raise InvalidRequestError(f"{src}: duplicate custom_id values ({shown}{more}); every custom_id must be "
                                   "unique so results can be matched and resumed. Nothing was sent.",
                                   field="custom_id")
-    strangers = [cid for cid in prior if cid not in seen]
+    strangers = [cid for cid, before in prior.items() if cid not in seen and before.ok]  # a failure's line is
+    # dropped at the end instead: a bad line (say bad JSON, named line-N) fixed since then may carry its own id
     if mismatched or strangers:
         what = (f"{len(mismatched)} line(s) changed since their results were written (first: {mismatched[0]})"
                 if mismatched else f"it has results for {len(strangers)} custom_id(s) that {src} does not "
                 f"contain (first: {strangers[0]!r})")
-        raise OutputMismatchError(f"{dst} holds results for a different input than {src}: {what}. Use a new "
-                                  "output file, or overwrite=True (--overwrite) to start again. Nothing was sent.",
-                                  field="output_path")
+        fix = ("To send the changed lines again (their old results are replaced, the others kept), pass "
+               "--rerun-changed (rerun_changed=True) with --resume; or use a new output file, or overwrite=True "
+               "(--overwrite) to start again" if mismatched else "Use a new output file, or overwrite=True "
+               "(--overwrite) to start again")
+        raise OutputMismatchError(f"{dst} holds results for a different input than {src}: {what}. {fix}. "
+                                  "Nothing was sent.", field="output_path")
     return list(seen), to_send, tokens
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "OutputLock",
     "OutputLockedError",
     "OutputMismatchError",
+    "OutputNotResultsError",
     "PriorResult",
     "compact_output",
     "read_output",
@@ -40,6 +41,11 @@ __all__ = [
 
 class OutputMismatchError(InvalidRequestError):
     """`--resume` found results in the output file that belong to a different input file."""
+
+
+class OutputNotResultsError(InvalidRequestError):
+    """`--resume` was given an output that is not a results file of a holysheep run (or holds another
+    ``output_format``'s lines): refused before anything is sent or written."""
 
 
 class OutputLockedError(InvalidRequestError):
@@ -84,9 +90,9 @@ _HEAD = b'{"custom_id":'
 _DECODER = json.JSONDecoder()
 
 
-def _fast_head(raw: bytes) -> tuple[str, str | None, bool] | None:
-    """`(custom_id, request_hash, ok)` read from the head of a line this module's writer wrote, without
-    parsing the (possibly large) response; None for any other shape."""
+def _fast_head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
+    """`(custom_id, request_hash, ok, "holysheep")` read from the head of a line this module's writer wrote,
+    without parsing the (possibly large) response; None for any other shape."""
     if not raw.startswith(_HEAD):
         return None
     try:
@@ -103,11 +109,12 @@ def _fast_head(raw: bytes) -> tuple[str, str | None, bool] | None:
         ok = False
     else:
         return None
-    return cid, digest if isinstance(digest, str) else None, ok
+    return cid, digest if isinstance(digest, str) else None, ok, "holysheep"
 
 
-def _head(raw: bytes) -> tuple[str, str | None, bool] | None:
-    """`(custom_id, request_hash, ok)` of an output line; None when it has no string custom_id."""
+def _head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
+    """`(custom_id, request_hash, ok, output_format)` of a result line; None when it is no result line of
+    either format."""
     fast = _fast_head(raw)
     if fast is not None:
         return fast
@@ -119,31 +126,76 @@ def _head(raw: bytes) -> tuple[str, str | None, bool] | None:
     if not isinstance(cid, str):
         return None
     digest = obj.get("request_hash")
-    response = obj.get("response")
+    digest = digest if isinstance(digest, str) else None
+    response, error = obj.get("response"), obj.get("error")
     if isinstance(response, dict) and "status_code" in response and "body" in response:  # an OpenAI Batch line
         status = response["status_code"]
-        return cid, digest if isinstance(digest, str) else None, \
-            isinstance(status, int) and 200 <= status < 300 and obj.get("error") is None
-    return cid, digest if isinstance(digest, str) else None, response is not None and obj.get("error") is None
+        return cid, digest, isinstance(status, int) and 200 <= status < 300 and error is None, "openai"
+    if response is None and isinstance(error, dict) and "id" in obj:  # an OpenAI line with no HTTP reply
+        return cid, digest, False, "openai"
+    if isinstance(response, dict) or isinstance(error, dict):
+        return cid, digest, response is not None and error is None, "holysheep"
+    return None
 
 
-def read_output(path: Path) -> dict[str, PriorResult]:
-    """The last result line per `custom_id` in an output file. A torn last line (a crash mid-write)
-    is cut off the file first."""
+_HEADS = (_HEAD, b'{"id":"batch_req_')
+
+
+def _not_results(path: Path, why: str) -> OutputNotResultsError:
+    return OutputNotResultsError(
+        f"{path} is not a results file of a holysheep run ({why}); --resume only continues a file written by "
+        "`holysheep batch` / run_jsonl, and leaves any other file untouched. Name a new output file (-o), or "
+        "check the path.", field="output_path")
+
+
+def read_output(path: Path, output_format: str | None = None) -> dict[str, PriorResult]:
+    """The last result line per `custom_id` in an output file. A torn last line (a crash mid-write) is cut off
+    the file first. Raises `OutputNotResultsError`, before changing anything, when the file holds a line
+    that is no result line, or (``output_format`` given) lines of another output format."""
     prior: dict[str, PriorResult] = {}
     if not path.exists():
         return prior
     good_end = 0
+    formats: set[str] = set()
     for offset, raw in _complete_lines(path):
         good_end = offset + len(raw)
+        if raw[:1].isspace() and not raw.strip():  # a blank line (checked without copying a long one)
+            continue
         head = _head(raw)
-        if head is not None:
-            cid, digest, ok = head
-            prior[cid] = PriorResult(ok=ok, request_hash=digest)
-    if good_end != path.stat().st_size:
+        if head is None:
+            shown = raw[:60].decode("utf-8", "replace").rstrip()
+            raise _not_results(path, f"line {_line_number(path, offset)} is not a result line: {shown!r}")
+        cid, digest, ok, kind = head
+        formats.add(kind)
+        prior[cid] = PriorResult(ok=ok, request_hash=digest)
+    size = path.stat().st_size
+    if good_end != size:
+        with path.open("rb") as f:
+            f.seek(good_end)
+            tail = f.read(64)
+        if not tail.startswith(_HEADS):
+            raise _not_results(path, "its last line is neither a result line nor the start of one")
+    if len(formats) > 1:
+        raise OutputNotResultsError(
+            f"{path} mixes result lines of both output formats (holysheep and openai); --resume would add to "
+            "the mix. Start a new output file, or --overwrite to run every line again.", field="output_path")
+    if output_format is not None and formats and output_format not in formats:
+        held = formats.pop()
+        raise OutputNotResultsError(
+            f"{path} holds {held}-format results, and this run writes {output_format!r} lines "
+            f"(--output-format {output_format}): one results file has one format. Resume it with "
+            f"--output-format {held} (output_format={held!r}), or write the {output_format} format to a new "
+            "output file.", field="output_path")
+    if good_end != size:
         with path.open("r+b") as f:
             f.truncate(good_end)
     return prior
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """The 1-based number of the line that starts at ``offset`` (only for an error message)."""
+    with path.open("rb") as f:
+        return f.read(offset).count(b"\n") + 1
 
 
 def _write_compacted(path: Path, tmp: Path, order: Iterable[str], last: dict[str, tuple[int, int]],
@@ -166,9 +218,9 @@ def _write_compacted(path: Path, tmp: Path, order: Iterable[str], last: dict[str
     return written
 
 
-def compact_output(path: Path, order: Iterable[str]) -> int:
+def compact_output(path: Path, order: Iterable[str], drop: Iterable[str] = ()) -> int:
     """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
-    is not in `order` follow at the end. Returns the number of lines written."""
+    is not in `order` follow at the end, but those of the ids in `drop`. Returns the number of lines written."""
     if not path.exists():
         return 0
     last: dict[str, tuple[int, int]] = {}
@@ -179,6 +231,8 @@ def compact_output(path: Path, order: Iterable[str]) -> int:
             extra.append((offset, len(raw)))
         else:
             last[head[0]] = (offset, len(raw))
+    for cid in set(drop).difference(order):
+        last.pop(cid, None)
     tmp = path.with_name(path.name + ".tmp")
     try:
         written = _write_compacted(path, tmp, order, last, extra)

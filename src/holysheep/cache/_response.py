@@ -1,9 +1,12 @@
-"""``ResponseCache``: chat completions kept by their canonical request, over any ``CacheStore``.
+"""``ResponseCache``: chat completions kept by the whole request that was sent, over any ``CacheStore``.
 
-The key is a SHA-256 of the canonical request: the base URL (without credentials), the path, and the
-JSON body with sorted keys, so the model, the messages and every parameter count, and the order in
-which they were given does not. Headers are not part of it: neither the API key nor a request id or
-idempotency key. Only successful responses are stored, as the JSON of the completion (never a header).
+The key is a SHA-256 of the canonical request: the method, the base URL (without credentials) and path,
+the query (the base URL's own, such as Azure's ``?api-version=``, merged with the call's ``extra_query``),
+the headers that select a deployment or version (``KEY_HEADERS``, from ``default_headers`` and
+``extra_headers``), and the JSON body with sorted keys, so the model, the messages and every parameter
+count, and the order in which they were given does not. No other header is part of it: neither the API
+key nor a request id or idempotency key. Only completions that answered are stored (``answered``), as the
+JSON of the completion (never a header).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from holysheep._core.log import get_logger
 from holysheep._egress import scrub
@@ -29,12 +32,16 @@ if TYPE_CHECKING:
     from holysheep._core.config import ClientConfig
     from holysheep._core.request import RequestSpec
 
-__all__ = ["CACHE_FORMAT", "CacheLike", "ResponseCache", "open_cache", "request_key"]
+__all__ = ["CACHE_FORMAT", "KEY_HEADERS", "CacheLike", "ResponseCache", "answered", "open_cache", "request_key"]
 
-CACHE_FORMAT = "holysheep-cache-1"
+CACHE_FORMAT = "holysheep-cache-2"
 """Part of every key: a change in what is stored changes every key (old entries become misses)."""
 
 logger = get_logger("holysheep.cache")
+
+KEY_HEADERS = ("api-version", "x-api-version", "azureml-model-deployment", "openai-organization", "openai-project",
+               "openai-beta", "anthropic-version", "anthropic-beta")
+"""The request headers that select a deployment, an account or an API version: part of the cache key."""
 
 CacheLike = Any
 """What ``cache=`` accepts: a path (str or ``os.PathLike``), a ``CacheStore`` or a ``ResponseCache``."""
@@ -53,27 +60,47 @@ def _default(value: Any) -> Any:
     raise _Unkeyable(type(value).__name__)
 
 
-def _clean_base(base_url: str) -> str:
-    """The base URL without user info (a key there must not reach the cache) and without a trailing slash."""
+def _clean_base(base_url: str) -> tuple[str, list[tuple[str, str]]]:
+    """The base URL without user info (a key there must not reach the cache), query or trailing slash; and
+    its query's pairs."""
     if not base_url:
-        return ""
+        return "", []
     parts = urlsplit(base_url)
     host = parts.hostname or ""
     if parts.port is not None:
         host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", "")), parse_qsl(parts.query, True)
 
 
-def request_key(body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "") -> str | None:
-    """The cache key of a request: SHA-256 hex of its canonical form; None when the body holds a value
-    that has no canonical JSON form (such a request is neither looked up nor stored)."""
+def request_key(body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
+                method: str = "POST", query: Mapping[str, Any] | None = None,
+                headers: Mapping[str, str | None] | None = None) -> str | None:
+    """The cache key of a request: SHA-256 hex of its canonical form (``method``, ``base_url`` and ``path``, the
+    base URL's query merged with ``query`` (a call's ``extra_query``), the ``KEY_HEADERS`` among ``headers``,
+    the body); None when the body holds a value that has no canonical JSON form (such a request is neither
+    looked up nor stored)."""
+    base, pairs = _clean_base(base_url)
+    merged = dict(pairs)
+    for name, value in (query or {}).items():  # as the URL is built: extra_query replaces the base URL's
+        merged[str(name)] = value if isinstance(value, str) else json.dumps(value, default=str)
+    chosen = {k.lower(): v for k, v in (headers or {}).items() if k.lower() in KEY_HEADERS and v is not None}
     try:
-        canonical = json.dumps({"format": CACHE_FORMAT, "base_url": _clean_base(base_url), "path": path.strip("/"),
+        canonical = json.dumps({"format": CACHE_FORMAT, "method": method.upper(), "base_url": base,
+                                "path": path.strip("/"), "query": sorted(merged.items()), "headers": chosen,
                                 "body": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                default=_default, allow_nan=False)
     except (_Unkeyable, ValueError, TypeError):
         return None
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def answered(response: ChatCompletion) -> bool:
+    """True when every choice of a completion is an answer worth replaying: text or tool calls, no refusal,
+    not stopped by a content filter. Only such completions are stored."""
+    choices = response.choices or []
+    return bool(choices) and all(
+        c.finish_reason != "content_filter" and c.message is not None and not c.message.refusal
+        and bool(c.message.content or c.message.tool_calls) for c in choices)
 
 
 def _mark_cached(response: ChatCompletion, lookup_s: float) -> None:
@@ -110,11 +137,22 @@ class ResponseCache:
                        "go on uncached; check the file (a full disk, a read-only or damaged file, or a lock "
                        "another program holds).", where, doing, type(exc).__name__, exc)
 
-    def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "") -> str | None:
+    def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
+            method: str = "POST", query: Mapping[str, Any] | None = None,
+            headers: Mapping[str, str | None] | None = None) -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""
         if body.get("stream"):
             return None
-        return request_key(body, path=path, base_url=base_url)
+        return request_key(body, path=path, base_url=base_url, method=method, query=query, headers=headers)
+
+    def key_for(self, spec: RequestSpec, config: ClientConfig) -> str | None:
+        """The key of ``spec`` sent with ``config``: its query and headers are the call's ``extra_query`` and the
+        client's ``default_headers`` with the call's ``extra_headers`` (a None value removes one)."""
+        headers: dict[str, str | None] = {}
+        for given in (config.default_headers, spec.options.extra_headers or {}):
+            headers.update((name.lower(), value) for name, value in given.items())
+        return self.key(spec.body or {}, path=spec.path, base_url=str(config.base_url), method=spec.method,
+                        query=spec.options.extra_query, headers=headers)
 
     def get(self, key: str, *, clock: Callable[[], float] = time.perf_counter) -> ChatCompletion | None:
         """The stored completion for ``key`` (marked ``cached``; its ``elapsed_s`` is the lookup's time on
@@ -148,7 +186,7 @@ class ResponseCache:
         """
         if spec.stream or spec.path != "chat/completions":
             return None, None
-        key = self.key(spec.body or {}, path=spec.path, base_url=str(config.base_url))
+        key = self.key_for(spec, config)
         return key, (self.get(key, clock=config.clock) if key is not None else None)
 
     def save(self, key: str, result: object) -> None:
@@ -157,10 +195,10 @@ class ResponseCache:
             self.put(key, result)
 
     def put(self, key: str, response: ChatCompletion) -> None:
-        """Store a successful completion (the JSON of the completion only; a cached one is not stored again).
-        A store that fails (a full disk, a locked or read-only file) turns the cache off with one warning,
-        never raises: the call has its answer."""
-        if response.served_by == "cache" or self.off is not None:
+        """Store a completion that answered (``answered``: no refusal, content filter or empty reply), as the
+        JSON of the completion only; a cached one is not stored again. A store that fails (a full disk, a locked
+        or read-only file) turns the cache off with one warning, never raises: the call has its answer."""
+        if response.served_by == "cache" or self.off is not None or not answered(response):
             return
         row = scrub(response.model_dump_json())  # the egress scrubber: no key reaches a cache row
         try:

@@ -26,7 +26,8 @@ Spend: --dry-run reports what the run would send and cost (nothing is sent or wr
 Exit status: 0 every line succeeded; 1 some lines failed or were not run (a --max-cost stop
 included); 2 bad arguments or
 input (duplicate custom_ids, missing file, output exists without --resume, output written for
-another input, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
+another input, --resume on a file that is not a results file or in another --output-format,
+--cache naming the output file, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
 129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
 
 
@@ -76,6 +77,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "({id, custom_id, response: {status_code, request_id, body}, error})")
     parser.add_argument("--resume", action="store_true",
                         help="continue OUTPUT: skip lines that succeeded, run the rest again")
+    parser.add_argument("--rerun-changed", action="store_true",
+                        help="with --resume: send again the lines changed since their results were written "
+                             "(their old results are replaced)")
     parser.add_argument("--overwrite", action="store_true", help="empty the output file first")
     parser.add_argument("--require-quota", action="store_true",
                         help="fail before sending when the account quota cannot cover the estimate")
@@ -214,7 +218,8 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return 2
     if getattr(args, "ray", False):
         spend_flags = [flag for flag, on in (("--max-cost", args.max_cost is not None), ("--price", bool(args.price)),
-                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None)) if on]
+                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None),
+                                             ("--rerun-changed", args.rerun_changed)) if on]
         if spend_flags:
             print(f"holysheep batch: {', '.join(spend_flags)} cannot be used with --ray yet.", file=sys.stderr)
             return 2
@@ -239,11 +244,18 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return 2
     try:
         params.update(_structured_params(args))
+        if args.cache is not None:  # before the cache file is opened (or created)
+            from pathlib import Path
+
+            from holysheep.batch._jsonl_input import check_cache_path
+
+            check_cache_path(args.cache, Path(args.output))
         params.update(_spend_params(args))
         with client, _stop_signals():
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
+                rerun_changed=args.rerun_changed,
                 retry_window_s=args.retry_window_s, output_format=args.output_format,
                 require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
     except KeyboardInterrupt as exc:
@@ -266,6 +278,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if len(report.bad_lines) > 20:
         print(f"holysheep batch: ... and {len(report.bad_lines) - 20} more bad lines (see {args.output})",
               file=sys.stderr)
+    if args.output_format == "openai":  # its lines carry the server's error: the SDK's explanation goes here
+        for cid, message in report.errors:
+            print(f"holysheep batch: {cid} failed: {message}", file=sys.stderr)
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
