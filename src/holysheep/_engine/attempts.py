@@ -82,6 +82,9 @@ class AttemptRunner:
             item.first_sent = time.perf_counter()
         item.attempts += 1
         self.stats.requests += 1
+        if item.retrying:  # counted when it goes out: a retry the stop ended before it was sent is none
+            item.retrying = False
+            self.stats.retries += 1
         plan.call.rate_limits_free = True  # a 429 paces the batch; it never uses up an item's retries
         try:
             gate = admission.gate
@@ -183,11 +186,11 @@ class AttemptRunner:
         elif self.abort is not None:
             self._sink.finalize(item, None, self.unfinished_error(error))
         elif rate_limited or (isinstance(error, APIStatusError) and error.retry_after is not None):
-            stats.retries += 1
+            item.retrying = True
             self._admission.gate.pause_for(delay)  # the server asked for room: the whole batch waits
             self._queue.retry_now(item)
         else:
-            stats.retries += 1
+            item.retrying = True
             extra = self._admission.pace.wait_for()
             if extra:
                 stats.retries_paced += 1
@@ -207,7 +210,7 @@ class AttemptRunner:
                 self.stop_unfinished(f"the server asked to wait {retry_after:.0f} s, longer than "
                                      f"max_pause_s={self._options.max_pause_s:g}", error)
             elif rate_limited or item.attempts <= policy.max_retries:
-                self.stats.retries += 1
+                item.retrying = True
                 self._admission.gate.pause_for(retry_after)
                 item.plan = None  # a fresh plan (same idempotency key) once the pause is over
                 self._queue.retry_now(item)

@@ -118,7 +118,8 @@ class BatchStats:
     requests: int = 0
     """HTTP requests sent, retries and structured-output re-asks included."""
     retries: int = 0
-    """Retries sent (backoff, a 429 pause or a long Retry-After)."""
+    """Retries sent (backoff, a 429 pause or a long Retry-After), counted as they go out: ``requests`` is the
+    items sent plus ``retries`` (plus re-asks and agent turns); a retry a stop ended before it went out is none."""
     rate_limited: int = 0
     """Replies that were 429 (not counting exhausted quota)."""
     prompt_tokens: int = 0
