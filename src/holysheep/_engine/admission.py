@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from holysheep._engine.key_limits import KEY_LIMITS, KeyLimits, SharedBucket
+from holysheep._engine.learned_rate import LearnedBucket
 from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from holysheep._engine.options import BatchOptions
 from holysheep._engine.results import BatchStats
@@ -47,6 +48,12 @@ class Admission:
         self.learned_rpm: float | None = None
         self.learned_tpm: float | None = None
         self._auto = options.rpm == "auto" or options.tpm == "auto"
+        self.learned: LearnedBucket | None = None
+        """rpm="auto": the pace learned from 429s while the server announces no per-minute request limit
+        (shared by every batch on the key, like announced limits); it paces nobody until a 429."""
+        if options.rpm == "auto":
+            self.learned = LearnedBucket(clock=clock, sleep=sleep) if memory_key is None else key_limits.made(
+                memory_key, "learned-requests", lambda fd: LearnedBucket(fd=fd, clock=clock, sleep=sleep))
         # "auto": set until the first reply's headers were read (or no reply will come).
         self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
         self._probe_taken = False
@@ -92,7 +99,26 @@ class Admission:
                 tpm.adjust(charge)
             self.limiter.release()
             return None
+        learned = self._pacing()
+        if learned is not None and not learned.take_now(1):
+            if rpm is not None:
+                rpm.adjust(1)
+            if tpm is not None:
+                tpm.adjust(charge)
+            self.limiter.release()
+            return None
         return charge
+
+    def _pacing(self) -> LearnedBucket | None:
+        """The learned pace when it applies: something was learned, and no per-minute limit is announced."""
+        learned = self.learned
+        if learned is None or learned.learned is None or self._minute_limit():
+            return None
+        return learned
+
+    def _minute_limit(self) -> bool:
+        """True when the server announces a per-minute request limit (its bucket paces; 429s lower it)."""
+        return self.learned_rpm is not None and self._windows[0] <= 60.0
 
     def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
         """The TPM charge for a raw estimate (or the function that gives it)."""
@@ -114,6 +140,9 @@ class Admission:
                 charge = 0
                 if self.rpm is not None and not self._stalls(self.rpm, 1, self.learned_rpm, "request"):
                     await self.rpm.take(1)
+                learned = self._pacing()
+                if learned is not None:
+                    await learned.take(1)
                 if self.tpm is not None and self.stalled is None:
                     charge = self._estimate(est_tokens)
                     if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
@@ -219,12 +248,16 @@ class Admission:
             bucket.level = min(bucket.level, remaining)
         return bucket
 
-    def on_rate_limited(self, epoch: int) -> None:
-        """A 429: halve the concurrency (once per epoch) and lower the key's learned rates (AIMD)."""
+    def on_rate_limited(self, epoch: int, sent_at: float | None = None) -> None:
+        """A 429 (to a request sent at ``sent_at`` on the batch's clock): halve the concurrency (once per
+        epoch) and lower the key's announced-limit rates (AIMD), or, without a per-minute limit announced,
+        its learned pace (see ``learned_rate``)."""
         self.limiter.on_rate_limited(epoch)
         for bucket in (self.rpm, self.tpm):
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
+        if self.learned is not None and not self._minute_limit():
+            self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:
         """A success: the concurrency and the learned rates grow back."""
@@ -234,6 +267,13 @@ class Admission:
             rpm.on_success()
         if isinstance(tpm, SharedBucket):
             tpm.on_success()
+        learned = self.learned
+        if learned is not None and not self._minute_limit():
+            learned.on_success()
+
+    def now(self) -> float:
+        """The batch's clock (what ``on_rate_limited``'s ``sent_at`` is on)."""
+        return self._clock()
 
     def settle_tokens(self, charge: int, actual: int) -> None:
         """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""
@@ -257,3 +297,5 @@ class Admission:
         stats.retries_paced = self.pace.paced
         stats.learned_rpm = self.learned_rpm
         stats.learned_tpm = self.learned_tpm
+        pace = self.learned.learned if self.learned is not None and not self._minute_limit() else None
+        stats.paced_rpm = None if pace is None else round(pace * 60.0, 1)

@@ -90,6 +90,7 @@ class AttemptRunner:
             gate = admission.gate
             if gate.resume_at and gate.paused:
                 await gate.wait()
+            sent_at = admission.now()
             outcome = await self._sender.attempt(plan.call)
         except asyncio.CancelledError:
             self.refund(item)
@@ -118,7 +119,7 @@ class AttemptRunner:
             admission.refund_tokens(charge)
             # an error reply is not billed; a request whose reply never came may have been
             self._settle(item, None, sent=not isinstance(outcome.error, APIStatusError))
-            self._on_error(item, outcome, delay, epoch)
+            self._on_error(item, outcome, delay, epoch, sent_at)
         except Exception as exc:  # e.g. a structured-output validator that raised: the item ends with it
             self._settle(item, None, sent=True)  # (a no-op once settled) no reservation may outlive its request
             self._sink.finalize(item, None, exc)
@@ -165,14 +166,15 @@ class AttemptRunner:
         else:
             self._admission.gate.pause_for(seconds)
 
-    def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int) -> None:
+    def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int,
+                  sent_at: float) -> None:
         error = outcome.error
         assert error is not None and item.plan is not None
         stats = self.stats
         rate_limited = isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error)
         if rate_limited:  # the server asks us to slow down: pace the batch, not an outage, not the item's fault
             stats.rate_limited += 1
-            self._admission.on_rate_limited(epoch)
+            self._admission.on_rate_limited(epoch, sent_at)
         elif is_retryable(error):
             outage = self._outage.record(False)
             if outage is not None:

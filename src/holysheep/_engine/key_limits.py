@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar, cast
 
 __all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "forget_limits", "limits_dir"]
 
@@ -95,6 +96,9 @@ class SharedBucket:
     and ``on_success``.
     """
 
+    _format = _STATE
+    """The layout of the state in the file (a subclass with more state has its own)."""
+
     def __init__(self, target: float, capacity_s: float, *, level: float | None = None, fd: int | None = None,
                  clock: Clock = time.monotonic, sleep: Sleep | None = None) -> None:
         import asyncio
@@ -143,13 +147,14 @@ class SharedBucket:
 
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                raw = os.pread(fd, _STATE.size, 0)
-                state = list(_STATE.unpack(raw)) if len(raw) == _STATE.size else [0.0, 0.0, 0.0, 0.0]
+                layout = self._format
+                raw = os.pread(fd, layout.size, 0)
+                state = list(layout.unpack(raw)) if len(raw) == layout.size else [0.0] * (layout.size // 8)
                 if refill and state[1] != 0.0 and state[2] > 0:
                     self._refill(state)
                 yield state
                 self._seen_rate = state[2]
-                os.pwrite(fd, _STATE.pack(*state), 0)
+                os.pwrite(fd, layout.pack(*state), 0)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -243,6 +248,9 @@ class SharedBucket:
                 os.close(fd)
 
 
+_Bucket = TypeVar("_Bucket", bound=SharedBucket)
+
+
 class KeyLimits:
     """The buckets of each (base URL, key) in this process: ``bucket`` hands out one per limit."""
 
@@ -264,6 +272,16 @@ class KeyLimits:
             bucket = SharedBucket(rate, burst_s, fd=fd, clock=clock, sleep=sleep)
             self._buckets[(key, kind)] = bucket
             return bucket
+
+    def made(self, key: str, kind: str, make: Callable[[int | None], _Bucket]) -> _Bucket:
+        """``key``'s bucket of ``kind``, made by ``make(fd)`` (the bucket file's descriptor, or None) the first
+        time: a bucket with state of its own (the learned pace) shared like the others."""
+        with self._lock:
+            current = self._buckets.get((key, kind))
+            if current is None:
+                name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
+                current = self._buckets[(key, kind)] = make(_open_state(limits_dir(), name))
+            return cast(_Bucket, current)
 
     def forget(self) -> None:
         """Drop every bucket (a later batch starts afresh)."""

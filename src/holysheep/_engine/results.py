@@ -162,6 +162,9 @@ class BatchStats:
     """Requests per minute the server announced (`x-ratelimit-limit-requests`), if any."""
     learned_tpm: float | None = None
     """Tokens per minute the server announced (`x-ratelimit-limit-tokens`), if any."""
+    paced_rpm: float | None = None
+    """The pace learned from 429s, in requests per minute, when the server announced no per-minute request
+    limit and refused requests (None when nothing was learned)."""
     stop_reason: str | None = None
     """Why the batch stopped early (401, exhausted quota, an outage...), else None."""
     errors: Counter[str] = field(default_factory=Counter)
