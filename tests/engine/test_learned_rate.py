@@ -4,6 +4,7 @@ answers each request at the clock time it is sent (respx, so no socket and no th
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
@@ -37,6 +38,10 @@ class BucketServer:
         self.log: list[tuple[float, int]] = []
         self.headers = headers or {}
 
+    announce = False
+    """Send OpenAI's x-ratelimit-{limit,remaining,reset}-requests (the limit per minute, what remains, the
+    time until the bucket is full)."""
+
     def __call__(self, request: httpx.Request) -> httpx.Response:
         now = self.clock.now
         self.level = min(self.burst, self.level + (now - self.stamp) * self.rate)
@@ -44,12 +49,20 @@ class BucketServer:
         if self.level >= 1.0 - 1e-9:
             self.level -= 1.0
             self.log.append((now, 200))
-            return httpx.Response(200, json=REPLY, headers=self.headers)
+            return httpx.Response(200, json=REPLY, headers=self._headers())
         if self.count_refused:
             self.level = max(-self.burst, self.level - 1.0)
         self.log.append((now, 429))
         body = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
-        return httpx.Response(429, content=json.dumps(body).encode(), headers={"retry-after": "1", **self.headers})
+        return httpx.Response(429, content=json.dumps(body).encode(), headers={"retry-after": "1", **self._headers()})
+
+    def _headers(self) -> dict[str, str]:
+        if not self.announce:
+            return self.headers
+        reset = (self.burst - self.level) / self.rate
+        return {"x-ratelimit-limit-requests": f"{self.rate * 60:g}",
+                "x-ratelimit-remaining-requests": str(max(0, int(self.level))),
+                "x-ratelimit-reset-requests": f"{reset:.3f}s", **self.headers}
 
 
 @pytest.fixture
@@ -65,12 +78,12 @@ def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeClock:
     return fake
 
 
-async def run(server: BucketServer, n: int = 120, **kwargs: Any) -> Any:
+async def run(server: BucketServer, n: int = 120, concurrency: int = 64, **kwargs: Any) -> Any:
     with respx.mock(assert_all_called=False) as mock:
         mock.post(f"{BASE}/chat/completions").mock(side_effect=server)
         mock.get(f"{BASE}/quota").mock(return_value=httpx.Response(404))
         async with AsyncClient(api_key="sk-test", base_url=BASE, http_backend="httpx") as client:
-            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model="m", concurrency=64,
+            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model="m", concurrency=concurrency,
                                                        check_quota=False, **kwargs)
 
 
@@ -127,3 +140,30 @@ async def test_a_second_batch_on_the_key_starts_at_the_learned_pace(clock: FakeC
     results = await run(server, n=40)
     assert all(r.ok for r in results) and results.stats.paced_rpm is not None
     assert sum(status == 429 for _, status in server.log) < first_refused
+
+
+async def test_the_announced_burst_goes_at_once_then_the_refill_paces(clock: FakeClock) -> None:
+    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the probe, then the 99 it
+    says remain at once (before: paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
+    server = BucketServer(clock, rate=50.0, burst=100.0)
+    server.announce = True
+    results = await run(server, n=400, concurrency=16)
+    at = [when - 1000.0 for when, _ in server.log]
+    assert all(r.ok for r in results) and len(at) == 400  # no 429
+    assert at[:100] == [0.0] * 100  # the burst: every request it allows at the same clock time
+    gaps = {round(b - a, 6) for a, b in itertools.pairwise(at[100:])}
+    assert gaps == {round(1 / 49.0, 6)}  # then the refill's pace, evenly
+    assert round(at[-1], 3) == round(300 / 49.0, 3) <= 1.05 * 6.0  # ideal: 100 at once + 300 at 50/s
+    assert results.stats.learned_rpm == 3000
+
+
+async def test_groq_per_day_headers_spend_the_day_and_learn_the_minute(clock: FakeClock) -> None:
+    """Groq announces 14,400 a day (remaining 14,370, reset 2m59.56s) and refuses at 2 per second: the day
+    bucket lets the remaining go, the learned pace finds the per-minute limit (before: 10 a minute, 722 s)."""
+    day = {"x-ratelimit-limit-requests": "14400", "x-ratelimit-remaining-requests": "14370",
+           "x-ratelimit-reset-requests": "2m59.56s"}
+    server = BucketServer(clock, headers=day)
+    results = await run(server)
+    took, late_share, _ = figures(server)
+    assert all(r.ok for r in results) and results.stats.learned_rpm == 10.0
+    assert took <= 1.1 * 60.0 and late_share <= 0.05 and results.stats.paced_rpm is not None

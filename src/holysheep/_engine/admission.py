@@ -236,7 +236,7 @@ class Admission:
         rate *= LEARNED_SHARE
         if self._memory_key is not None:  # one bucket per (base URL, key): the limit is the key's, not the batch's
             shared = self._key_limits.bucket(self._memory_key, kind, rate, LEARNED_BURST_S, clock=self._clock,
-                                             sleep=self._sleep)
+                                             sleep=self._sleep, level=remaining)
             if remaining is not None:  # every reply: what remains on the server is what other clients left
                 shared.cap(remaining)
             return shared
@@ -245,7 +245,7 @@ class Admission:
         elif bucket.rate != rate:
             bucket.retune(rate, rate * LEARNED_BURST_S)
         if remaining is not None and (first or remaining == 0):
-            bucket.level = min(bucket.level, remaining)
+            bucket.level = remaining if first else min(bucket.level, remaining)  # first: the announced burst
         return bucket
 
     def on_rate_limited(self, epoch: int, sent_at: float | None = None) -> None:
@@ -253,10 +253,11 @@ class Admission:
         epoch) and lower the key's announced-limit rates (AIMD), or, without a per-minute limit announced,
         its learned pace (see ``learned_rate``)."""
         self.limiter.on_rate_limited(epoch)
-        for bucket in (self.rpm, self.tpm):
+        minute = self._minute_limit()
+        for bucket in (self.rpm, self.tpm) if minute else (self.tpm,):  # a day's limit is not what refused it
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
-        if self.learned is not None and not self._minute_limit():
+        if self.learned is not None and not minute:
             self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:

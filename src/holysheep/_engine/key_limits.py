@@ -109,7 +109,7 @@ class SharedBucket:
         self._clock = clock
         self._sleep: Sleep = sleep or asyncio.sleep
         self._lock = threading.Lock()
-        self._state = [self.capacity if level is None else min(level, self.capacity), clock(), target, 0.0]
+        self._state = [self.capacity if level is None else level, clock(), target, 0.0]  # above: announced burst
         self._seen_rate = target
         if fd is not None:
             with self._locked(refill=False) as state:
@@ -161,8 +161,9 @@ class SharedBucket:
     def _refill(self, state: list[float]) -> None:
         now = self._clock()
         elapsed = now - state[1]
-        if elapsed > 0:
-            state[0] = min(self.capacity, state[0] + elapsed * state[2])
+        capacity = self.capacity
+        if elapsed > 0 and state[0] < capacity:  # a level above capacity is an announced burst: spent, not refilled
+            state[0] = min(capacity, state[0] + elapsed * state[2])
         state[1] = now
 
     # ------------------------------------------------------------------ TokenBucket's interface
@@ -202,7 +203,7 @@ class SharedBucket:
 
     def adjust(self, delta: float) -> None:
         with self._locked() as state:
-            state[0] = min(self.capacity, state[0] + delta)
+            state[0] = min(max(self.capacity, state[0]), state[0] + delta)
 
     # ------------------------------------------------------------------ what the server says
     def cap(self, remaining: float) -> None:
@@ -258,9 +259,11 @@ class KeyLimits:
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, str], SharedBucket] = {}
 
-    def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep) -> SharedBucket:
+    def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep,
+               level: float | None = None) -> SharedBucket:
         """The shared bucket for ``key``'s ``kind`` limit ("requests" or "tokens") at ``rate`` per second (the
-        share of the announced limit already applied); a changed limit retunes it in place."""
+        share of the announced limit already applied); a changed limit retunes it in place. A new bucket starts
+        at ``level`` (what the server says remains: its burst, spent at once, then the pace follows the refill)."""
         with self._lock:
             current = self._buckets.get((key, kind))
             if current is not None:
@@ -269,7 +272,7 @@ class KeyLimits:
                 return current
             name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
             fd = _open_state(limits_dir(), name)
-            bucket = SharedBucket(rate, burst_s, fd=fd, clock=clock, sleep=sleep)
+            bucket = SharedBucket(rate, burst_s, level=level, fd=fd, clock=clock, sleep=sleep)
             self._buckets[(key, kind)] = bucket
             return bucket
 
