@@ -106,6 +106,7 @@ async def test_a_headerless_limit_is_learned(clock: FakeClock, count_refused: bo
     assert all(r.ok for r in results) and len(server.log) == 120 + refused
     assert (round(took, 2), got_refused, results.stats.paced_rpm) == (wall, refused, paced_rpm)
     assert late_share <= 0.05 and took <= 1.1 * 60.0
+    assert f"paced at {paced_rpm:,.0f} RPM, learned from 429s" in str(results.summary())
     late = [at for at, status in server.log if status == 200 and at >= server.log[-1][0] - 30.0]
     assert 1.85 <= (len(late) - 1) / (late[-1] - late[0]) <= 2.1  # the pace converged on the server's 2/s
 

@@ -226,6 +226,8 @@ class BatchSummary:
     learned_tpm: float | None
     stop_reason: str | None
     errors: dict[str, int]
+    paced_rpm: float | None = None
+    """The pace learned from 429s (requests per minute) when the server announced no per-minute limit."""
 
     @classmethod
     def from_stats(cls, stats: BatchStats, total: int) -> BatchSummary:
@@ -242,7 +244,7 @@ class BatchSummary:
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
             retries_paced=stats.retries_paced, learned_rpm=stats.learned_rpm, learned_tpm=stats.learned_tpm,
-            stop_reason=stats.stop_reason, errors=dict(stats.errors),
+            stop_reason=stats.stop_reason, errors=dict(stats.errors), paced_rpm=stats.paced_rpm,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -272,6 +274,9 @@ class BatchSummary:
             learned = [f"{v:,.0f} {unit}" for v, unit in ((self.learned_rpm, "RPM"), (self.learned_tpm, "TPM"))
                        if v is not None]
             lines.append("rate limits announced by the server: " + ", ".join(learned))
+        if self.paced_rpm is not None:
+            lines.append(f"paced at {self.paced_rpm:,.0f} RPM, learned from 429s (the server announced no "
+                         "per-minute limit)")
         if self.errors:
             lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
         return "\n".join(lines)
