@@ -38,6 +38,8 @@ class Admission:
                  memory: LimitsMemory = LIMITS_MEMORY, key_limits: KeyLimits = KEY_LIMITS) -> None:
         self._options = options
         self._clock, self._sleep = clock, sleep
+        self.clock = clock
+        """The batch's clock (what ``on_rate_limited``'s ``sent_at`` is on)."""
         self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
         self.gate = PauseGate(clock=clock, sleep=sleep)
         self.pace = RetryPace(options.retry_budget, clock=clock)
@@ -48,6 +50,7 @@ class Admission:
         self.learned_rpm: float | None = None
         self.learned_tpm: float | None = None
         self._auto = options.rpm == "auto" or options.tpm == "auto"
+        self._per_minute = False  # the server announces a per-minute request limit
         self.learned: LearnedBucket | None = None
         """rpm="auto": the pace learned from 429s while the server announces no per-minute request limit
         (shared by every batch on the key, like announced limits); it paces nobody until a 429."""
@@ -99,8 +102,8 @@ class Admission:
                 tpm.adjust(charge)
             self.limiter.release()
             return None
-        learned = self._pacing()
-        if learned is not None and not learned.take_now(1):
+        learned = self.learned
+        if learned is not None and learned.active and not self._per_minute and not learned.take_now(1):
             if rpm is not None:
                 rpm.adjust(1)
             if tpm is not None:
@@ -112,13 +115,13 @@ class Admission:
     def _pacing(self) -> LearnedBucket | None:
         """The learned pace when it applies: something was learned, and no per-minute limit is announced."""
         learned = self.learned
-        if learned is None or learned.learned is None or self._minute_limit():
+        if learned is None or not learned.active or self._per_minute:
             return None
         return learned
 
     def _minute_limit(self) -> bool:
         """True when the server announces a per-minute request limit (its bucket paces; 429s lower it)."""
-        return self.learned_rpm is not None and self._windows[0] <= 60.0
+        return self._per_minute
 
     def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
         """The TPM charge for a raw estimate (or the function that gives it)."""
@@ -225,6 +228,7 @@ class Admission:
             self.rpm = self._learned_bucket("requests", self.rpm, limits.limit_requests / window,
                                             limits.remaining_requests, first)
             self.learned_rpm = limits.limit_requests * 60.0 / window
+            self._per_minute = window <= 60.0
         if self._options.tpm == "auto" and limits.limit_tokens:
             window = self._windows[1] = limits.tokens_window_s() or self._windows[1]
             self.tpm = self._learned_bucket("tokens", self.tpm, limits.limit_tokens / window, limits.remaining_tokens,
@@ -269,12 +273,9 @@ class Admission:
         if isinstance(tpm, SharedBucket):
             tpm.on_success()
         learned = self.learned
-        if learned is not None and not self._minute_limit():
+        if learned is not None and not self._per_minute:
             learned.on_success()
 
-    def now(self) -> float:
-        """The batch's clock (what ``on_rate_limited``'s ``sent_at`` is on)."""
-        return self._clock()
 
     def settle_tokens(self, charge: int, actual: int) -> None:
         """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""

@@ -90,7 +90,7 @@ class AttemptRunner:
             gate = admission.gate
             if gate.resume_at and gate.paused:
                 await gate.wait()
-            sent_at = admission.now()
+            sent_at = admission.clock()
             outcome = await self._sender.attempt(plan.call)
         except asyncio.CancelledError:
             self.refund(item)

@@ -26,7 +26,7 @@ from collections import deque
 from holysheep._engine.key_limits import STALE_S, Clock, SharedBucket, Sleep
 
 __all__ = ["BETA", "LEARNED_BURST_S", "METER_TAU_S", "MIN_WINDOW_S", "PROBE", "RECOVER_S", "STATE_FIELDS",
-           "LearnedBucket", "fresh_state", "measured_rate", "on_success", "on_throttle", "rate_at"]
+           "LearnedBucket", "fresh_state", "measured_rate", "on_success", "on_throttle", "rate_at", "seed"]
 
 BETA = 0.9
 """Share of the measured success rate the pace drops to on a throttle."""
@@ -70,6 +70,17 @@ def on_success(state: list[float], now: float) -> None:
     state[_OK_STAMP] = now
     if state[_RATE] > 0:
         state[_RATE] = rate_at(state, now)
+
+
+def seed(state: list[float], successes: int, first: float | None, now: float) -> None:
+    """Add ``successes`` counted since ``first`` to an empty meter, as a steady rate (what `measured_rate`
+    then reads back); a meter that already has data (another process's) is left as it is."""
+    if not successes or first is None or not math.isnan(state[_OK_FIRST]):
+        return
+    window = max(MIN_WINDOW_S, now - first)
+    state[_OK_FIRST] = first
+    state[_COUNT] = successes / window * METER_TAU_S * -math.expm1(-window / METER_TAU_S)
+    state[_OK_STAMP] = now
 
 
 def measured_rate(state: list[float], now: float) -> float:
@@ -132,6 +143,12 @@ class LearnedBucket(SharedBucket):
         self._unflushed: list[float] = []  # times of successes not yet in the meter
         self._recent: deque[bool] = deque(maxlen=EVIDENCE[1])  # this process's last replies: True for a 429
         self._refused = 0
+        self._quiet = True  # no 429 seen by this process yet: successes are only counted
+        self._oks = 0
+        self._first_ok: float | None = None
+        self._peeked = 0.0
+        self.active = False
+        """True once a pace was learned (here or, seen through the shared file, by another process)."""
         self.throttles = 0
         """Throttles this process fed to the model (each lowered the pace)."""
         if fd is not None:
@@ -166,9 +183,21 @@ class LearnedBucket(SharedBucket):
         return rate if rate > 0 else None
 
     def on_success(self) -> None:
-        """Count a success (the meter is what a throttle measures the server's rate by)."""
-        self._remember(False)
+        """Count a success (the meter is what a throttle measures the server's rate by). Until this process
+        sees a 429 it only counts (a steady rate since the first success seeds the meter then) and looks at
+        the shared state every `FLUSH_S`, in case another process learned a pace."""
         now = self._clock()
+        if self._quiet:
+            self._oks += 1
+            if self._first_ok is None:
+                self._first_ok = self._peeked = now
+            elif now - self._peeked >= FLUSH_S:
+                self._peeked = now
+                with self._locked():
+                    pass  # reads the shared pace into _seen_rate
+                self.active = self._seen_rate > 0
+            return
+        self._remember(False)
         pending = self._unflushed
         pending.append(now)
         if now - pending[0] >= FLUSH_S:
@@ -183,14 +212,18 @@ class LearnedBucket(SharedBucket):
 
     def _flush(self) -> None:
         pending, self._unflushed = self._unflushed, []
-        if pending:
-            with self._locked() as state:
-                for when in pending:
-                    on_success(state, when)
+        with self._locked() as state:
+            if self._oks:  # the successes before the first 429, as a steady rate since the first of them
+                seed(state, self._oks, self._first_ok, self._clock())
+                self._oks = 0
+            for when in pending:
+                on_success(state, when)
+        self.active = self._seen_rate > 0
 
     def on_rate_limited(self, sent_at: float | None = None) -> bool:
         """A 429 to a request sent at ``sent_at``: lower the pace (see `on_throttle`) and empty the bucket.
         True when the pace was lowered."""
+        self._quiet = False
         self._remember(True)
         if self._seen_rate <= 0 and self._refused < EVIDENCE[0]:
             return False
@@ -200,6 +233,7 @@ class LearnedBucket(SharedBucket):
             lowered = on_throttle(state, now if sent_at is None else sent_at, now)
             state[0] = min(state[0], 0.0)
             state[1] = now
+        self.active = self._seen_rate > 0
         if lowered:
             self.throttles += 1
         return lowered
