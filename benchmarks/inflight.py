@@ -1,11 +1,17 @@
-"""Thousands in flight: a batch at concurrency N against a bare aiohttp pool of N, same server, same run.
+"""Thousands in flight: a batch at concurrency N against the fastest plain aiohttp program, same server, same run.
 
     python benchmarks/inflight.py [--pairs 2] [--latency 2.0] [--quick] [--rss]
 
 Shape (issue 25): 6,000 requests x 2 s latency at 3,000 in flight (ideal 4 s), and 3,000 requests at
 1,000 in flight (ideal 6 s). The batch runs with its defaults but ``concurrency`` (rpm="auto" sees no
-rate-limit headers from the canned server, so nothing paces it). Each pair runs the batch and the bare
-pool back to back, alternating which goes first; the ratio is the median of the pairs' ratios. ``--rss``
+rate-limit headers from the canned server, so nothing paces it).
+
+**The floor** (issue 37) is a worker pool: N asyncio tasks on one ``aiohttp.ClientSession`` (a connector of N
+connections), each pulling the next request from one shared list until it is empty: no task per request,
+no semaphore. ``gather`` is the program this benchmark compared against before (one task per request,
+``asyncio.gather`` over all of them behind a semaphore of N), a slower program, kept beside it as what it is.
+Each pair runs the batch and the floor back to back (then ``gather``), alternating which of batch and floor
+goes first; the ratio is the median of the pairs' batch/floor ratios (``gather_ratio``: batch/gather). ``--rss``
 adds the peak RSS of a batch at 10,000 in flight (a child process, ``ru_maxrss``). Results are printed as
 JSON and merged into benchmarks/results.json under "inflight".
 """
@@ -80,19 +86,47 @@ async def bare(url: str, n: int, conc: int) -> tuple[float, int]:
         return time.perf_counter() - start, peak
 
 
+async def pool(url: str, n: int, conc: int) -> tuple[float, int]:
+    """The floor: ``conc`` workers on one session, each taking the next request from a shared list."""
+    import aiohttp
+
+    todo = _prompts(n)
+    todo.reverse()  # pop() from the end takes them in order
+    connector = aiohttp.TCPConnector(limit=conc, limit_per_host=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        headers = {"authorization": f"Bearer {KEY}"}
+        endpoint = f"{url}/chat/completions"
+
+        async def worker() -> None:
+            while todo:
+                messages = todo.pop()
+                async with session.post(endpoint, headers=headers,
+                                        json={"model": MODEL, "messages": messages, "max_tokens": 16}) as r:
+                    assert r.status == 200
+                    await r.json()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(conc)))
+        return time.perf_counter() - start, conc
+
+
 def shape(url: str, n: int, conc: int, latency: float, pairs: int) -> dict[str, Any]:
-    ratios, walls, floors, peaks = [], [], [], []
+    ratios, gather_ratios, walls, floors, gathers, peaks = [], [], [], [], [], []
     for i in range(pairs):
-        order = [batch, bare] if i % 2 == 0 else [bare, batch]
+        order = [batch, pool, bare] if i % 2 == 0 else [pool, batch, bare]
         got = {fn.__name__: asyncio.run(fn(url, n, conc)) for fn in order}
-        (w, peak), (f, _) = got["batch"], got["bare"]
+        (w, peak), (f, _), (g, _) = got["batch"], got["pool"], got["bare"]
         ratios.append(w / f)
+        gather_ratios.append(w / g)
         walls.append(w)
         floors.append(f)
+        gathers.append(g)
         peaks.append(peak)
     return {"requests": n, "in_flight": conc, "latency_s": latency, "ideal_s": n / conc * latency,
-            "batch_s": round(statistics.median(walls), 2), "bare_aiohttp_s": round(statistics.median(floors), 2),
+            "batch_s": round(statistics.median(walls), 2), "floor_worker_pool_s": round(statistics.median(floors), 2),
             "ratio": round(statistics.median(ratios), 3), "pairs": [round(r, 3) for r in ratios],
+            "gather_s": round(statistics.median(gathers), 2),
+            "gather_ratio": round(statistics.median(gather_ratios), 3),
             "batch_peak_in_flight": max(peaks)}
 
 
@@ -124,7 +158,8 @@ def main() -> None:
     _raise_nofile(12_000 if args.rss else 4_000)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": f"{__import__('os').cpu_count()} cores",
                            "conditions": "client and canned server (benchmarks/_server.py) on one machine, "
-                                         "server pinned to the last core; medians of interleaved pairs"}
+                                         "server pinned to the last core; medians of interleaved pairs; "
+                                         "floor: a worker pool of N aiohttp tasks pulling from a shared list"}
     with canned_server(args.latency * 1000, reply_words=16) as url:
         out["3000"] = shape(url, 6000, 3000, args.latency, pairs)
         out["1000"] = shape(url, 3000, 1000, args.latency, pairs)

@@ -45,15 +45,17 @@ async def test_retries_beyond_the_budget_share_are_paced_not_refused() -> None:
     assert s.requests == 100 + s.retries == len(chat_requests(server))
 
 
-async def test_quota_precheck_warns_or_fails_fast() -> None:
+async def test_quota_precheck_warns_or_fails_fast(caplog: pytest.LogCaptureFixture) -> None:
+    """One message (a logging WARNING; no RuntimeWarning too: warnings are errors here)."""
     with FakeServer(quota_limit=100) as server:
         async with async_client(server) as client:
             with pytest.raises(QuotaExceededError, match="require_quota"):
                 await client.chat.completions.batch(["x"] * 10, model=MODEL, max_tokens=50, require_quota=True)
             assert chat_requests(server) == []
-            with pytest.warns(RuntimeWarning, match="account has 100 left"):
-                results = await client.chat.completions.batch(["x"] * 3, model=MODEL, max_tokens=50)
+            results = await client.chat.completions.batch(["x"] * 3, model=MODEL, max_tokens=50)
             assert len(results.responses) == 3
+    warned = [r.getMessage() for r in caplog.records if "account has 100 left" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].endswith("Pass check_quota=False to skip the quota check.")
 
 
 async def test_quota_exhausted_stops_without_retries() -> None:

@@ -36,6 +36,7 @@ async def test_fixed_rpm_admits_a_one_second_burst_then_paces() -> None:
 
 
 async def test_learned_limits_start_at_what_remains_and_pace_at_the_share() -> None:
+    """The first reply's remaining is a burst spent at once (issue 37), then the pace is the share."""
     adm, clock = admission(concurrency=100)
     assert adm.probing and adm.rpm is None and adm.tpm is None
     adm.learn(LIMITS)
@@ -43,10 +44,12 @@ async def test_learned_limits_start_at_what_remains_and_pace_at_the_share() -> N
     assert not adm.probing
     assert adm.learned_rpm == 600 and adm.learned_tpm == 60000
     assert adm.rpm is not None and adm.rpm.rate == 600 * LEARNED_SHARE / 60
-    assert adm.rpm.level == pytest.approx(1.96)  # a 0.2 s burst at 9.8/s (under the 3 that remain)
+    assert adm.rpm.level == 3  # the 3 that remain: the announced burst, above the 0.2 s burst at 9.8/s
     for _ in range(3):
         await adm.admit(1)
-    assert clock.now == pytest.approx((3 - 1.96) / 9.8)  # the rest of the third came at 9.8/s
+    assert clock.now == 0  # spent at once
+    await adm.admit(1)
+    assert clock.now == pytest.approx(1 / 9.8)  # then the refill paces
 
 
 async def test_a_new_announced_limit_retunes_the_bucket_and_stats_show_it() -> None:

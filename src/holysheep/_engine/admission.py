@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 from holysheep._core.log import get_logger
 from holysheep._engine.key_limits import KEY_LIMITS, KeyLimits, SharedBucket
+from holysheep._engine.learned_rate import LearnedBucket
 from holysheep._engine.limits import AIMDLimiter, Clock, PauseGate, RetryPace, Sleep, TokenBucket, TokenEstimator
 from holysheep._engine.options import BatchOptions
 from holysheep._engine.results import BatchStats
@@ -37,6 +38,8 @@ class Admission:
                  memory: LimitsMemory = LIMITS_MEMORY, key_limits: KeyLimits = KEY_LIMITS) -> None:
         self._options = options
         self._clock, self._sleep = clock, sleep
+        self.clock = clock
+        """The batch's clock (what ``on_rate_limited``'s ``sent_at`` is on)."""
         self.limiter = AIMDLimiter(options.concurrency, adaptive=options.adaptive)
         self.gate = PauseGate(clock=clock, sleep=sleep)
         self.pace = RetryPace(options.retry_budget, clock=clock)
@@ -47,6 +50,13 @@ class Admission:
         self.learned_rpm: float | None = None
         self.learned_tpm: float | None = None
         self._auto = options.rpm == "auto" or options.tpm == "auto"
+        self._per_minute = False  # the server announces a per-minute request limit
+        self.learned: LearnedBucket | None = None
+        """rpm="auto": the pace learned from 429s while the server announces no per-minute request limit
+        (shared by every batch on the key, like announced limits); it paces nobody until a 429."""
+        if options.rpm == "auto":
+            self.learned = LearnedBucket(clock=clock, sleep=sleep) if memory_key is None else key_limits.made(
+                memory_key, "learned-requests", lambda fd: LearnedBucket(fd=fd, clock=clock, sleep=sleep))
         # "auto": set until the first reply's headers were read (or no reply will come).
         self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
         self._probe_taken = False
@@ -92,7 +102,26 @@ class Admission:
                 tpm.adjust(charge)
             self.limiter.release()
             return None
+        learned = self.learned
+        if learned is not None and learned.active and not self._per_minute and not learned.take_now(1):
+            if rpm is not None:
+                rpm.adjust(1)
+            if tpm is not None:
+                tpm.adjust(charge)
+            self.limiter.release()
+            return None
         return charge
+
+    def _pacing(self) -> LearnedBucket | None:
+        """The learned pace when it applies: something was learned, and no per-minute limit is announced."""
+        learned = self.learned
+        if learned is None or not learned.active or self._per_minute:
+            return None
+        return learned
+
+    def _minute_limit(self) -> bool:
+        """True when the server announces a per-minute request limit (its bucket paces; 429s lower it)."""
+        return self._per_minute
 
     def _estimate(self, est_tokens: int | Callable[[], int]) -> int:
         """The TPM charge for a raw estimate (or the function that gives it)."""
@@ -114,6 +143,9 @@ class Admission:
                 charge = 0
                 if self.rpm is not None and not self._stalls(self.rpm, 1, self.learned_rpm, "request"):
                     await self.rpm.take(1)
+                learned = self._pacing()
+                if learned is not None:
+                    await learned.take(1)
                 if self.tpm is not None and self.stalled is None:
                     charge = self._estimate(est_tokens)
                     if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
@@ -196,6 +228,7 @@ class Admission:
             self.rpm = self._learned_bucket("requests", self.rpm, limits.limit_requests / window,
                                             limits.remaining_requests, first)
             self.learned_rpm = limits.limit_requests * 60.0 / window
+            self._per_minute = window <= 60.0
         if self._options.tpm == "auto" and limits.limit_tokens:
             window = self._windows[1] = limits.tokens_window_s() or self._windows[1]
             self.tpm = self._learned_bucket("tokens", self.tpm, limits.limit_tokens / window, limits.remaining_tokens,
@@ -207,7 +240,7 @@ class Admission:
         rate *= LEARNED_SHARE
         if self._memory_key is not None:  # one bucket per (base URL, key): the limit is the key's, not the batch's
             shared = self._key_limits.bucket(self._memory_key, kind, rate, LEARNED_BURST_S, clock=self._clock,
-                                             sleep=self._sleep)
+                                             sleep=self._sleep, level=remaining)
             if remaining is not None:  # every reply: what remains on the server is what other clients left
                 shared.cap(remaining)
             return shared
@@ -216,15 +249,20 @@ class Admission:
         elif bucket.rate != rate:
             bucket.retune(rate, rate * LEARNED_BURST_S)
         if remaining is not None and (first or remaining == 0):
-            bucket.level = min(bucket.level, remaining)
+            bucket.level = remaining if first else min(bucket.level, remaining)  # first: the announced burst
         return bucket
 
-    def on_rate_limited(self, epoch: int) -> None:
-        """A 429: halve the concurrency (once per epoch) and lower the key's learned rates (AIMD)."""
+    def on_rate_limited(self, epoch: int, sent_at: float | None = None) -> None:
+        """A 429 (to a request sent at ``sent_at`` on the batch's clock): halve the concurrency (once per
+        epoch) and lower the key's announced-limit rates (AIMD), or, without a per-minute limit announced,
+        its learned pace (see ``learned_rate``)."""
         self.limiter.on_rate_limited(epoch)
-        for bucket in (self.rpm, self.tpm):
+        minute = self._minute_limit()
+        for bucket in (self.rpm, self.tpm) if minute else (self.tpm,):  # a day's limit is not what refused it
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
+        if self.learned is not None and not minute:
+            self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:
         """A success: the concurrency and the learned rates grow back."""
@@ -234,6 +272,10 @@ class Admission:
             rpm.on_success()
         if isinstance(tpm, SharedBucket):
             tpm.on_success()
+        learned = self.learned
+        if learned is not None and not self._per_minute:
+            learned.on_success()
+
 
     def settle_tokens(self, charge: int, actual: int) -> None:
         """Correct a TPM charge once a reply told the real usage (``actual=0``: unknown, keep the charge)."""
@@ -257,3 +299,5 @@ class Admission:
         stats.retries_paced = self.pace.paced
         stats.learned_rpm = self.learned_rpm
         stats.learned_tpm = self.learned_tpm
+        pace = self.learned.learned if self.learned is not None and not self._minute_limit() else None
+        stats.paced_rpm = None if pace is None else round(pace * 60.0, 1)

@@ -84,11 +84,15 @@ class AttemptRunner:
             item.first_sent = time.perf_counter()
         item.attempts += 1
         self.stats.requests += 1
+        if item.retrying:  # counted when it goes out: a retry the stop ended before it was sent is none
+            item.retrying = False
+            self.stats.retries += 1
         plan.call.rate_limits_free = True  # a 429 paces the batch; it never uses up an item's retries
         try:
             gate = admission.gate
             if gate.resume_at and gate.paused:
                 await gate.wait()
+            sent_at = admission.clock()
             outcome = await self._sender.attempt(plan.call)
         except asyncio.CancelledError:
             self.refund(item)
@@ -117,7 +121,7 @@ class AttemptRunner:
             admission.refund_tokens(charge)
             # an error reply is not billed; a request whose reply never came may have been
             self._settle(item, None, sent=not isinstance(outcome.error, APIStatusError))
-            self._on_error(item, outcome, delay, epoch)
+            self._on_error(item, outcome, delay, epoch, sent_at)
         except Exception as exc:  # e.g. a structured-output validator that raised: the item ends with it
             self._settle(item, None, sent=True)  # (a no-op once settled) no reservation may outlive its request
             self._sink.finalize(item, None, exc)
@@ -164,14 +168,15 @@ class AttemptRunner:
         else:
             self._admission.gate.pause_for(seconds)
 
-    def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int) -> None:
+    def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int,
+                  sent_at: float) -> None:
         error = outcome.error
         assert error is not None and item.plan is not None
         stats = self.stats
         rate_limited = isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error)
         if rate_limited:  # the server asks us to slow down: pace the batch, not an outage, not the item's fault
             stats.rate_limited += 1
-            self._admission.on_rate_limited(epoch)
+            self._admission.on_rate_limited(epoch, sent_at)
         elif is_retryable(error):
             outage = self._outage.record(False)
             if outage is not None:
@@ -185,11 +190,11 @@ class AttemptRunner:
         elif self.abort is not None:
             self._sink.finalize(item, None, self.unfinished_error(error))
         elif rate_limited or (isinstance(error, APIStatusError) and error.retry_after is not None):
-            stats.retries += 1
+            item.retrying = True
             self._admission.gate.pause_for(delay)  # the server asked for room: the whole batch waits
             self._queue.retry_now(item)
         else:
-            stats.retries += 1
+            item.retrying = True
             extra = self._admission.pace.wait_for()
             if extra:
                 stats.retries_paced += 1
@@ -209,7 +214,7 @@ class AttemptRunner:
                 self.stop_unfinished(f"the server asked to wait {retry_after:.0f} s, longer than "
                                      f"max_pause_s={self._options.max_pause_s:g}", error)
             elif rate_limited or item.attempts <= policy.max_retries:
-                self.stats.retries += 1
+                item.retrying = True
                 self._admission.gate.pause_for(retry_after)
                 item.plan = None  # a fresh plan (same idempotency key) once the pause is over
                 self._queue.retry_now(item)

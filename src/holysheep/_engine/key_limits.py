@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar, cast
 
 from holysheep._engine.private_state import open_private_file, private_folder, warn_once
 
@@ -104,6 +105,9 @@ class SharedBucket:
     and ``on_success``.
     """
 
+    _format = _STATE
+    """The layout of the state in the file (a subclass with more state has its own)."""
+
     def __init__(self, target: float, capacity_s: float, *, level: float | None = None, fd: int | None = None,
                  clock: Clock = time.monotonic, sleep: Sleep | None = None) -> None:
         import asyncio
@@ -114,7 +118,7 @@ class SharedBucket:
         self._clock = clock
         self._sleep: Sleep = sleep or asyncio.sleep
         self._lock = threading.Lock()
-        self._state = [self.capacity if level is None else min(level, self.capacity), clock(), target, 0.0]
+        self._state = [self.capacity if level is None else level, clock(), target, 0.0]  # above: announced burst
         self._seen_rate = target
         if fd is not None:
             with self._locked(refill=False) as state:
@@ -152,23 +156,28 @@ class SharedBucket:
 
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                raw = os.pread(fd, _STATE.size, 0)
-                state = list(_STATE.unpack(raw)) if len(raw) == _STATE.size else [0.0, 0.0, 0.0, 0.0]
+                layout = self._format
+                raw = os.pread(fd, layout.size, 0)
+                state = list(layout.unpack(raw)) if len(raw) == layout.size else [0.0] * (layout.size // 8)
                 if state[1] != 0.0 and not self._plausible(state):
-                    state = [self.capacity, self._clock(), self.target, 0.0]  # started afresh
+                    state = self._fresh()  # started afresh
                 if refill and state[1] != 0.0 and state[2] > 0:
                     self._refill(state)
                 yield state
                 self._seen_rate = state[2]
-                os.pwrite(fd, _STATE.pack(*state), 0)
+                os.pwrite(fd, layout.pack(*state), 0)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _fresh(self) -> list[float]:
+        """The state of a bucket nobody used yet (what an implausible shared state is replaced with)."""
+        return [self.capacity, self._clock(), self.target, 0.0]
 
     def _plausible(self, state: list[float]) -> bool:
         """Whether a state read from the shared file is one a batch of this limit could have written: finite,
         not from the future, a rate between ``FLOOR`` and the target, and a debt of at most ``MAX_DEBT_S`` of
         it. Anything else (a planted "next request in a day") is ignored with one warning."""
-        level, stamp, rate, last = state
+        level, stamp, rate, last = state[:4]
         now = self._clock()
         ok = (all(math.isfinite(v) for v in state) and stamp <= now + 1.0 and last <= now + 1.0
               and (rate <= 0 or self.target * FLOOR * (1 - 1e-9) <= rate)
@@ -181,8 +190,9 @@ class SharedBucket:
     def _refill(self, state: list[float]) -> None:
         now = self._clock()
         elapsed = now - state[1]
-        if elapsed > 0:
-            state[0] = min(self.capacity, state[0] + elapsed * state[2])
+        capacity = self.capacity
+        if elapsed > 0 and state[0] < capacity:  # a level above capacity is an announced burst: spent, not refilled
+            state[0] = min(capacity, state[0] + elapsed * state[2])
         state[1] = now
 
     # ------------------------------------------------------------------ TokenBucket's interface
@@ -222,7 +232,7 @@ class SharedBucket:
 
     def adjust(self, delta: float) -> None:
         with self._locked() as state:
-            state[0] = min(self.capacity, state[0] + delta)
+            state[0] = min(max(self.capacity, state[0]), state[0] + delta)
 
     # ------------------------------------------------------------------ what the server says
     def cap(self, remaining: float) -> None:
@@ -268,6 +278,9 @@ class SharedBucket:
                 os.close(fd)
 
 
+_Bucket = TypeVar("_Bucket", bound=SharedBucket)
+
+
 class KeyLimits:
     """The buckets of each (base URL, key) in this process: ``bucket`` hands out one per limit."""
 
@@ -275,9 +288,11 @@ class KeyLimits:
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, str], SharedBucket] = {}
 
-    def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep) -> SharedBucket:
+    def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep,
+               level: float | None = None) -> SharedBucket:
         """The shared bucket for ``key``'s ``kind`` limit ("requests" or "tokens") at ``rate`` per second (the
-        share of the announced limit already applied); a changed limit retunes it in place."""
+        share of the announced limit already applied); a changed limit retunes it in place. A new bucket starts
+        at ``level`` (what the server says remains: its burst, spent at once, then the pace follows the refill)."""
         with self._lock:
             current = self._buckets.get((key, kind))
             if current is not None:
@@ -286,9 +301,19 @@ class KeyLimits:
                 return current
             name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
             fd = _open_state(limits_dir(), name)
-            bucket = SharedBucket(rate, burst_s, fd=fd, clock=clock, sleep=sleep)
+            bucket = SharedBucket(rate, burst_s, level=level, fd=fd, clock=clock, sleep=sleep)
             self._buckets[(key, kind)] = bucket
             return bucket
+
+    def made(self, key: str, kind: str, make: Callable[[int | None], _Bucket]) -> _Bucket:
+        """``key``'s bucket of ``kind``, made by ``make(fd)`` (the bucket file's descriptor, or None) the first
+        time: a bucket with state of its own (the learned pace) shared like the others."""
+        with self._lock:
+            current = self._buckets.get((key, kind))
+            if current is None:
+                name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
+                current = self._buckets[(key, kind)] = make(_open_state(limits_dir(), name))
+            return cast(_Bucket, current)
 
     def forget(self) -> None:
         """Drop every bucket (a later batch starts afresh)."""

@@ -25,7 +25,8 @@ class TokenBucket:
     """A continuously refilled bucket: ``rate`` units per second, holding at most ``capacity``.
 
     It starts full. A take larger than ``capacity`` waits for a full bucket and then goes into debt,
-    so no request is too big to ever run. Only the dispatcher takes, so waiters need no queue.
+    so no request is too big to ever run. Only the dispatcher takes, so waiters need no queue. ``level``
+    may be set above ``capacity`` (a burst the server announced): it is spent, and refills only to ``capacity``.
     """
 
     def __init__(self, rate: float, capacity: float, *, clock: Clock = time.monotonic,
@@ -48,7 +49,8 @@ class TokenBucket:
 
     def _refill(self) -> None:
         now = self._clock()
-        self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
+        if self.level < self.capacity:  # a level above it is a burst the server announced: spent, not refilled
+            self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
         self._stamp = now
 
     def delay_for(self, amount: float) -> float:
@@ -86,7 +88,7 @@ class TokenBucket:
     def adjust(self, delta: float) -> None:
         """Give back (``delta > 0``) or charge extra (``delta < 0``) after the real cost is known."""
         self._refill()
-        self.level = min(self.capacity, self.level + delta)
+        self.level = min(max(self.capacity, self.level), self.level + delta)
 
 
 class AIMDLimiter:

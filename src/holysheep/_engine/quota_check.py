@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
-import warnings
-
 from holysheep._core.log import get_logger
 from holysheep._engine.sender import Sender
 from holysheep._exceptions import APIError, AuthenticationError, QuotaExceededError, QuotaUnavailableError
 
-__all__ = ["check_quota"]
+__all__ = ["SKIP_OPTION", "check_quota"]
 
 logger = get_logger("holysheep.batch")
+
+SKIP_OPTION = "check_quota=False"
+"""How a message names the option that skips the check; the record carries it in ``skip_option`` so that the
+CLI can name its own flag instead (``--no-quota-check``)."""
 
 _warned_no_quota: set[str] = set()
 
 
+def _warn(msg: str) -> None:
+    """One message on one channel: a logging WARNING on ``holysheep.batch`` (shown on stderr when logging is
+    not set up), never also a ``RuntimeWarning`` (its location would be asyncio's, not the caller's)."""
+    logger.warning("%s Pass %s to skip the quota check.", msg, SKIP_OPTION, extra={"skip_option": SKIP_OPTION})
+
+
 def _warn_no_quota_once(exc: QuotaUnavailableError) -> None:
-    """One warning per server without a quota endpoint (logging WARNING and ``warnings``), not one per batch."""
+    """One warning per server without a quota endpoint, not one per batch."""
     where = str(exc.request.url) if exc.request is not None else ""
     if where in _warned_no_quota:
         return
     _warned_no_quota.add(where)
-    msg = (f"Batch quota check skipped: this server has no quota endpoint ({where or 'GET /quota'} answered "
-           "404). The batch runs without one; pass check_quota=False to skip the check.")
-    logger.warning(msg)
-    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+    _warn(f"Batch quota check skipped: this server has no quota endpoint ({where or 'GET /quota'} answered "
+          "404). The batch runs without one.")
 
 
 async def check_quota(sender: Sender, *, estimated_tokens: int | None, require: bool) -> AuthenticationError | None:
@@ -61,6 +67,5 @@ async def check_quota(sender: Sender, *, estimated_tokens: int | None, require: 
                "left; it may stop part-way with insufficient_quota.")
         if require:
             raise QuotaExceededError(msg + " (require_quota=True: nothing was sent.)")
-        logger.warning(msg)
-        warnings.warn(msg, RuntimeWarning, stacklevel=4)
+        _warn(msg)
     return None

@@ -33,7 +33,7 @@ class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
     __slots__ = ("_est_tokens", "_request", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index",
-                 "invalid", "key", "params", "plan", "repairs", "reserved", "steps", "tool_run")
+                 "invalid", "key", "params", "plan", "repairs", "reserved", "retrying", "steps", "tool_run")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
                  invalid: BaseException | None = None) -> None:
@@ -47,6 +47,7 @@ class BatchRequest:
         self.plan: Any = None  # the client's CallPlan, made on the first attempt
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
         self._request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
+        self.retrying = False  # its next send is a retry (counted in BatchStats.retries when it goes out)
         self.repairs = 0  # re-asks (structured output) or turns after the first (a tool loop)
         self.cache_key: str | None = None  # the response cache's key of its current request
         self.reserved = 0.0  # USD the cost cap holds for its request in flight

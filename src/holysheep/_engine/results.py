@@ -118,7 +118,8 @@ class BatchStats:
     requests: int = 0
     """HTTP requests sent, retries and structured-output re-asks included."""
     retries: int = 0
-    """Retries sent (backoff, a 429 pause or a long Retry-After)."""
+    """Retries sent (backoff, a 429 pause or a long Retry-After), counted as they go out: ``requests`` is the
+    items sent plus ``retries`` (plus re-asks and agent turns); a retry a stop ended before it went out is none."""
     rate_limited: int = 0
     """Replies that were 429 (not counting exhausted quota)."""
     prompt_tokens: int = 0
@@ -161,6 +162,9 @@ class BatchStats:
     """Requests per minute the server announced (`x-ratelimit-limit-requests`), if any."""
     learned_tpm: float | None = None
     """Tokens per minute the server announced (`x-ratelimit-limit-tokens`), if any."""
+    paced_rpm: float | None = None
+    """The pace learned from 429s, in requests per minute, when the server announced no per-minute request
+    limit and refused requests (None when nothing was learned)."""
     stop_reason: str | None = None
     """Why the batch stopped early (401, exhausted quota, an outage...), else None."""
     errors: Counter[str] = field(default_factory=Counter)
@@ -222,6 +226,8 @@ class BatchSummary:
     learned_tpm: float | None
     stop_reason: str | None
     errors: dict[str, int]
+    paced_rpm: float | None = None
+    """The pace learned from 429s (requests per minute) when the server announced no per-minute limit."""
 
     @classmethod
     def from_stats(cls, stats: BatchStats, total: int) -> BatchSummary:
@@ -238,7 +244,7 @@ class BatchSummary:
             concurrency_min=round(stats.concurrency_min, 2), concurrency_decreases=stats.concurrency_decreases,
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
             retries_paced=stats.retries_paced, learned_rpm=stats.learned_rpm, learned_tpm=stats.learned_tpm,
-            stop_reason=stats.stop_reason, errors=dict(stats.errors),
+            stop_reason=stats.stop_reason, errors=dict(stats.errors), paced_rpm=stats.paced_rpm,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -268,6 +274,9 @@ class BatchSummary:
             learned = [f"{v:,.0f} {unit}" for v, unit in ((self.learned_rpm, "RPM"), (self.learned_tpm, "TPM"))
                        if v is not None]
             lines.append("rate limits announced by the server: " + ", ".join(learned))
+        if self.paced_rpm is not None:
+            lines.append(f"paced at {self.paced_rpm:,.0f} RPM, learned from 429s (the server announced no "
+                         "per-minute limit)")
         if self.errors:
             lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
         return "\n".join(lines)

@@ -83,6 +83,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="empty the output file first")
     parser.add_argument("--require-quota", action="store_true",
                         help="fail before sending when the account quota cannot cover the estimate")
+    parser.add_argument("--no-quota-check", action="store_true",
+                        help="skip the account quota check (servers without GET /quota)")
     parser.add_argument("--base-url", help="API base URL (default: HOLYSHEEP_BASE_URL or the HolySheep API)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -226,7 +228,13 @@ def run_batch_command(args: argparse.Namespace) -> int:
         from holysheep.integrations.ray._cli import run_ray_batch
 
         return run_ray_batch(args)
+    if getattr(args, "no_quota_check", False) and args.require_quota:
+        print("holysheep batch: --no-quota-check and --require-quota contradict each other: drop one.",
+              file=sys.stderr)
+        return 2
     params: dict[str, Any] = {}
+    if getattr(args, "no_quota_check", False):
+        params["check_quota"] = False
     if args.max_tokens is not None:
         params["max_tokens"] = args.max_tokens
     if getattr(args, "dry_run", False):  # no key needed: nothing is sent
@@ -251,7 +259,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
 
             check_cache_path(args.cache, Path(args.output))
         params.update(_spend_params(args))
-        with client, _stop_signals():
+        with client, _stop_signals(), _cli_words():
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
@@ -316,6 +324,27 @@ class StopSignal(KeyboardInterrupt):
         super().__init__(signum)
         self.signal_name = signal.Signals(signum).name
         self.exit_status = 128 + signum
+
+
+@contextlib.contextmanager
+def _cli_words() -> Iterator[None]:
+    """While the run lasts, the batch's log messages name this command's flags: the quota message's
+    ``check_quota=False`` reads ``--no-quota-check``."""
+    import logging
+
+    from holysheep._engine.quota_check import SKIP_OPTION
+
+    def name_the_flag(record: logging.LogRecord) -> bool:
+        if getattr(record, "skip_option", None) == SKIP_OPTION and isinstance(record.args, tuple):
+            record.args = tuple("--no-quota-check" if arg == SKIP_OPTION else arg for arg in record.args)
+        return True
+
+    logger = logging.getLogger("holysheep.batch")
+    logger.addFilter(name_the_flag)
+    try:
+        yield
+    finally:
+        logger.removeFilter(name_the_flag)
 
 
 @contextlib.contextmanager

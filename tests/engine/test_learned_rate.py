@@ -1,0 +1,170 @@
+"""The pace learned from 429s (``_engine/learned_rate``), as exact schedules on a FakeClock: a simulated
+token-bucket server (2 requests/s, a burst of 2, no rate-limit headers, 429 with ``Retry-After: 1``)
+answers each request at the clock time it is sent (respx, so no socket and no thread decides)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import holysheep._engine.run as engine_run
+from holysheep import AsyncClient
+from holysheep._engine import learned_rate as lr
+from holysheep._engine.iterator import BatchIterator
+from holysheep.batch import forget_limits
+
+from .._fakes import FakeClock
+
+BASE = "https://learned.test/v1"
+REPLY = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+class BucketServer:
+    """A token bucket of ``rate`` per second holding ``burst``, read on ``clock``; a refused request gets 429
+    with ``Retry-After: 1`` and, with ``count_refused``, takes a token too (down to ``-burst``)."""
+
+    def __init__(self, clock: FakeClock, rate: float = 2.0, burst: float = 2.0, count_refused: bool = False,
+                 headers: dict[str, str] | None = None) -> None:
+        self.clock, self.rate, self.burst, self.count_refused = clock, rate, burst, count_refused
+        self.level, self.stamp = burst, clock.now
+        self.log: list[tuple[float, int]] = []
+        self.headers = headers or {}
+
+    announce = False
+    """Send OpenAI's x-ratelimit-{limit,remaining,reset}-requests (the limit per minute, what remains, the
+    time until the bucket is full)."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        now = self.clock.now
+        self.level = min(self.burst, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.level >= 1.0 - 1e-9:
+            self.level -= 1.0
+            self.log.append((now, 200))
+            return httpx.Response(200, json=REPLY, headers=self._headers())
+        if self.count_refused:
+            self.level = max(-self.burst, self.level - 1.0)
+        self.log.append((now, 429))
+        body = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+        return httpx.Response(429, content=json.dumps(body).encode(), headers={"retry-after": "1", **self._headers()})
+
+    def _headers(self) -> dict[str, str]:
+        if not self.announce:
+            return self.headers
+        reset = (self.burst - self.level) / self.rate
+        return {"x-ratelimit-limit-requests": f"{self.rate * 60:g}",
+                "x-ratelimit-remaining-requests": str(max(0, int(self.level))),
+                "x-ratelimit-reset-requests": f"{reset:.3f}s", **self.headers}
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeClock:
+    fake = FakeClock(1000.0)
+    monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", str(tmp_path / "limits"))
+    forget_limits()
+
+    def build(sender: Any, requests: Any, **kwargs: Any) -> BatchIterator:
+        return BatchIterator(sender, requests, clock=fake, sleep=fake.sleep, **kwargs)
+
+    monkeypatch.setattr(engine_run, "BatchIterator", build)
+    return fake
+
+
+async def run(server: BucketServer, n: int = 120, concurrency: int = 64, **kwargs: Any) -> Any:
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(f"{BASE}/chat/completions").mock(side_effect=server)
+        mock.get(f"{BASE}/quota").mock(return_value=httpx.Response(404))
+        async with AsyncClient(api_key="sk-test", base_url=BASE, http_backend="httpx") as client:
+            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model="m", concurrency=concurrency,
+                                                       check_quota=False, **kwargs)
+
+
+def figures(server: BucketServer) -> tuple[float, float, int]:
+    start, end = server.log[0][0], server.log[-1][0]
+    half = [status for at, status in server.log if at >= (start + end) / 2]
+    return end - start, half.count(429) / len(half), sum(status == 429 for _, status in server.log)
+
+
+@pytest.mark.parametrize("count_refused, wall, refused, paced_rpm", [(False, 62.56, 13, 128.0),
+                                                                     (True, 65.86, 13, 131.6)])
+async def test_a_headerless_limit_is_learned(clock: FakeClock, count_refused: bool, wall: float, refused: int,
+                                             paced_rpm: float) -> None:
+    """120 items at concurrency 64 (ideal: 60 s at 2/s): before, 59 of 179 requests were refused (a third of
+    the second half); now 13, six of them while the evidence gathers (`EVIDENCE`), at most 5 % of the second
+    half, and the run takes at most 1.1x the ideal (1.04x; 1.10x when each refusal also costs a token)."""
+    server = BucketServer(clock, count_refused=count_refused)
+    results = await run(server)
+    took, late_share, got_refused = figures(server)
+    assert all(r.ok for r in results) and len(server.log) == 120 + refused
+    assert (round(took, 2), got_refused, results.stats.paced_rpm) == (wall, refused, paced_rpm)
+    assert late_share <= 0.05 and took <= 1.1 * 60.0
+    assert f"paced at {paced_rpm:,.0f} RPM, learned from 429s" in str(results.summary())
+    late = [at for at, status in server.log if status == 200 and at >= server.log[-1][0] - 30.0]
+    assert 1.85 <= (len(late) - 1) / (late[-1] - late[0]) <= 2.1  # the pace converged on the server's 2/s
+
+
+def test_the_model_drops_to_beta_of_the_measured_rate_then_probes_upward() -> None:
+    state = lr.fresh_state(0.0)
+    assert lr.on_throttle(state, 0.0, 0.5) is False  # no success measured yet: nothing to learn from
+    for i in range(9):  # 2/s for 4 s
+        lr.on_success(state, i * 0.5)
+    measured = lr.measured_rate(state, 4.0)
+    count = (1 - math.exp(-9 / 8)) / (1 - math.exp(-1 / 8))  # nine successes, each decayed by e^(-age/4)
+    assert measured == pytest.approx(count / (4 * (1 - math.exp(-1))))  # 2.27: the start's burst counts
+    assert lr.on_throttle(state, 4.0, 4.0) is True
+    assert lr.rate_at(state, 4.0) == pytest.approx(lr.BETA * measured)  # slow start: x1.25 per second
+    assert lr.rate_at(state, 5.0) == pytest.approx(lr.BETA * measured * 1.25)
+    assert lr.on_throttle(state, 3.9, 5.0) is False  # sent before the drop: it says nothing new
+    assert lr.on_throttle(state, 4.5, 6.0) is True  # 2 s after the first success: still slow start
+    for i in range(12):
+        lr.on_success(state, 6.0 + i * 0.5)
+    assert lr.on_throttle(state, 11.0, 12.0) is True  # the meter has 12 s behind it: CUBIC from now on
+    top = state[4]
+    assert lr.rate_at(state, 12.0) == pytest.approx(lr.BETA * top)
+    assert lr.rate_at(state, 12.0 + lr.RECOVER_S) == pytest.approx(top)  # back at the measured rate
+    assert lr.rate_at(state, 12.0 + lr.RECOVER_S + 10.0) == pytest.approx(top * (1 + lr.PROBE * 1000))
+
+
+async def test_a_second_batch_on_the_key_starts_at_the_learned_pace(clock: FakeClock) -> None:
+    server = BucketServer(clock)
+    await run(server, n=40)
+    first_refused = sum(status == 429 for _, status in server.log)
+    server.log.clear()
+    results = await run(server, n=40)
+    assert all(r.ok for r in results) and results.stats.paced_rpm is not None
+    assert sum(status == 429 for _, status in server.log) < first_refused
+
+
+async def test_the_announced_burst_goes_at_once_then_the_refill_paces(clock: FakeClock) -> None:
+    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the probe, then the 99 it
+    says remain at once (before: paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
+    server = BucketServer(clock, rate=50.0, burst=100.0)
+    server.announce = True
+    results = await run(server, n=400, concurrency=16)
+    at = [when - 1000.0 for when, _ in server.log]
+    assert all(r.ok for r in results) and len(at) == 400  # no 429
+    assert at[:100] == [0.0] * 100  # the burst: every request it allows at the same clock time
+    gaps = {round(b - a, 6) for a, b in itertools.pairwise(at[100:])}
+    assert gaps == {round(1 / 49.0, 6)}  # then the refill's pace, evenly
+    assert round(at[-1], 3) == round(300 / 49.0, 3) <= 1.05 * 6.0  # ideal: 100 at once + 300 at 50/s
+    assert results.stats.learned_rpm == 3000
+
+
+async def test_groq_per_day_headers_spend_the_day_and_learn_the_minute(clock: FakeClock) -> None:
+    """Groq announces 14,400 a day (remaining 14,370, reset 2m59.56s) and refuses at 2 per second: the day
+    bucket lets the remaining go, the learned pace finds the per-minute limit (before: 10 a minute, 722 s)."""
+    day = {"x-ratelimit-limit-requests": "14400", "x-ratelimit-remaining-requests": "14370",
+           "x-ratelimit-reset-requests": "2m59.56s"}
+    server = BucketServer(clock, headers=day)
+    results = await run(server)
+    took, late_share, _ = figures(server)
+    assert all(r.ok for r in results) and results.stats.learned_rpm == 10.0
+    assert took <= 1.1 * 60.0 and late_share <= 0.05 and results.stats.paced_rpm is not None
