@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests press it with ``_thread.interrupt_main()``, which does nothing while SIGINT is ignored, as
+    it is for a job started in the background (``pytest &``, nohup): they would wait forever. Restore Python's
+    handler so they run the same in the foreground and the background."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=["sync", "async"])
