@@ -102,8 +102,8 @@ class AsyncClient(AsyncClosing, BaseClient[httpx.AsyncClient, Literal["httpx", "
     """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
 
     It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
-    concurrency); ``http_backend="httpx"`` selects httpx (the SDK shards its own pool into clients of
-    at most 16 connections), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
+    concurrency); ``http_backend="httpx"`` selects httpx (the SDK spreads its requests over small pools of
+    ``SHARD_CONNECTIONS`` connections each), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
 
     It takes the parameters of ``Client``; the keyword options are ``ClientOptions``.
     """

@@ -54,12 +54,14 @@ def _default_model() -> str:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
+
     parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params)")
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
                                                 "--dry-run)")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
-    parser.add_argument("--concurrency", type=int, default=16,
-                        help="requests in flight at most (default 16)")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help=f"requests in flight at most (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--rpm", type=_limit, default="auto",
                         help="requests per minute: a number, 'auto' (the default: follow the server's "
                              "x-ratelimit-* headers) or 'off'")
@@ -69,8 +71,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-retries", type=int, default=None,
                         help="retries per line for 5xx, connection errors and timeouts (default: until the line "
                              "succeeds, the batch stops on an outage, or --retry-window-s passes; 429s never count)")
-    parser.add_argument("--retry-window-s", type=float, default=600.0,
-                        help="a line failing this long after its first attempt ends with its error (default 600)")
+    parser.add_argument("--retry-window-s", type=float, default=DEFAULT_RETRY_WINDOW_S,
+                        help="a line failing this long after its first attempt ends with its error "
+                             f"(default {DEFAULT_RETRY_WINDOW_S:g})")
     parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
                         help="result lines: holysheep's (default) or OpenAI Batch output lines "
                              "({id, custom_id, response: {status_code, request_id, body}, error})")
