@@ -49,6 +49,7 @@ def _fresh_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forget_limits()
 
 
+@pytest.mark.scale  # a long run: the `scale` group of .ci/run, not the default pytest
 def test_cli_defaults_pace_to_the_servers_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """The issue's run: 400 lines at concurrency 64 against 3,000 RPM stopped after 0.9 s with 293 not run."""
@@ -138,6 +139,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.scale  # a long run: the `scale` group of .ci/run, not the default pytest
 def test_three_processes_share_one_keys_limit(tmp_path: Path) -> None:
     """3 processes x 400 items, one key, one 3,000 RPM limit: every item succeeds, at most 5 % of the
     requests are answered 429, and the combined throughput is within 15 % of the limit."""
