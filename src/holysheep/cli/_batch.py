@@ -30,6 +30,32 @@ another input, output in use by another run); 130 interrupted by Ctrl-C, 143 sto
 129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
 
 
+# Where each flag of `holysheep batch` is honoured: by both front-ends, only the local runner (run_jsonl) or only
+# the Ray front-end (--ray). A flag set away from its default on a front-end that does not honour it is refused
+# before anything starts (exit 2, naming it), never dropped. A new flag is added here (a test checks that).
+BOTH, LOCAL, RAY = "both", "local", "ray"
+FLAG_SCOPES: dict[str, tuple[str, str]] = {
+    "input": ("INPUT", BOTH), "output": ("-o/--output", BOTH), "model": ("--model", BOTH),
+    "concurrency": ("--concurrency", BOTH), "rpm": ("--rpm", BOTH), "tpm": ("--tpm", BOTH),
+    "max_tokens": ("--max-tokens", BOTH), "max_retries": ("--max-retries", BOTH), "resume": ("--resume", BOTH),
+    "overwrite": ("--overwrite", BOTH), "base_url": ("--base-url", BOTH),
+    "retry_window_s": ("--retry-window-s", LOCAL), "output_format": ("--output-format", LOCAL),
+    "require_quota": ("--require-quota", LOCAL), "no_progress": ("--no-progress", LOCAL), "json": ("--json", LOCAL),
+    "schema": ("--schema", LOCAL), "max_repairs": ("--max-repairs", LOCAL), "max_cost": ("--max-cost", LOCAL),
+    "price": ("--price", LOCAL), "dry_run": ("--dry-run", LOCAL), "cache": ("--cache", LOCAL),
+    "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
+    "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
+}
+
+
+def unhonoured_flags(args: argparse.Namespace) -> list[str]:
+    """The flags set (away from their defaults) that the chosen front-end (``--ray`` or not) cannot honour."""
+    defaults: dict[str, Any] = getattr(args, "batch_defaults", {})
+    other = LOCAL if getattr(args, "ray", False) else RAY
+    return [flag for dest, (flag, scope) in FLAG_SCOPES.items()
+            if scope == other and dest in defaults and getattr(args, dest, defaults[dest]) != defaults[dest]]
+
+
 def _limit(text: str) -> float | str | None:
     """``--rpm``/``--tpm``: a positive number, ``auto`` or ``off``."""
     value = text.strip().lower()
@@ -107,6 +133,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                            "are misses")
     parser.add_argument("--cache-max-mb", type=float, metavar="MB", help="with --cache: the oldest entries go "
                                                                          "when the file's responses pass MB")
+    parser.set_defaults(batch_defaults={a.dest: a.default for a in parser._actions if a.dest != "help"})
 
 
 def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -215,12 +242,16 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if not args.output and not getattr(args, "dry_run", False):
         print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
         return 2
+    unhonoured = unhonoured_flags(args)
+    if unhonoured:
+        names = ", ".join(unhonoured)
+        if getattr(args, "ray", False):
+            print(f"holysheep batch: {names} cannot be used with --ray yet (the Ray front-end does not honour "
+                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.", file=sys.stderr)
+        else:
+            print(f"holysheep batch: {names} needs --ray.", file=sys.stderr)
+        return 2
     if getattr(args, "ray", False):
-        spend_flags = [flag for flag, on in (("--max-cost", args.max_cost is not None), ("--price", bool(args.price)),
-                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None)) if on]
-        if spend_flags:
-            print(f"holysheep batch: {', '.join(spend_flags)} cannot be used with --ray yet.", file=sys.stderr)
-            return 2
         from holysheep.integrations.ray._cli import run_ray_batch
 
         return run_ray_batch(args)
