@@ -57,3 +57,29 @@ def test_defaults_and_shared_flags_pass_the_check(tmp_path: Path) -> None:
     assert unhonoured_flags(build_parser().parse_args([*base, *shared, "--json", "--output-format", "openai"])) == []
     assert unhonoured_flags(build_parser().parse_args([*base, "--ray", "--json", "--no-progress"])) == [
         "--no-progress", "--json"]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--max-tokens", "-3"], "argument --max-tokens: must be >= 1, got '-3'"),
+    (["--max-tokens", "0"], "argument --max-tokens: must be >= 1, got '0'"),
+    (["--concurrency", "0"], "argument --concurrency: must be >= 1, got '0'"),
+    (["--max-retries", "-1"], "argument --max-retries: must be >= 0, got '-1'"),
+    (["--max-repairs", "x"], "argument --max-repairs: expected a whole number, got 'x'"),
+    (["--replicas", "0"], "argument --replicas: must be >= 1, got '0'"),
+    (["--retry-window-s", "-5"], "argument --retry-window-s: must be a finite number >= 0, got '-5'"),
+    (["--max-cost", "nan"], "argument --max-cost: must be a finite number >= 0, got 'nan'"),
+    (["--cache-max-mb", "0"], "argument --cache-max-mb: must be a finite number > 0, got '0'"),
+])
+def test_an_invalid_value_exits_2_before_any_request(argv: list[str], says: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from holysheep.cli import main
+    from holysheep.testing import FakeServer
+
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
+    with FakeServer() as server:
+        code = main(["batch", str(source), "-o", str(tmp_path / "out.jsonl"), "--base-url", server.url, *argv])
+        assert server.requests == []
+    assert code == 2
+    assert says in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
