@@ -39,6 +39,13 @@ def test_the_groups_left_out_of_the_default_run_are_the_ones_ci_runs() -> None:
     assert ci.count("pip install") == 1, "one install in .ci/run (every extra in one pip run)"
 
 
+def test_readme_starts_with_the_set_up_and_names_the_pypi_install() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert first_block.startswith("python3 -m venv .venv && .venv/bin/python -m pip install -e")
+    assert "`pip install holysheep`" in readme  # outside the bash blocks: the README test runs those offline
+
+
 SELF_REFERENCES = {"test_suite_settings.py", "test_doc_sources.py"}  # they name such paths to forbid them
 
 
