@@ -108,9 +108,10 @@ def _default_model() -> str:
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
 
-    parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params)")
+    parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params); "
+                                      "- reads stdin")
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
-                                                "--dry-run)")
+                                                "--dry-run); - writes them to stdout")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
     parser.add_argument("--concurrency", type=_whole(1), default=DEFAULT_CONCURRENCY,
                         help=f"requests in flight at most (default {DEFAULT_CONCURRENCY})")
@@ -259,7 +260,13 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
 
 
 def run_batch_command(args: argparse.Namespace) -> int:
-    """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
+    """Run ``holysheep batch`` with parsed arguments; returns the exit status. ``-`` is stdin / stdout."""
+    from holysheep.cli._batch_std import run_with_std_streams
+
+    return run_with_std_streams(args, _run_batch)
+
+
+def _run_batch(args: argparse.Namespace) -> int:
     from holysheep import Client
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
@@ -309,8 +316,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         _close_cache(params)
         what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
-        print(f"\nholysheep batch: {what}; finished lines are in {args.output}. "
-              "Run again with --resume to continue.", file=sys.stderr)
+        where = getattr(args, "output_label", None) or args.output
+        print(f"\nholysheep batch: {what}; finished lines are in {where}. Run again with --resume to continue.",
+              file=sys.stderr)
         return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         _close_cache(params)
@@ -329,7 +337,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
-    print(done_line(report), file=sys.stderr)
+    print(done_line(report, getattr(args, "output_label", None)), file=sys.stderr)
     if not args.json:
         if report.summary is not None:
             print("\n".join(str(report.summary).splitlines()[1:]), file=sys.stderr)
@@ -343,13 +351,14 @@ def run_batch_command(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def done_line(report: Any) -> str:
-    """``1000/1000 done (176 from an earlier run), 0 failed, 0 not run; results in OUT`` for a JSONL report."""
+def done_line(report: Any, where: str | None = None) -> str:
+    """``1000/1000 done (176 from an earlier run), 0 failed, 0 not run; results in OUT`` for a JSONL report
+    (``where``: how to name the output, e.g. ``stdout``)."""
     done = report.skipped + report.succeeded + report.failed
     earlier = f" ({report.skipped:,} from an earlier run)" if report.skipped else ""
     rerun = f" ({report.rerun:,} ran again after failing before)" if report.rerun else ""
     return (f"{done:,}/{report.lines:,} done{earlier}, {report.failed:,} failed{rerun}, {report.not_run:,} not run; "
-            f"results in {report.output_path}")
+            f"results in {where or report.output_path}")
 
 
 class StopSignal(KeyboardInterrupt):
