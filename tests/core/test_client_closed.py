@@ -81,6 +81,9 @@ def test_an_iterator_left_running_when_its_client_closes_does_not_hang_the_loop(
     assert len(server.requests) < 20
 
 
+# httpx leaves the sockets of the requests cut by the close unclosed until collected (a ResourceWarning at GC);
+# seen on main too, left for the httpx transport's owner: ignored here only, and only that warning.
+@pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 @pytest.mark.parametrize("backend", ["aiohttp", "httpx"])
 async def test_closing_the_client_stops_its_batch_resumably(server: FakeServer, backend: str) -> None:
     client = AsyncClient(api_key=server.api_key, base_url=server.url, http_backend=backend)  # type: ignore[arg-type]
