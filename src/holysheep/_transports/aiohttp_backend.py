@@ -171,9 +171,9 @@ class AiohttpBackend:
 
         if self.closed:
             raise ClientClosedError
+        session = self._session or self._open()  # set-up (import, TLS context) before the attempt's clock starts
         call.begin_attempt()
         lazy = call.lazy_body  # a 2xx body handed over unread (a stream, or with_streaming_response)
-        session = self._session or self._open()
         aiohttp = self._aiohttp
         try:
             timeout = self._timeout(call)
