@@ -21,6 +21,7 @@ SHOWS = {
     "extract_batch.py": "invoices extracted",  # a structured batch
     "configuration.py": "Qwen/Qwen2.5-7B-Instruct",  # the self-hosted client answered
     "jsonl_batch.py": "done",
+    "self_hosted_fallback.py": "0 gpu-box | Hello | circuit: closed\n1 gpu-box | Hello | circuit: open",  # a failover
 }
 
 
