@@ -49,6 +49,13 @@ def test_readme_starts_with_the_set_up_and_names_the_pypi_install() -> None:
 SELF_REFERENCES = {"test_suite_settings.py", "test_doc_sources.py"}  # they name such paths to forbid them
 
 
+def test_the_default_run_uses_two_workers_when_xdist_is_there() -> None:
+    from tests.conftest import DEFAULT_WORKERS
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(dep.startswith("pytest-xdist") for dep in dev["dev"]) and DEFAULT_WORKERS == 2
+
+
 def test_no_test_reads_outside_the_repository() -> None:
     outside = re.compile(r"parents\[\d\]\.parent|/work/shared|\.\./\.\./\.\.")
     found = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py")
