@@ -1,8 +1,8 @@
 """Configuration: timeouts, retries, headers, with_options, a custom httpx client, and self-hosted servers.
 
 With ``HOLYSHEEP_BASE_URL`` set (and ``HOLYSHEEP_API_KEY`` where that server needs one) this talks to that
-server; otherwise it starts in-process FakeServers and runs offline. ``VLLM_BASE_URL`` names your own
-OpenAI-compatible server (vLLM, llama.cpp, ...); offline, a keyless FakeServer plays it.
+server; otherwise it starts an in-process FakeServer and runs offline. ``VLLM_BASE_URL`` names your own
+OpenAI-compatible server (vLLM, llama.cpp, ...); unset, a keyless in-process FakeServer plays it.
 
     python examples/configuration.py
 """
@@ -16,15 +16,15 @@ from collections.abc import Iterator
 
 @contextlib.contextmanager
 def servers() -> Iterator[None]:
-    """Offline: FakeServers for the API and for the self-hosted server, announced in the environment."""
-    if os.environ.get("HOLYSHEEP_BASE_URL"):
-        yield
-        return
+    """FakeServers for what the environment does not name: the API (offline) and the self-hosted server (a
+    keyless one, unless ``VLLM_BASE_URL`` is set), announced in the environment."""
     from holysheep.testing import FakeServer
 
     with FakeServer() as api, FakeServer(require_auth=False) as vllm:
-        env = {"HOLYSHEEP_BASE_URL": api.url, "HOLYSHEEP_API_KEY": api.api_key or "",
-               "VLLM_BASE_URL": os.environ.get("VLLM_BASE_URL", vllm.url)}
+        env = {} if os.environ.get("HOLYSHEEP_BASE_URL") else {"HOLYSHEEP_BASE_URL": api.url,
+                                                                 "HOLYSHEEP_API_KEY": api.api_key or ""}
+        if not os.environ.get("VLLM_BASE_URL"):
+            env["VLLM_BASE_URL"] = vllm.url
         os.environ.update(env)
         try:
             yield

@@ -2,8 +2,9 @@
 
 Offline, two in-process FakeServers play the parts: the "primary" (the HolySheep API) fails with 503s for a
 while, the "gpu-box" (your vLLM server) serves meanwhile, then the primary recovers and traffic returns to it.
-With ``HOLYSHEEP_BASE_URL`` set, that server is the primary and a FakeServer plays the GPU box. The section
-shown in the docs reads the GPU box's URL from ``VLLM_BASE_URL``.
+With ``HOLYSHEEP_BASE_URL`` set (``holysheep mock-server``, say), that server plays the GPU box and an
+in-process FakeServer the primary that fails on cue. The section shown in the docs reads the GPU box's URL and
+key from ``VLLM_BASE_URL`` and ``VLLM_API_KEY``.
 
     python examples/self_hosted_fallback.py
 """
@@ -18,22 +19,25 @@ from holysheep.testing import FakeServer, Fault
 
 
 @contextlib.contextmanager
-def servers() -> Iterator[FakeServer | None]:
-    """Offline: a primary whose first requests fail and a keyless "GPU box", announced in the environment.
-
-    Yields the primary FakeServer (None when ``HOLYSHEEP_BASE_URL`` names a real one)."""
-    online = bool(os.environ.get("HOLYSHEEP_BASE_URL"))
+def servers() -> Iterator[FakeServer]:
+    """A primary whose first requests fail and a "GPU box" (the server ``HOLYSHEEP_BASE_URL`` names, else a
+    keyless FakeServer), announced in the environment; yields the primary."""
+    given = {name: os.environ.get(name) for name in ("HOLYSHEEP_BASE_URL", "HOLYSHEEP_API_KEY", "VLLM_BASE_URL",
+                                                     "VLLM_API_KEY")}
     with FakeServer(reply=lambda body: "answer from the primary", faults=[Fault.status(503)] * 4) as primary, \
             FakeServer(reply=lambda body: f"answer from the GPU box ({body['model']})", require_auth=False) as box:
-        env = {"VLLM_BASE_URL": box.url}
-        if not online:
-            env |= {"HOLYSHEEP_BASE_URL": primary.url, "HOLYSHEEP_API_KEY": primary.api_key or ""}
-        os.environ.update(env)
+        box_url, box_key = (given["HOLYSHEEP_BASE_URL"], given["HOLYSHEEP_API_KEY"] or "") \
+            if given["HOLYSHEEP_BASE_URL"] else (box.url, "")
+        os.environ.update({"HOLYSHEEP_BASE_URL": primary.url, "HOLYSHEEP_API_KEY": primary.api_key or "",
+                           "VLLM_BASE_URL": box_url, "VLLM_API_KEY": box_key})
         try:
-            yield None if online else primary
+            yield primary
         finally:
-            for name in env:
-                del os.environ[name]
+            for name, value in given.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def main() -> None:
@@ -48,7 +52,7 @@ def main() -> None:
         client = Client(                            # the primary: $HOLYSHEEP_BASE_URL, $HOLYSHEEP_API_KEY
             max_retries=1,                          # the primary's own retries come first
             fallbacks=[Fallback(base_url=os.environ.get("VLLM_BASE_URL", "http://gpu-box:8000/v1"),  # your vLLM
-                                api_key=None,       # that server's own key, if it has one
+                                api_key=os.environ.get("VLLM_API_KEY") or None,  # its own key, if it has one
                                 models={"deepseek-v3.2": "Qwen/Qwen2.5-72B-Instruct"},
                                 name="gpu-box")],
             circuit_breaker=CircuitBreaker(failure_threshold=2, cooldown_s=0.5),
@@ -64,8 +68,7 @@ def main() -> None:
         print(client.stats())
         client.close()
         # --8<-- [end:main]
-        if primary is not None:
-            assert resp.served_by == "primary"
+        assert primary.requests and resp.served_by == "primary"
 
 
 if __name__ == "__main__":

@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+DEFAULT_WORKERS = 2
+"""Workers for the README's `pytest` (the whole default suite): most of its time is spent waiting on servers and
+child processes, so two workers halve it on a 2-core machine. Only with pytest-xdist installed (in [dev]), only
+when no path, -n or -p no:xdist is given: `pytest tests/x.py` and `pytest -n 0` run in one process."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if (config.args_source is pytest.Config.ArgsSource.TESTPATHS and config.pluginmanager.hasplugin("xdist")
+            and getattr(config.option, "numprocesses", 0) is None and not hasattr(config, "workerinput")):
+        config.option.numprocesses = DEFAULT_WORKERS  # read by xdist's own pytest_cmdline_main, which runs next
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests press it with ``_thread.interrupt_main()``, which does nothing while SIGINT is ignored, as
+    it is for a job started in the background (``pytest &``, nohup): they would wait forever. Restore Python's
+    handler so they run the same in the foreground and the background."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=["sync", "async"])

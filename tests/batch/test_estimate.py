@@ -101,8 +101,8 @@ def test_cli_dry_run_sends_nothing_and_writes_nothing(tmp_path: Path, server: Fa
     assert "not valid JSON" in data["refused"][0]["reason"] and "no 'messages'" in data["refused"][1]["reason"]
     assert data["output_tokens_bound"] == 200 and set(data["estimated_cost_usd"]) == {"low", "high"}
     assert data["rate_limits"]["source"] == "given" and data["expected_wall_s"] > 0
-    assert cli_main(args) == 0  # the text form
-    text = capsys.readouterr().err
+    assert cli_main(args) == 0  # the text form, on stdout (`> file` keeps it)
+    text = capsys.readouterr().out
     assert "10 item(s) would be sent, 2 refused" in text and "refused line 4 (line-4): not valid JSON" in text
     assert server.requests == []
     monkeypatch.delenv("HOLYSHEEP_API_KEY")  # no key is needed: nothing is sent

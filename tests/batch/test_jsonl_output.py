@@ -114,7 +114,7 @@ def test_a_second_run_on_the_same_output_is_locked_out(tmp_path: Path, server: F
         held = (tmp_path / "out.jsonl.lock").read_text()
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()  # waits, and closes its stdout pipe (left open, it is a ResourceWarning at GC)
     assert str(info.value).startswith(f"another run (pid {holder.pid} on host {socket.gethostname()}, started ")
     assert str(info.value).endswith(") is writing out.jsonl: wait for it to finish, or use a different output file.")
     assert server.requests == [] and not dst.exists()

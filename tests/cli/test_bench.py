@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import re
 import signal
@@ -45,7 +46,7 @@ def test_bench_measures_known_ttft_and_itl(cli: Runner, tmp_path: Path) -> None:
     assert s["price_per_m"] == {"input": 0.28, "output": 0.42}
     assert 0.28 < s["cost_per_m_tokens"] < 0.42, data["samples"][0]
     assert len(data["samples"]) == 6 and all(x["ok"] for x in data["samples"])
-    rows = list(csv.DictReader(out.open()))
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert len(rows) == 6 and {"ttft_s", "itl_mean_s", "tpot_s", "e2e_s", "error_type"} <= set(rows[0])
     assert_no_key(done.stdout + done.stderr + out.read_text(), server.api_key)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from holysheep._core.retry import RetryPolicy, backoff_delay, parse_retry_after, status_is_retryable
+from holysheep._core.retry import RetryPolicy, backoff_delay, parse_retry_after, server_delay, status_is_retryable
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -45,6 +45,14 @@ def test_retryable_statuses(status: int) -> None:
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 413])
 def test_non_retryable_statuses(status: int) -> None:
     assert not status_is_retryable(status, {})
+
+
+def test_retry_after_is_read_for_exactly_the_retried_statuses() -> None:
+    """One table: every status the retry rule retries honours Retry-After, and no other status does."""
+    headers = {"retry-after": "3"}
+    for status in range(400, 600):
+        assert (server_delay(status, headers) == 3.0) is status_is_retryable(status, {}), status
+    assert server_delay(401, headers) is None
 
 
 def test_should_retry_header_overrides() -> None:

@@ -34,6 +34,7 @@ class HostileServer:
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
     _server: Any = None
+    _stop: asyncio.Event | None = None
 
     @property
     def url(self) -> str:
@@ -64,32 +65,40 @@ class HostileServer:
 
     def __enter__(self) -> HostileServer:
         ready = threading.Event()
+        loop = self._loop = asyncio.new_event_loop()
+        stop = self._stop = asyncio.Event()
+
+        async def main() -> None:
+            # One coroutine from start to shutdown: a stop asked for before the server is up is not lost
+            # (with run_until_complete + run_forever, an early loop.stop ended the first, not the second).
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            await stop.wait()
+            self._server.close()
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         def run() -> None:
-            loop = self._loop = asyncio.new_event_loop()
-
-            async def start() -> None:
-                self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-                self.port = self._server.sockets[0].getsockname()[1]
-                ready.set()
-
-            loop.run_until_complete(start())
-            loop.run_forever()
-            self._server.close()
-            for task in asyncio.all_tasks(loop):
-                task.cancel()
-            loop.run_until_complete(asyncio.sleep(0))
-            loop.close()
+            try:
+                loop.run_until_complete(main())
+            finally:
+                loop.close()
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
-        ready.wait(5)
+        if not ready.wait(5):
+            raise RuntimeError("the hostile server did not start within 5 s")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._thread is not None
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        assert self._loop is not None and self._thread is not None and self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(5)
+        assert not self._thread.is_alive(), "the hostile server's thread did not stop within 5 s"
 
 
 def head(status: int = 200, content_type: str = "application/json", **extra: str) -> bytes:

@@ -122,6 +122,15 @@ def test_retry_after_is_waited_up_to_sixty_seconds(kind: str, slept: list[float]
     assert len(srv.requests) == 3 and slept == [60.0, 60.0]
 
 
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 503])
+def test_every_retried_status_honours_its_retry_after(kind: str, slept: list[float], status: int) -> None:
+    """One table decides both: a status that is retried waits the server's Retry-After, not the backoff."""
+    with HostileServer(serve(status, retry_after="7")) as srv, pytest.raises(APIStatusError) as info:
+        default_chat(kind, srv.url)
+    assert len(srv.requests) == 3 and slept == [7.0, 7.0]
+    assert info.value.retry_after == 7.0
+
+
 def test_a_longer_retry_after_is_raised_not_waited(kind: str, slept: list[float]) -> None:
     with HostileServer(serve(429, retry_after="61")) as srv, pytest.raises(RateLimitError) as info:
         default_chat(kind, srv.url)

@@ -220,5 +220,5 @@ def test_cli_refuses_schema_with_ray_before_starting_anything(tmp_path: Any,
     source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
     args = build_parser().parse_args([str(source), "-o", str(tmp_path / "out"), "--ray", "--schema", "x.json"])
     assert run_batch_command(args) == 2
-    assert "--schema/--max-repairs do not run on Ray yet" in capsys.readouterr().err
+    assert "--schema cannot be used with --ray yet" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -8,8 +8,12 @@ import asyncio
 import time
 from collections import Counter
 
+import pytest
+
 from holysheep import AsyncClient, Client
 from holysheep.testing import FakeServer, Fault
+
+pytestmark = pytest.mark.scale  # 2 x 500 items at 20 % faults: the `scale` group of .ci/run
 
 MIX = {Fault.status(429): 1.0, Fault.status(500): 1.0, Fault.status(503): 1.0, Fault.reset(): 1.0}
 MODEL = "gpt-4.1"

@@ -116,6 +116,7 @@ def test_a_batch_refuses_too_many_in_flight_before_any_request(tmp_path: Path) -
         assert server.requests == []
 
 
+@pytest.mark.scale  # a long run: the `scale` group of .ci/run, not the default pytest
 def test_concurrency_above_1000_puts_that_many_in_flight() -> None:
     """The pool is sized to the batch: at concurrency=1500 against a 1.5 s server, 1,500 requests are in
     flight at once (the server counts them), not 1,000. (The first request goes alone: rpm="auto" learns the

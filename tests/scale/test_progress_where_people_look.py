@@ -56,6 +56,7 @@ def _lines(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.scale  # a long run: the `scale` group of .ci/run, not the default pytest
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path: Path, sig: int, status: int) -> None:
     src, dst = _lines(tmp_path / "in.jsonl", 300), tmp_path / "out.jsonl"

@@ -49,6 +49,7 @@ class EmptyStreamServer:
         self._loop.run_forever()
         server.close()
         self._loop.run_until_complete(server.wait_closed())
+        self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -116,8 +116,8 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
     """Asynchronous HolySheep client; use ``async with`` or ``await aclose()``.
 
     It sends with aiohttp by default (far less CPU per request than httpx's async pool at high
-    concurrency); ``http_backend="httpx"`` selects httpx (the SDK shards its own pool into clients of
-    at most 16 connections), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
+    concurrency); ``http_backend="httpx"`` selects httpx (the SDK spreads its requests over small pools of
+    ``SHARD_CONNECTIONS`` connections each), and an ``http_client=httpx.AsyncClient(...)`` is used as it is.
 
     It takes the parameters of ``Client``; the keyword options are ``ClientOptions``.
     """
@@ -179,6 +179,9 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         """Send one attempt of ``call`` and return the call's decision on it."""
         if call.ctx is not None:
             self._check_open()  # a closed client reports no attempt to the hooks
+        prepare = getattr(self._backend, "prepare", None)
+        if prepare is not None:  # the transport's one-time set-up happens before the attempt's clock starts
+            prepare()
         call.begin_attempt()
         try:
             if call.ctx is None or not call.ctx.wraps_send:

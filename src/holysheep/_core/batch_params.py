@@ -7,11 +7,17 @@ which sits above the clients, imports it and not the other way round.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Final, Literal, Union
 
 from holysheep._core.request import ChatParamsBase, ResponseFormatInput, ToolInput
 
-__all__ = ["BATCH_OPTION_NAMES", "BatchParams", "BatchResponseFormat", "HOOK_NAMES"]
+__all__ = ["BATCH_OPTION_NAMES", "DEFAULT_CONCURRENCY", "DEFAULT_RETRY_WINDOW_S", "BatchParams", "BatchResponseFormat",
+           "HOOK_NAMES"]
+
+DEFAULT_CONCURRENCY: Final = 16
+"""Requests in flight at most, by default: ``BatchOptions``, ``run_jsonl`` and ``holysheep batch`` read it."""
+DEFAULT_RETRY_WINDOW_S: Final = 600.0
+"""How long an item's transient failures may go on before it ends with its last error, by default."""
 
 BatchResponseFormat = ResponseFormatInput  # Mapping[str, Any] | type[Any], as create() and run_tools() take it
 """``response_format`` as ``batch()`` takes it at run time (as ``parse`` does): a mapping (a ``json_schema`` /

@@ -26,7 +26,7 @@ from holysheep._core.log import logger
 from holysheep._core.option_checks import check_idle_timeout, check_max_retries
 from holysheep._core.request import NO_OPTIONS, RequestOptions, RequestSpec
 from holysheep._core.response_limits import attempt_seconds
-from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, parse_retry_after
+from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, server_delay
 from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.validation import body_error
 from holysheep._egress import scrub_body
@@ -282,7 +282,7 @@ class Call:
                 return Outcome(value=self._parse(response))
             except APIResponseValidationError as exc:
                 return self.decide(exc)
-        retry_after = parse_retry_after(response.headers) if status == 429 or status >= 500 else None
+        retry_after = server_delay(status, response.headers)
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
                                 retry_after=retry_after)

@@ -46,7 +46,6 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.holysheep.ai/v1"
 ENV_BASE_URL = "HOLYSHEEP_BASE_URL"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
-DEFAULT_MAX_RETRIES = 2
 DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 USER_AGENT = f"holysheep-python/{__version__}"
 
@@ -251,32 +250,10 @@ class ClientConfig:
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""
+        changes = _checked(changes)
         if "default_headers" in changes:
-            changes["default_headers"] = check_headers("default_headers", changes["default_headers"])
             check_key_transport(self.base_url, self.allow_insecure_http, self.api_key.reveal(),
                                 changes["default_headers"], field="default_headers")
-        for name in ("max_response_bytes", "max_sse_event_bytes", "max_stream_text_bytes"):
-            if name in changes:
-                check_limit(name, changes[name])
-        if "stream_idle_timeout" in changes and changes["stream_idle_timeout"] is not None:
-            _check_non_negative("stream_idle_timeout", changes["stream_idle_timeout"])
-        if "on_retry" in changes and not callable(changes["on_retry"]):
-            raise InvalidRequestError(f"on_retry must be a callable, got {type(changes['on_retry']).__name__}.",
-                                      field="on_retry")
-        if "timeout" in changes:
-            changes["timeout"] = normalize_timeout(changes["timeout"])
-        if "hooks" in changes:
-            changes["hooks"] = check_hooks(changes["hooks"])
-        if "clock" in changes and not callable(changes["clock"]):
-            raise InvalidRequestError(f"clock must be a callable returning seconds, got "
-                                      f"{type(changes['clock']).__name__}.", field="clock")
-        for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
-            if name in changes:
-                _check_non_negative(name, changes[name])
-        if "max_retries" in changes:
-            check_max_retries(changes["max_retries"])
-        if "tool_threads" in changes:
-            check_tool_threads(changes["tool_threads"])
         new = dataclasses.replace(self, **changes)
         object.__setattr__(new, "base_headers", _base_headers(new.api_key, new.default_headers))
         object.__setattr__(new, "urls", {})
@@ -288,6 +265,41 @@ class ClientConfig:
             f"ClientConfig(base_url={str(self.base_url)!r}, api_key={mask_key(self.api_key.reveal())!r}, "
             f"max_retries={self.max_retries})"
         )
+
+
+def _checked(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Check (and normalize) each option present in ``options``: the one validation of ``make_config`` and
+    ``ClientConfig.replace`` (``with_options``), so both refuse a bad value with the same error."""
+    out = dict(options)
+    if "default_headers" in out:
+        out["default_headers"] = check_headers("default_headers", out["default_headers"])
+    for name in ("max_response_bytes", "max_sse_event_bytes", "max_stream_text_bytes"):
+        if name in out:
+            check_limit(name, out[name])
+    if "tool_threads" in out:
+        check_tool_threads(out["tool_threads"])
+    if out.get("default_query") is not None and not isinstance(out["default_query"], Mapping):
+        raise InvalidRequestError(f"default_query must be a dict of query parameters, got "
+                                  f"{type(out['default_query']).__name__}.", field="default_query")
+    if out.get("stream_idle_timeout") is not None:
+        _check_non_negative("stream_idle_timeout", out["stream_idle_timeout"])
+    if out.get("on_retry") is not None and not callable(out["on_retry"]):
+        raise InvalidRequestError(f"on_retry must be a callable (attempt, error, delay), got "
+                                  f"{type(out['on_retry']).__name__}.", field="on_retry")
+    if "timeout" in out:
+        out["timeout"] = normalize_timeout(out["timeout"])
+    if "hooks" in out:
+        out["hooks"] = check_hooks(out["hooks"])
+    if "clock" in out and not callable(out["clock"]):
+        raise InvalidRequestError(f"clock must be a callable returning seconds, got "
+                                  f"{type(out['clock']).__name__}.", field="clock")
+    for name in ("initial_retry_delay", "max_retry_delay", "max_retry_after"):
+        if name in out:
+            _check_non_negative(name, out[name])
+            out[name] = float(out[name])
+    if "max_retries" in out:
+        check_max_retries(out["max_retries"])
+    return out
 
 
 def _base_headers(api_key: SecretKey, default_headers: Mapping[str, str | None]) -> dict[str, str]:
@@ -350,41 +362,28 @@ def make_config(
         raise InvalidAPIKeyError(f"api_key must be a string or None, got {type(key).__name__}.")
     elif key:
         check_key_characters(key, "api_key" if api_key is not None else ENV_API_KEY)
-    headers = check_headers("default_headers", default_headers) if default_headers is not None else {}
+    checked = _checked({
+        "default_headers": default_headers if default_headers is not None else {}, "on_retry": on_retry,
+        "max_response_bytes": max_response_bytes, "max_sse_event_bytes": max_sse_event_bytes,
+        "max_retries": max_retries, "initial_retry_delay": initial_retry_delay, "max_retry_delay": max_retry_delay,
+        "max_retry_after": max_retry_after, "stream_idle_timeout": stream_idle_timeout, "timeout": timeout,
+        "hooks": hooks, "clock": clock, "max_stream_text_bytes": max_stream_text_bytes, "tool_threads": tool_threads,
+        "default_query": default_query})
+    headers = checked["default_headers"]
     if not isinstance(allow_insecure_http, bool):
         raise InvalidRequestError(f"allow_insecure_http must be True or False, got {allow_insecure_http!r}.",
                                   field="allow_insecure_http")
     check_key_transport(url, allow_insecure_http, key, headers)
-    if on_retry is not None and not callable(on_retry):
-        raise InvalidRequestError(f"on_retry must be a callable (attempt, error, delay), got "
-                                  f"{type(on_retry).__name__}.", field="on_retry")
-    check_limit("max_response_bytes", max_response_bytes)
-    check_limit("max_sse_event_bytes", max_sse_event_bytes)
-    check_limit("max_stream_text_bytes", max_stream_text_bytes)
-    check_tool_threads(tool_threads)
-    check_max_retries(max_retries)
-    for name, value in (
-        ("initial_retry_delay", initial_retry_delay),
-        ("max_retry_delay", max_retry_delay),
-        ("max_retry_after", max_retry_after),
-    ):
-        _check_non_negative(name, value)
-    if stream_idle_timeout is not None:
-        _check_non_negative("stream_idle_timeout", stream_idle_timeout)
-    hook_set = check_hooks(hooks)
-    if default_query is not None and not isinstance(default_query, Mapping):
-        raise InvalidRequestError(f"default_query must be a dict of query parameters, got "
-                                  f"{type(default_query).__name__}.", field="default_query")
     network = make_network(proxy=proxy, trust_env=trust_env, verify=verify, cert=cert, http2=http2)
     secret = SecretKey(key)
     return ClientConfig(
         api_key=secret,
         base_url=url,
-        timeout=normalize_timeout(timeout),
+        timeout=checked["timeout"],
         max_retries=max_retries,
-        initial_retry_delay=float(initial_retry_delay),
-        max_retry_delay=float(max_retry_delay),
-        max_retry_after=float(max_retry_after),
+        initial_retry_delay=checked["initial_retry_delay"],
+        max_retry_delay=checked["max_retry_delay"],
+        max_retry_after=checked["max_retry_after"],
         stream_idle_timeout=stream_idle_timeout,
         default_headers=headers,
         allow_insecure_http=allow_insecure_http,
@@ -394,7 +393,7 @@ def make_config(
         max_sse_event_bytes=max_sse_event_bytes,
         max_stream_text_bytes=max_stream_text_bytes,
         tool_threads=tool_threads,
-        hooks=hook_set,
+        hooks=checked["hooks"],
         network=network,
         default_query=dict(default_query or {}),
         clock=clock,

@@ -45,6 +45,7 @@ __all__ = [
     "is_quota_exhausted",
     "is_retryable",
     "parse_retry_after",
+    "server_delay",
     "status_is_retryable",
 ]
 
@@ -125,7 +126,18 @@ def status_is_retryable(status: int, headers: Mapping[str, str]) -> bool:
             return True
         if value == "false":
             return False
+    return _retried_status(status)
+
+
+def _retried_status(status: int) -> bool:
+    """The status table: 408, 409, 429 and every status >= 500 (before ``x-should-retry``)."""
     return status in _RETRY_STATUSES or status >= 500
+
+
+def server_delay(status: int, headers: Mapping[str, str]) -> float | None:
+    """The ``retry-after-ms`` / ``Retry-After`` a reply of this status carries, for every status the retry table
+    retries (one table: a status added to it honours its ``Retry-After`` too); None for the others."""
+    return parse_retry_after(headers) if _retried_status(status) else None
 
 
 def backoff_delay(policy: RetryPolicy, retries_taken: int, rand: Callable[[], float] = random.random) -> float:

@@ -7,7 +7,12 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
+from holysheep._core.batch_params import (
+    BATCH_OPTION_NAMES,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_RETRY_WINDOW_S,
+    HOOK_NAMES,
+)
 from holysheep._core.option_checks import check_int, check_max_retries, check_non_negative, check_positive_or_none
 from holysheep._core.retry import is_quota_exhausted
 from holysheep._engine.gc_scope import DEFAULT_GC_THRESHOLD
@@ -24,7 +29,7 @@ OnResult = Callable[[BatchResult], None]
 class BatchOptions:
     """How a batch runs (see ``BatchParams`` for the meaning of each field). Checked on construction."""
 
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     rpm: float | Literal["auto"] | None = "auto"
     tpm: float | Literal["auto"] | None = "auto"
     retry_budget: float | None = 0.2
@@ -33,7 +38,7 @@ class BatchOptions:
     outage_failure_ratio: float = 0.9
     outage_window: int = 100
     max_pause_s: float = 300.0
-    retry_window_s: float | None = 600.0
+    retry_window_s: float | None = DEFAULT_RETRY_WINDOW_S
     read_ahead: int | None = None
     check_quota: bool = True
     require_quota: bool = False

@@ -106,6 +106,12 @@ class AiohttpBackend:
             with contextlib.suppress(Exception):
                 session.connector._close()  # sync: closes the transports; marks the session closed
 
+    def prepare(self) -> None:
+        """Open the session (imports, TLS context) if it is not open: the client calls this before an attempt's
+        clock starts, so a first stream's time to first token does not include the set-up."""
+        if self._session is None and not self.closed:
+            self._open()
+
     def _open(self) -> Any:
         import aiohttp
         import yarl
@@ -180,8 +186,8 @@ class AiohttpBackend:
 
         if self.closed:
             raise ClientClosedError
-        lazy = call.lazy_body  # a 2xx body handed over unread (a stream, or with_streaming_response)
         session = self._session or self._open()
+        lazy = call.lazy_body  # a 2xx body handed over unread (a stream, or with_streaming_response)
         aiohttp = self._aiohttp
         try:
             timeout = self._timeout(call)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic_core import to_json
 
-from holysheep._core.batch_params import BATCH_OPTION_NAMES, HOOK_NAMES
+from holysheep._core.batch_params import BATCH_OPTION_NAMES, DEFAULT_CONCURRENCY, HOOK_NAMES
 from holysheep._core.log import get_logger
 from holysheep._egress import scrub
 from holysheep._engine.progress import make_progress, with_total
@@ -277,11 +277,11 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
     from holysheep._engine.private_loop import run_in_private_loop
     from holysheep._engine.run import iterator_for
 
-    concurrency = options.get("concurrency", 16)
+    concurrency = options.get("concurrency", DEFAULT_CONCURRENCY)
     params = {**options, "progress": progress, "on_result": on_result, "on_progress": on_progress}
 
     async def main() -> BatchSummary:
-        sender = client.batch_sender(concurrency if isinstance(concurrency, int) else 16)
+        sender = client.batch_sender(concurrency if isinstance(concurrency, int) else DEFAULT_CONCURRENCY)
         try:
             it = iterator_for(sender, items, params, total=total, estimated_tokens=estimated_tokens)
             async with it:
@@ -295,7 +295,7 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
 
 
 def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, model: str | None = None,
-              concurrency: int = 16, rpm: float | Literal["auto"] | None = "auto",
+              concurrency: int = DEFAULT_CONCURRENCY, rpm: float | Literal["auto"] | None = "auto",
               tpm: float | Literal["auto"] | None = "auto", max_retries: int | None = None, resume: bool = False,
               overwrite: bool = False, progress: Any = False, output_format: str = "holysheep",
               rerun_changed: bool = False, **kwargs: Any) -> JsonlReport:

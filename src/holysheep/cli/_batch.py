@@ -31,6 +31,33 @@ another input, --resume on a file that is not a results file or in another --out
 129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
 
 
+# Where each flag of `holysheep batch` is honoured: by both front-ends, only the local runner (run_jsonl) or only
+# the Ray front-end (--ray). A flag set away from its default on a front-end that does not honour it is refused
+# before anything starts (exit 2, naming it), never dropped. A new flag is added here (a test checks that).
+BOTH, LOCAL, RAY = "both", "local", "ray"
+FLAG_SCOPES: dict[str, tuple[str, str]] = {
+    "input": ("INPUT", BOTH), "output": ("-o/--output", BOTH), "model": ("--model", BOTH),
+    "concurrency": ("--concurrency", BOTH), "rpm": ("--rpm", BOTH), "tpm": ("--tpm", BOTH),
+    "max_tokens": ("--max-tokens", BOTH), "max_retries": ("--max-retries", BOTH), "resume": ("--resume", BOTH),
+    "overwrite": ("--overwrite", BOTH), "base_url": ("--base-url", BOTH),
+    "retry_window_s": ("--retry-window-s", LOCAL), "output_format": ("--output-format", LOCAL),
+    "require_quota": ("--require-quota", LOCAL), "no_progress": ("--no-progress", LOCAL), "json": ("--json", LOCAL),
+    "schema": ("--schema", LOCAL), "max_repairs": ("--max-repairs", LOCAL), "max_cost": ("--max-cost", LOCAL),
+    "price": ("--price", LOCAL), "dry_run": ("--dry-run", LOCAL), "cache": ("--cache", LOCAL),
+    "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
+    "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
+    "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
+}
+
+
+def unhonoured_flags(args: argparse.Namespace) -> list[str]:
+    """The flags set (away from their defaults) that the chosen front-end (``--ray`` or not) cannot honour."""
+    defaults: dict[str, Any] = getattr(args, "batch_defaults", {})
+    other = LOCAL if getattr(args, "ray", False) else RAY
+    return [flag for dest, (flag, scope) in FLAG_SCOPES.items()
+            if scope == other and dest in defaults and getattr(args, dest, defaults[dest]) != defaults[dest]]
+
+
 def _limit(text: str) -> float | str | None:
     """``--rpm``/``--tpm``: a positive number, ``auto`` or ``off``."""
     value = text.strip().lower()
@@ -47,6 +74,32 @@ def _limit(text: str) -> float | str | None:
     return number
 
 
+def _whole(minimum: int) -> Any:
+    """An argparse type: a whole number >= ``minimum`` (refused with exit 2 before anything is sent)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _number(*, positive: bool) -> Any:
+    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (value > 0 if positive else value >= 0) or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        return value
+    return parse
+
+
 def _default_model() -> str:
     """The model `holysheep chat` and `bench` use when none is named (one definition, in the cli package)."""
     from holysheep.cli._chat import DEFAULT_MODEL
@@ -55,23 +108,27 @@ def _default_model() -> str:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params)")
+    from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
+
+    parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params); "
+                                      "- reads stdin")
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
-                                                "--dry-run)")
+                                                "--dry-run); - writes them to stdout")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
-    parser.add_argument("--concurrency", type=int, default=16,
-                        help="requests in flight at most (default 16)")
+    parser.add_argument("--concurrency", type=_whole(1), default=DEFAULT_CONCURRENCY,
+                        help=f"requests in flight at most (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--rpm", type=_limit, default="auto",
                         help="requests per minute: a number, 'auto' (the default: follow the server's "
                              "x-ratelimit-* headers) or 'off'")
     parser.add_argument("--tpm", type=_limit, default="auto",
                         help="tokens per minute (estimated, corrected by usage): a number, 'auto' (default) or 'off'")
-    parser.add_argument("--max-tokens", type=int, help="max_tokens for lines that do not set it")
-    parser.add_argument("--max-retries", type=int, default=None,
+    parser.add_argument("--max-tokens", type=_whole(1), help="max_tokens for lines that do not set it")
+    parser.add_argument("--max-retries", type=_whole(0), default=None,
                         help="retries per line for 5xx, connection errors and timeouts (default: until the line "
                              "succeeds, the batch stops on an outage, or --retry-window-s passes; 429s never count)")
-    parser.add_argument("--retry-window-s", type=float, default=600.0,
-                        help="a line failing this long after its first attempt ends with its error (default 600)")
+    parser.add_argument("--retry-window-s", type=_number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
+                        help="a line failing this long after its first attempt ends with its error "
+                             f"(default {DEFAULT_RETRY_WINDOW_S:g})")
     parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
                         help="result lines: holysheep's (default) or OpenAI Batch output lines "
                              "({id, custom_id, response: {status_code, request_id, body}, error})")
@@ -90,12 +147,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--ray", action="store_true",
                         help="run on a Ray cluster (the running one, else a local one); -o is then a folder")
-    parser.add_argument("--replicas", type=int, default=4, help="with --ray: replica actors (default 4)")
+    parser.add_argument("--replicas", type=_whole(1), default=4, help="with --ray: replica actors (default 4)")
     parser.add_argument("--schema", help="structured output: module:Model or schema.json; each output line gets "
                                          "the validated object under \"parsed\"")
-    parser.add_argument("--max-repairs", type=int, help="with --schema: re-ask up to N times when the reply "
+    parser.add_argument("--max-repairs", type=_whole(0), help="with --schema: re-ask up to N times when the reply "
                                                         "does not validate (default 0)")
-    parser.add_argument("--max-cost", type=float, metavar="USD",
+    parser.add_argument("--max-cost", type=_number(positive=False), metavar="USD",
                         help="stop before this run's spend could pass USD (each request's worst case is reserved "
                              "first); unsent lines are left for --resume")
     parser.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -106,10 +163,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lines that would be refused")
     parser.add_argument("--cache", metavar="FILE", help="response cache file (SQLite): repeated requests are "
                                                         "answered from it without a request")
-    parser.add_argument("--cache-ttl", type=float, metavar="SECONDS", help="with --cache: entries older than this "
-                                                                           "are misses")
-    parser.add_argument("--cache-max-mb", type=float, metavar="MB", help="with --cache: the oldest entries go "
-                                                                         "when the file's responses pass MB")
+    parser.add_argument("--cache-ttl", type=_number(positive=False), metavar="SECONDS",
+                        help="with --cache: entries older than this are misses")
+    parser.add_argument("--cache-max-mb", type=_number(positive=True), metavar="MB",
+                        help="with --cache: the oldest entries go when the file's responses pass MB")
+    parser.set_defaults(batch_defaults={a.dest: a.default for a in parser._actions if a.dest != "help"})
 
 
 def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -204,12 +262,18 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
     if args.json:
         print(json.dumps(est.to_dict(), default=str))
     else:
-        print(str(est), file=sys.stderr)
+        print(str(est))  # the report is the output: `> file` keeps it
     return 0
 
 
 def run_batch_command(args: argparse.Namespace) -> int:
-    """Run ``holysheep batch`` with parsed arguments; returns the exit status."""
+    """Run ``holysheep batch`` with parsed arguments; returns the exit status. ``-`` is stdin / stdout."""
+    from holysheep.cli._batch_std import run_with_std_streams
+
+    return run_with_std_streams(args, _run_batch)
+
+
+def _run_batch(args: argparse.Namespace) -> int:
     from holysheep import Client
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
@@ -218,13 +282,16 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if not args.output and not getattr(args, "dry_run", False):
         print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
         return 2
+    unhonoured = unhonoured_flags(args)
+    if unhonoured:
+        names = ", ".join(unhonoured)
+        if getattr(args, "ray", False):
+            print(f"holysheep batch: {names} cannot be used with --ray yet (the Ray front-end does not honour "
+                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.", file=sys.stderr)
+        else:
+            print(f"holysheep batch: {names} needs --ray.", file=sys.stderr)
+        return 2
     if getattr(args, "ray", False):
-        spend_flags = [flag for flag, on in (("--max-cost", args.max_cost is not None), ("--price", bool(args.price)),
-                                             ("--dry-run", args.dry_run), ("--cache", args.cache is not None),
-                                             ("--rerun-changed", args.rerun_changed)) if on]
-        if spend_flags:
-            print(f"holysheep batch: {', '.join(spend_flags)} cannot be used with --ray yet.", file=sys.stderr)
-            return 2
         from holysheep.integrations.ray._cli import run_ray_batch
 
         return run_ray_batch(args)
@@ -269,8 +336,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         _close_cache(params)
         what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
-        print(f"\nholysheep batch: {what}; finished lines are in {args.output}. "
-              "Run again with --resume to continue.", file=sys.stderr)
+        where = getattr(args, "output_label", None) or args.output
+        print(f"\nholysheep batch: {what}; finished lines are in {where}. Run again with --resume to continue.",
+              file=sys.stderr)
         return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         _close_cache(params)
@@ -292,7 +360,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
-    print(done_line(report), file=sys.stderr)
+    print(done_line(report, getattr(args, "output_label", None)), file=sys.stderr)
     if not args.json:
         if report.summary is not None:
             print("\n".join(str(report.summary).splitlines()[1:]), file=sys.stderr)
@@ -306,13 +374,14 @@ def run_batch_command(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def done_line(report: Any) -> str:
-    """``1000/1000 done (176 from an earlier run), 0 failed, 0 not run; results in OUT`` for a JSONL report."""
+def done_line(report: Any, where: str | None = None) -> str:
+    """``1000/1000 done (176 from an earlier run), 0 failed, 0 not run; results in OUT`` for a JSONL report
+    (``where``: how to name the output, e.g. ``stdout``)."""
     done = report.skipped + report.succeeded + report.failed
     earlier = f" ({report.skipped:,} from an earlier run)" if report.skipped else ""
     rerun = f" ({report.rerun:,} ran again after failing before)" if report.rerun else ""
     return (f"{done:,}/{report.lines:,} done{earlier}, {report.failed:,} failed{rerun}, {report.not_run:,} not run; "
-            f"results in {report.output_path}")
+            f"results in {where or report.output_path}")
 
 
 class StopSignal(KeyboardInterrupt):
