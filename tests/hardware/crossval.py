@@ -57,7 +57,8 @@ class Case:
 def cases() -> tuple[Case, ...]:
     out = []
     for r in ROWS:
-        est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"])
+        est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"],
+                                        vllm_version=r.get("vllm_version", "v1"))
         out.append(Case(r, gpu(r["gpu"]), decode_inputs(est)))
     return tuple(out)
 
