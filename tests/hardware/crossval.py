@@ -69,7 +69,7 @@ def _scaled_costs(theta: dict[str, float]) -> Iterator[None]:
 
     def scaled(runtime: str, vendor: str, *, awq: bool = False) -> RuntimeCost:
         cost, k = real(runtime, vendor, awq=awq), theta.get(runtime, 1.0)
-        return RuntimeCost(cost.step_s * k, cost.layer_s * k, cost.host_layer_s * k)
+        return RuntimeCost(cost.step_s * k, cost.layer_s * k, cost.host_layer_s * k, cost.host_expert_s * k)
 
     with mock.patch.object(_roofline, "runtime_cost", scaled):
         yield

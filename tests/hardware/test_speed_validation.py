@@ -55,11 +55,11 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     errs = _errors(ROWS)
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
-    assert (len(errs), round(within, 3), round(median, 3)) == (229, 0.528, 0.309)
+    assert (len(errs), round(within, 3), round(median, 3)) == (229, 0.533, 0.308)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
-        214, 0.495, 0.368)
+        211, 0.498, 0.363)
     first = _errors(ROWS[:67])  # the rows the constants were chosen with: still within the old target
     assert sum(abs(e) <= 0.35 for e in first) / 67 >= 0.90 and statistics.median(abs(e) for e in first) <= 0.15
 
@@ -69,6 +69,8 @@ def test_runtime_costs_are_sourced_and_exact() -> None:
     assert runtime_cost("sglang", "nvidia").step_s == 1.5e-3
     assert runtime_cost("hf", "nvidia").host_layer_s == 0.75e-3
     assert runtime_cost("hf", "nvidia", awq=True).host_layer_s == 1.0e-3
+    assert runtime_cost("hf", "nvidia").host_expert_s == runtime_cost("hf", "nvidia", awq=True).host_expert_s == 80e-6
+    assert runtime_cost("vllm", "nvidia").host_expert_s == 0.0
     assert runtime_cost("llama.cpp", "nvidia").layer_s == 60e-6
     assert runtime_cost("llama.cpp", "apple").layer_s == 155e-6
     assert runtime_cost("llama.cpp", "amd").layer_s == 90e-6
@@ -89,6 +91,15 @@ def test_transformers_is_host_bound_for_small_models() -> None:
     # 24 layers x 0.75 ms + 1 ms; the 1 GB weight read is far shorter
     assert _batch1("qwen2.5-0.5b", "bf16", "a100-80-sxm", 1, 2048, "hf") == pytest.approx(1 / (24 * 0.75e-3 + 1e-3))
     assert _batch1("qwen2.5-0.5b", "int4-awq", "a100-80-sxm", 1, 2048, "hf") == pytest.approx(1 / (24e-3 + 1e-3))
+
+
+def test_transformers_moe_loops_over_every_expert() -> None:
+    # Qwen3-30B-A3B: 48 MoE layers x 128 experts at 80 us on the host, plus 0.75 ms a layer and 1 ms a step;
+    # the Qwen3 table measured 1.89 tok/s (transformers 4.51, H20)
+    got = _batch1("qwen3-30b-a3b", "bf16", "h20", 1, 2049, "hf")
+    assert got == pytest.approx(1 / (48 * (0.75e-3 + 128 * 80e-6) + 1e-3))
+    assert round(got, 2) == 1.89
+    assert _batch1("qwen3-30b-a3b", "bf16", "h20", 1, 2049, "sglang") > 50 * got  # fused MoE kernels
 
 
 def test_8b_latency_pick_uses_at_most_two_gpus() -> None:
