@@ -49,17 +49,17 @@ def test_at_least_150_sourced_dated_rows_across_runtimes() -> None:
 def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     """Docs (hardware.md, "Validation") quote these figures: keep them in step.
 
-    The set grew from 67 to 234 rows with rows the model was never fitted to (issue 39); it no longer meets
+    The set grew from 67 to 237 rows with rows the model was never fitted to (issue 39); it no longer meets
     the 90 % / 15 % target it met on the first 67, and docs/hardware.md says which regimes miss.
     """
     errs = _errors(ROWS)
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
-    assert (len(errs), round(within, 3), round(median, 3)) == (234, 0.543, 0.27)
+    assert (len(errs), round(within, 3), round(median, 3)) == (237, 0.549, 0.258)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
-        216, 0.509, 0.331)
+        219, 0.516, 0.326)
     first = _errors(ROWS[:67])  # the rows the constants were chosen with: still within the old target
     assert sum(abs(e) <= 0.35 for e in first) / 67 >= 0.90 and statistics.median(abs(e) for e in first) <= 0.15
 
