@@ -61,7 +61,8 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
         219, 0.516, 0.326)
     first = _errors(ROWS[:67])  # the rows the constants were chosen with: still within the old target
-    assert sum(abs(e) <= 0.35 for e in first) / 67 >= 0.90 and statistics.median(abs(e) for e in first) <= 0.15
+    assert (round(sum(abs(e) <= 0.35 for e in first) / 67, 3), round(statistics.median(abs(e) for e in first), 3)) == (
+        0.925, 0.06)
 
 
 def test_runtime_costs_are_sourced_and_exact() -> None:
