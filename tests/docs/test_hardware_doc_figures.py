@@ -271,5 +271,6 @@ def test_the_runtime_costs_table_is_the_code() -> None:
         host = t(cost.host_layer_s)
         if runtime == "hf":  # host time per layer, in ms as the table writes it
             awq = runtime_cost("hf", vendor, awq=True).host_layer_s
-            host = f"{cost.host_layer_s * 1e3:g} ms (AutoAWQ {awq * 1e3:.1f} ms)"
+            host = (f"{cost.host_layer_s * 1e3:g} ms (AutoAWQ {awq * 1e3:.1f} ms) + {t(cost.host_expert_s)} per routed "
+                    "expert of each MoE layer")
         assert rows[label][:3] == [t(cost.step_s), t(cost.layer_s), host], label

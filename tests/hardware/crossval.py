@@ -57,7 +57,8 @@ class Case:
 def cases() -> tuple[Case, ...]:
     out = []
     for r in ROWS:
-        est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"])
+        est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"],
+                                        vllm_version=r.get("vllm_version", "v1"))
         out.append(Case(r, gpu(r["gpu"]), decode_inputs(est)))
     return tuple(out)
 
@@ -68,7 +69,7 @@ def _scaled_costs(theta: dict[str, float]) -> Iterator[None]:
 
     def scaled(runtime: str, vendor: str, *, awq: bool = False) -> RuntimeCost:
         cost, k = real(runtime, vendor, awq=awq), theta.get(runtime, 1.0)
-        return RuntimeCost(cost.step_s * k, cost.layer_s * k, cost.host_layer_s * k)
+        return RuntimeCost(cost.step_s * k, cost.layer_s * k, cost.host_layer_s * k, cost.host_expert_s * k)
 
     with mock.patch.object(_roofline, "runtime_cost", scaled):
         yield

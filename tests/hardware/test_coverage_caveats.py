@@ -18,7 +18,7 @@ def test_coverage_is_read_from_the_validation_rows() -> None:
     assert set(cov.quants) == {r["runtime"] for r in ROWS}
     for rt in cov.batch:
         assert cov.batch[rt] == max(r["batch"] for r in ROWS if r["runtime"] == rt)
-    assert cov.moe_multi_gpu == {"sglang": 3}  # the DeepSeek-V3 rows, the only MoE rows on several GPUs
+    assert cov.moe_multi_gpu == {"sglang": 6}  # DeepSeek-V3 and Qwen3-235B-A22B: the only MoE rows on several GPUs
 
 
 def test_a_covered_option_has_no_caveat() -> None:

@@ -30,24 +30,26 @@ def test_sources_are_publications() -> None:
     assert source_group("https://github.com/ggml-org/llama.cpp/discussions/4167#x") == "ggml-org/llama.cpp#4167"
     assert source_group("https://github.com/pytorch-labs/gpt-fast#benchmarks") == "pytorch-labs/gpt-fast"
     assert source_group("https://johnmusgrave.com/p/vllm") == "johnmusgrave.com"
-    assert len({c.group for c in cases()}) == 7
+    assert source_group("https://github.com/QwenLM/Qwen3/blob/c7f51a1/docs/x.md") == "QwenLM/Qwen3"
+    assert len({c.group for c in cases()}) == 11
 
 
 def test_held_out_sources_are_not_seen_by_the_fit() -> None:
-    """Without the Qwen2.5 table (36 of the 37 vLLM/transformers rows) the vLLM factor comes from one row."""
+    """Without the Qwen2/Qwen2.5 tables (most of the vLLM rows) the vLLM factor comes from the few left."""
     every = cases()
     assert fit(every)["vllm"] != fit(tuple(c for c in every if c.group != "QwenLM/Qwen2.5"))["vllm"]
-    sglang_out = fit(tuple(c for c in every if c.group != "sgl-project/sglang#2643"))
-    assert sglang_out["sglang"] == 1.0  # no SGLang row left: the shipped constant
+    no_sglang = fit(tuple(c for c in every if c.row["runtime"] != "sglang"))
+    assert no_sglang["sglang"] == 1.0  # no SGLang row to fit: the shipped constant
 
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (67, 0.881, 0.077)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.925, 0.06)
-    assert h.within >= 0.85 and h.median <= 0.15  # the issue's target, met
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (237, 0.523, 0.323)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.772, 0.236)
+    assert not (h.within >= 0.85 and h.median <= 0.15)  # the issue's target is not met: docs/estimator.md says why
     below = sorted(g for g, s in held.items() if s.within < 0.6)
-    assert below == ["sgl-project/sglang#2643"]  # not met for this one source: documented as a miss
+    assert below == ["QwenLM/Qwen2.5", "QwenLM/Qwen3", "johnmusgrave.com", "mlc-ai/llm-perf-bench",
+                     "sgl-project/sglang#2643"]  # each explained in docs/estimator.md
     text = DOC.read_text(encoding="utf-8")
     start = text.index("| source (publication) | rows |")
     assert text[start:text.index("\n\n", start)].splitlines() == table()

@@ -30,6 +30,8 @@ class VLLMProfile:
     marlin: bool = True
     """AWQ/GPTQ INT4 run through Marlin kernels on compute capability 8.0+ (GPTQ from vLLM 0.4.1, PR #3922;
     AWQ from 0.5.3, PR #6612); False for releases before them, whose AWQ/GPTQ GEMM kernels are slower."""
+    awq_marlin: bool = True
+    """AWQ too runs through Marlin (vLLM 0.5.3+, PR #6612); False where only GPTQ has it (0.4.1-0.5.2)."""
 
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
@@ -97,6 +99,24 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "vllm/config.py SchedulerConfig (max_num_batched_tokens = max(max_model_len, 2048) when chunked "
         "prefill is off); vllm/worker/worker.py determine_num_available_blocks",
         chunked_prefill=False,
+    ),
+    # vLLM 0.4.1-0.5.2: the same V0 profiler without chunked prefill, and GPTQ through Marlin (0.4.1, PR #3922)
+    # while AWQ still runs its own GEMM kernel (awq_marlin arrived in 0.5.3, PR #6612).
+    "0.4": VLLMProfile(
+        "0.4",
+        0.9,
+        16,
+        2048,
+        256,
+        int(0.15 * GIB),
+        int(0.6 * GIB),
+        0,
+        "vLLM 0.4.1-0.5.2 (V0 engine, no chunked prefill): memory as `v0`; GPTQ INT4 through Marlin, AWQ "
+        "through its older GEMM kernel.",
+        "vllm-project/vllm PR #3922 (GPTQ Marlin, 0.4.1) and PR #6612 (AWQ Marlin, 0.5.3); "
+        "vllm/worker/worker.py determine_num_available_blocks",
+        chunked_prefill=False,
+        awq_marlin=False,
     ),
 }
 

@@ -8,7 +8,8 @@ minimum duration of the many small kernels of each layer (llama.cpp, MLX), and i
 The model, per decode step on one replica::
 
     t_gpu  = max(t_mem, t_compute) + t_comm + layers * layer_s(runtime, backend)
-    t_step = max(t_gpu, layers * host_layer_s)  + step_s(runtime)        (host_layer_s: transformers only)
+    t_host = layers * host_layer_s + moe_layers * experts * host_expert_s   (transformers only)
+    t_step = max(t_gpu, t_host) + step_s(runtime)
 
 ``step_s`` and ``layer_s`` are per runtime; llama.cpp and MLX have one value per backend (CUDA,
 ROCm/HIP, Metal). Mixture-of-experts layers spread over GPUs add an expert-parallel dispatch and combine
@@ -32,11 +33,13 @@ __all__ = [
 @dataclass(frozen=True)
 class RuntimeCost:
     """Fixed costs of one decode step: ``step_s`` per step, ``layer_s`` per decoder layer on the GPU's
-    timeline, and ``host_layer_s`` per layer for a host that issues kernels eagerly (``t = max(gpu, host)``)."""
+    timeline, and ``host_layer_s`` per layer for a host that issues kernels eagerly (``t = max(gpu, host)``),
+    plus ``host_expert_s`` per routed expert of each MoE layer for a host that loops over the experts."""
 
     step_s: float = 0.0
     layer_s: float = 0.0
     host_layer_s: float = 0.0
+    host_expert_s: float = 0.0
 
 
 #: vLLM 0.6 with CUDA graphs: one scheduler/prepare/sample round trip per step, independent of the model.
@@ -44,9 +47,10 @@ VLLM = RuntimeCost(step_s=2.5e-3)
 #: SGLang 0.4 (CUDA graphs, overlap scheduler): a smaller host share per step.
 SGLANG = RuntimeCost(step_s=1.5e-3)
 #: transformers ``generate`` in eager mode: the Python host issues each layer's kernels (0.75 ms a layer);
-#: AutoAWQ's GEMM path launches more per layer (1.0 ms).
-HF = RuntimeCost(step_s=1.0e-3, host_layer_s=0.75e-3)
-HF_AWQ = RuntimeCost(step_s=1.0e-3, host_layer_s=1.0e-3)
+#: AutoAWQ's GEMM path launches more per layer (1.0 ms). Its MoE blocks loop over every routed expert of
+#: each MoE layer in Python (80 us an expert), whether or not a token was routed to it.
+HF = RuntimeCost(step_s=1.0e-3, host_layer_s=0.75e-3, host_expert_s=80e-6)
+HF_AWQ = RuntimeCost(step_s=1.0e-3, host_layer_s=1.0e-3, host_expert_s=80e-6)
 #: llama.cpp per backend: per-layer kernel floor on the GPU timeline.
 LLAMA_CPP = {
     "cuda": RuntimeCost(step_s=0.0, layer_s=60e-6),
@@ -72,13 +76,19 @@ OVERHEAD_SOURCES: dict[str, str] = {
     "sglang_step": "1.5 ms per step: Qwen3 speed benchmark, SGLang 0.4.6 on H20, Qwen3-0.6B BF16 at 414.17 "
     "tok/s (2.41 ms a step, of which 0.5-0.9 ms is the weight read); SGLang overlaps its scheduler with the "
     "GPU (https://lmsys.org/blog/2024-12-04-sglang-v0-4/), so its share is below vLLM's "
-    "(https://github.com/QwenLM/Qwen3/blob/main/docs/source/getting_started/speed_benchmark.md).",
+    "(https://github.com/QwenLM/Qwen3/blob/c7f51a1/docs/source/getting_started/speed_benchmark.md).",
     "hf_host_layer": "0.75 ms per decoder layer, host-bound: the smallest models of both Qwen speed tables, "
     "where the weight read is negligible: Qwen2.5-0.5B BF16 47.40 tok/s over 24 layers (0.88 ms/layer, "
     "transformers 4.46, A100) and Qwen3-0.6B BF16 58.57 tok/s over 28 layers (0.61 ms/layer, transformers "
     "4.51, H20); 0.75 is their middle. AutoAWQ: Qwen2.5-0.5B AWQ 37.09 tok/s = 1.12 ms/layer, Qwen3-4B AWQ "
     "0.54 ms/layer: 1.0 ms. Eager PyTorch launches each kernel from Python, so the step takes the longer of "
     "the GPU time and the host time.",
+    "hf_expert_loop": "80 us per routed expert per MoE layer: transformers' eager MoE blocks (Mixtral, Qwen-MoE) "
+    "loop over all experts in Python, one mask lookup and a host sync each, whatever the batch. From Qwen's "
+    "transformers table for Qwen1.5 on an A100 (https://github.com/QwenLM/Qwen2.5/blob/14544eb/docs/source/"
+    "benchmark/hf_infer.rst): Qwen1.5-MoE-A2.7B 8.49 tok/s over 24 layers x 60 experts leaves 69 us an "
+    "expert after 0.75 ms a layer; Qwen2's table (Qwen2-57B-A14B, 28 x 64 experts: GPTQ-Int4 5.55 tok/s on "
+    "one A100, BF16 4.76 on two) leaves 88 and 105 us; 80 us is their middle.",
     "hf_step": "1 ms per step for generate()'s logits processing and sampling (assumption, small next to the "
     "per-layer host time).",
     "llama_cpp_cuda": "60 us per layer (about 2 ms a step for 32 layers): llama-bench tg128 on an RTX 4090 "

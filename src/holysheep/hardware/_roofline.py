@@ -231,7 +231,8 @@ def decode_tokens_per_s(
             t_comp = 2 * active_params * batch / (count * peak * 1e12 * eff.mfu) if peak else 0
         cost = runtime_cost(runtime, gpu.vendor, awq=awq)
         t_gpu = max(t_mem, t_comp) + comm + layers * cost.layer_s
-        return batch / (max(t_gpu, layers * cost.host_layer_s) + cost.step_s)
+        t_host = layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
+        return batch / (max(t_gpu, t_host) + cost.step_s)
     tp = _tp_factor(gpu, devices, eff)
     t_step = per_dev * devices / (count * gpu.bandwidth_gb_s * 1e9 * eta * tp)
     if peak:

@@ -168,13 +168,13 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if not layers:
         return {}
     runtime = str(getattr(est, "runtime", "default"))
-    marlin = True
+    marlin, awq = True, getattr(spec, "name", "") == "int4-awq"
     if runtime == "vllm":
         from ..estimator._vllm import vllm_profile
 
-        marlin = vllm_profile(str(getattr(est, "vllm_version", "v1"))).marlin
-    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin,
-                           "awq": getattr(spec, "name", "") == "int4-awq",
+        prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
+        marlin = prof.marlin and (prof.awq_marlin or not awq)
+    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
