@@ -4,7 +4,9 @@ holysheep against the same FakeServer, only the import lines changed: the printe
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,12 +39,19 @@ def _run(package: str, name: str, server: FakeServer) -> str:
         server.set_faults([Fault.status(429, retry_after=0.01)] * 3 + [None])
     out = io.StringIO()
     namespace: dict[str, Any] = {"BASE_URL": server.url, "API_KEY": server.api_key, "__name__": f"snippet_{name}"}
-    try:
-        with contextlib.redirect_stdout(out):
-            code = compile(IMPORTS[package] + SNIPPETS[name], f"<{name}:{package}>", "exec", dont_inherit=True)
-            exec(code, namespace)
-    finally:
-        server.set_faults(None)
+    # openai's README never closes its module-level clients; dropped, either package's pooled httpx sockets
+    # are closed by the garbage collector with a ResourceWarning (silent by default in Python). This test
+    # compares output, so those are collected here, not in whichever later test the collector happens to run.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            with contextlib.redirect_stdout(out):
+                code = compile(IMPORTS[package] + SNIPPETS[name], f"<{name}:{package}>", "exec", dont_inherit=True)
+                exec(code, namespace)
+        finally:
+            server.set_faults(None)
+            namespace.clear()
+            gc.collect()
     return out.getvalue()
 
 

@@ -24,7 +24,6 @@ def test_any_warning_fails_the_run() -> None:
     # each ignore is narrow (a message and a category) and known; a new one is added here on purpose
     assert filters[1:] == [
         "ignore:coroutine 'connect_tcp.<locals>.try_connect' was never awaited:RuntimeWarning",
-        "ignore:(vLLM|SGLang) sizes from CUDA's total:UserWarning",  # removed when #39 lands
     ]
 
 

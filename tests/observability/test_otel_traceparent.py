@@ -5,6 +5,7 @@ for a create and a stream (FakeServer on 127.0.0.1 records the headers)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,7 +47,8 @@ def _call(server: FakeServer, transport: str, stream: bool, t: Telemetry, seen: 
     kw: dict[str, Any] = {"api_key": server.api_key, "base_url": server.url, "initial_retry_delay": 0}
     with tracer.start_as_current_span("caller"):
         if transport == "sync-httpx":
-            with Client(**kw, http_client=httpx.Client(event_hooks={"request": [record]})) as client:
+            with httpx.Client(event_hooks={"request": [record]}) as http_client, \
+                    Client(**kw, http_client=http_client) as client:  # the caller's http_client is the caller's
                 if stream:
                     assert "".join(c.choices[0].delta.content or "" for c in
                                    client.chat.completions.create(model="m", messages=MESSAGES, stream=True)) == "a b c"
@@ -55,9 +57,12 @@ def _call(server: FakeServer, transport: str, stream: bool, t: Telemetry, seen: 
             return
 
         async def main() -> None:
-            extra: dict[str, Any] = {"http_backend": "aiohttp"} if transport == "aiohttp" else {
-                "http_client": httpx.AsyncClient(event_hooks={"request": [arecord]})}
-            async with AsyncClient(**kw, **extra) as client:
+            http_client = None if transport == "aiohttp" else httpx.AsyncClient(event_hooks={"request": [arecord]})
+            extra: dict[str, Any] = {"http_backend": "aiohttp"} if http_client is None else {"http_client": http_client}
+            async with contextlib.AsyncExitStack() as stack:
+                if http_client is not None:
+                    await stack.enter_async_context(http_client)  # closed by its owner, the caller
+                client = await stack.enter_async_context(AsyncClient(**kw, **extra))
                 if stream:
                     text = [c.choices[0].delta.content or "" async for c in
                             await client.chat.completions.create(model="m", messages=MESSAGES, stream=True)]
