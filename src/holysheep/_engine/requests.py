@@ -121,16 +121,17 @@ def estimate_tokens(params: Mapping[str, Any]) -> int:
 
 def possible_tokens(params: Mapping[str, Any]) -> int:
     """The most tokens a request could use: a token per byte of its JSON (no tokenizer makes more), plus
-    ``max_tokens`` (or ``max_completion_tokens``, else `MAX_COMPLETION_TOKENS`) per choice."""
+    the larger of ``max_tokens`` and ``max_completion_tokens`` (a server may honour either; else
+    `MAX_COMPLETION_TOKENS`) per choice."""
     from pydantic_core import to_json
 
     try:
         prompt = len(to_json(params, fallback=str))
     except Exception:  # an object pydantic cannot walk: a generous guess from the estimate
         prompt = 4 * estimate_tokens(params)
-    completion = params.get("max_tokens") or params.get("max_completion_tokens")
-    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
-        completion = MAX_COMPLETION_TOKENS
+    limits = [v for v in (params.get("max_tokens"), params.get("max_completion_tokens"))
+              if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    completion = max(limits) if limits else MAX_COMPLETION_TOKENS
     n = params.get("n")
     choices = n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
     return prompt + completion * choices
