@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import functools
+import time
 import types
 from typing import Any
 
@@ -16,7 +16,11 @@ from holysheep._engine.server_limits import ServerLimits, parse_duration, read_l
 from holysheep.testing import FakeServer
 from holysheep.testing import _endpoints as endpoints
 
-from .._fakes import FakeClock
+from .._fakes import FakeClock, RecordingSender, Sent
+
+
+def chat_requests(server: FakeServer) -> list[Any]:
+    return [r for r in server.requests if r.path.endswith("/chat/completions")]
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -38,9 +42,28 @@ def test_read_limits() -> None:
 def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine and the server's limiter run on one injected clock: the schedule is exact whatever the
     machine's load. The batch learns 3,000 RPM from the first reply and then never exceeds it (the server,
-    a bucket of one second's worth, answers no 429), and it is no slower than the limit's pace."""
+    a bucket of one second's worth, answers no 429), and it is no slower than the limit's pace.
+
+    The clock moves only when the engine sleeps, and a sleep takes no real time, while a request takes real
+    time to reach the server's thread: unchecked, the engine could move the clock on while requests it had
+    sent were still on their way, and the server would count them late, together with later ones (its bucket,
+    full meanwhile, loses the refill). So every sleep first waits until the server has answered (read the
+    clock for) every request the engine handed over: each is counted at the time it was sent."""
     clock = FakeClock()
-    monkeypatch.setattr(engine_run, "BatchIterator", functools.partial(BatchIterator, clock=clock, sleep=clock.sleep))
+    sent: list[Sent] = []
+
+    def build(sender: Any, requests: Any, **kwargs: Any) -> BatchIterator:
+        recording = RecordingSender(sender, clock, record=Sent, sent=sent)
+        return BatchIterator(recording, requests, clock=clock, sleep=sleep, **kwargs)
+
+    async def sleep(seconds: float) -> None:
+        deadline = time.monotonic() + 30.0
+        while sum(r.status is not None for r in chat_requests(server)) < len(sent):
+            assert time.monotonic() < deadline, "the server never saw a request the engine sent"
+            await asyncio.sleep(0.0005)
+        await clock.sleep(seconds)
+
+    monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter
     monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", "off")  # this process's bucket only (no file of an earlier run)
     n, concurrency, rpm = 400, 64, 3000
@@ -53,7 +76,7 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
                                                            concurrency=concurrency, check_quota=False)
 
         results = asyncio.run(main())
-    chat = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    chat = chat_requests(server)
     assert all(r.ok for r in results)
     assert [r.status for r in chat] == [200] * n  # never over the limit: not one 429
     assert results.stats.learned_rpm == 3000 and results.stats.rate_limited == 0
