@@ -10,7 +10,12 @@ from holysheep.estimator._training import model_state_bytes
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-pytestmark = pytest.mark.validation
+pytestmark = [
+    pytest.mark.validation,
+    # transformers' gpt_bigcode module decorates a function with torch.jit.script, which torch 2.13 deprecates;
+    # that is theirs, raised at import while the meta model is built, not something this test can act on
+    pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning"),
+]
 
 # Model types newer than the transformers the `validation` extra pins (<5): their classes arrived in
 # transformers 5. With an older transformers their meta-model checks are skipped, never silently passed.
