@@ -19,7 +19,12 @@ ray = pytest.importorskip("ray")
 
 from holysheep.integrations.ray import OUTPUT_COLUMNS, build_processor  # noqa: E402
 
-pytestmark = pytest.mark.ray
+# Ray 2.60's own DataContext() sets its deprecated fields (`use_push_based_shuffle`, `use_polars`) while
+# being constructed: their warnings, raised inside ray.data.context on every first get_current(); nothing
+# here sets them. Only DeprecationWarnings raised in that one module are ignored. Ray's pandas blocks call
+# DataFrame.reset_index(inplace=True), which pandas 3.1 deprecates (ray/data/_internal/pandas_block.py).
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
+              pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.reset_index is deprecated")]
 
 NEW_COLUMNS = [name for name, _ in OUTPUT_COLUMNS]
 
