@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+def main(argv: list[str] | None = None, root: Path = ROOT, cache: dict[str, str] | None = None) -> int:
+    """The command line; `root` and `cache` (block name -> text, kept between calls) are for the tests."""
     parser = argparse.ArgumentParser(prog="gen_docs.py", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any block is stale")
     args = parser.parse_args(argv)
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     from tools.docgen.engine import GeneratedBlockError
 
     try:
-        stale = find_stale(root, BLOCKS) if args.check else rewrite(root, BLOCKS)
+        stale = find_stale(root, BLOCKS, cache) if args.check else rewrite(root, BLOCKS, cache)
     except GeneratedBlockError as e:
         print(f"gen_docs.py: error: {e}", file=sys.stderr)
         return 2

@@ -123,29 +123,23 @@ def test_a_documented_command_runs(command: str, capsys: pytest.CaptureFixture[s
     assert ("option" in out or '"options"' in out) if " plan " in command else "BF16" in out, out[-2000:]
 
 
-# --- docs/hardware.md, speed validation: every row's modelled figure and the summary ------------------------
+# --- docs/hardware.md, speed validation: the summary of the rows' errors ------------------------
 
 
-def test_the_speed_validation_table_is_what_the_model_gives() -> None:
+def test_the_speed_validation_summary_is_what_the_model_gives() -> None:
+    """The rows' table is generated (`speed-validation-rows`); its summary and the prose quoting it are checked here."""
     import statistics
 
     from tests.hardware.test_speed_validation import ROWS, _modelled
 
-    text = (ROOT / "docs" / "hardware.md").read_text(encoding="utf-8")
-    start = text.index("| model, quant | GPUs | runtime |")
-    table = [[c.strip() for c in line.strip().strip("|").split("|")]
-             for line in text[start:text.index("\n\n", start)].splitlines()[2:]]
-    assert len(table) == len(ROWS)
     errors: dict[str, list[float]] = {"all": [], "check": []}
-    for row, cells in zip(ROWS, table, strict=True):
-        got = _modelled(row)
-        err = got / row["tokens_per_s"] - 1
-        assert cells[1] == f"{row['count']}x {row['gpu']}" and cells[2] == row["runtime"], cells
-        assert cells[6] == f"{got:.1f} ({err * 100:+.0f}%)", (cells, got, err)
-        assert cells[7] == row["role"], cells
-        errors["all"].append(abs(err))
-        if row["role"] == "check":
-            errors["check"].append(abs(err))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for row in ROWS:
+            err = abs(_modelled(row) / row["tokens_per_s"] - 1)
+            errors["all"].append(err)
+            if row["role"] == "check":
+                errors["check"].append(err)
 
     def within(errs: list[float]) -> float:
         return sum(e <= 0.35 for e in errs) / len(errs) * 100

@@ -89,6 +89,53 @@ def break_even_70b() -> str:
     return _fence(break_even(api_model="deepseek-v3.2", option=top, tokens_per_day=10_000_000).arithmetic)
 
 
+# The link text of each publication the speed validation rows cite, by the start of its URL; a source not
+# listed shows its URL's host and path.
+SOURCE_LABELS = {
+    "https://github.com/pytorch-labs/gpt-fast": "gpt-fast",
+    "https://github.com/ggml-org/llama.cpp/pull/4766": "llama.cpp PR #4766",
+    "https://github.com/ggml-org/llama.cpp/pull/6017": "llama.cpp PR #6017",
+    "https://github.com/ggml-org/llama.cpp/discussions/4167": "llama.cpp #4167",
+    "https://github.com/dmatora/LLM-inference-speed-benchmarks/issues/10": "dmatora #10",
+    "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on": "vLLM sweep",
+    "https://github.com/QwenLM/Qwen2.5/blob/010c37c": "Qwen2.5 speed table",
+    "https://github.com/QwenLM/Qwen2.5/blob/5c4e69c": "Qwen2 speed table",
+    "https://github.com/QwenLM/Qwen3/": "Qwen3 speed table",
+    "https://github.com/sgl-project/sglang/pull/2643": "SGLang PR #2643",
+    "https://github.com/mlc-ai/llm-perf-bench/": "MLC llm-perf-bench",
+    "https://calebcoffie.com/benchmarks/": "calebcoffie.com benchmarks",
+}
+
+
+def _source_label(url: str) -> str:
+    for start, label in SOURCE_LABELS.items():
+        if url.startswith(start):
+            return label
+    return url.split("://", 1)[-1].split("#")[0].rstrip("/")
+
+
+def speed_validation_rows() -> str:
+    """Every published decode row of `hardware/data/decode_benchmarks.json` against the speed model's figure
+    (`_modelled` of tests/hardware/test_speed_validation.py, the scoring the tests use)."""
+    import warnings
+
+    from tests.hardware.test_speed_validation import ROWS, _modelled
+
+    head = "model, quant | GPUs | runtime | batch | context | published tok/s | model (error) | role | source, as of"
+    lines = [f"| {head} |", "|" + "---|" * 9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in ROWS:
+            got = _modelled(r)
+            published = r["tokens_per_s"]
+            shown = f"{published:,.0f}" if published == int(published) else f"{published:,}"
+            error = f"{got:.1f} ({(got / published - 1) * 100:+.0f}%)"
+            lines.append(f"| {r['model']} {r['quant']} | {r['count']}x {r['gpu']} | {r['runtime']} | {r['batch']:,} | "
+                         f"{r['context']:,} | {shown} | {error} | {r['role']} | "
+                         f"[{_source_label(r['source'])}]({r['source']}) {r['as_of']} |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "gpu-count": gpu_count,
     "catalog-count": catalog_count,
@@ -96,4 +143,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "api-prices": api_prices,
     "plan-70b-awq": plan_70b_awq,
     "break-even-70b": break_even_70b,
+    "speed-validation-rows": speed_validation_rows,
 }

@@ -59,12 +59,11 @@ def regenerate(text: str, blocks: Mapping[str, Callable[[], str]], where: str = 
     return MARK.sub(rebuild, text), changed
 
 
-def find_stale(root: Path, blocks: Mapping[str, Callable[[], str]]) -> list[Stale]:
-    """The pages under `root` whose generated blocks are not what `blocks` write now.
-
-    A registered block that no page uses is an error too: its marker was deleted or renamed.
+def find_stale(root: Path, blocks: Mapping[str, Callable[[], str]], cache: dict[str, str] | None = None) -> list[Stale]:
+    """The pages under `root` whose generated blocks are not what `blocks` write now (each written once, into
+    `cache`). A registered block that no page uses is an error too: its marker was deleted or renamed.
     """
-    cache: dict[str, str] = {}
+    cache = {} if cache is None else cache
     found: list[Stale] = []
     used: set[str] = set()
     for path in page_paths(root):
@@ -83,10 +82,10 @@ def find_stale(root: Path, blocks: Mapping[str, Callable[[], str]]) -> list[Stal
     return found
 
 
-def rewrite(root: Path, blocks: Mapping[str, Callable[[], str]]) -> list[Stale]:
+def rewrite(root: Path, blocks: Mapping[str, Callable[[], str]], cache: dict[str, str] | None = None) -> list[Stale]:
     """Rebuild every stale page under `root` in place; returns what was stale."""
-    stale = find_stale(root, blocks)
-    cache: dict[str, str] = {}
+    cache = {} if cache is None else cache
+    stale = find_stale(root, blocks, cache)
     for s in stale:
         path = root / s.path
         path.write_text(regenerate(path.read_text(encoding="utf-8"), blocks, s.path, cache)[0], encoding="utf-8")
