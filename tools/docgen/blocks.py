@@ -136,6 +136,17 @@ def speed_validation_rows() -> str:
     return "\n".join(lines)
 
 
+def speed_crossval() -> str:
+    """The speed model's leave-one-source-out score per publication (tests/hardware/crossval.py, about 1 s)."""
+    import warnings
+
+    from tests.hardware.test_speed_crossval import table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return "\n".join(table())
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "gpu-count": gpu_count,
     "catalog-count": catalog_count,
@@ -144,4 +155,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "plan-70b-awq": plan_70b_awq,
     "break-even-70b": break_even_70b,
     "speed-validation-rows": speed_validation_rows,
+    "speed-crossval": speed_crossval,
 }
