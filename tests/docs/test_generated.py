@@ -115,3 +115,17 @@ def test_a_registered_block_without_a_marker_exits_2(pages: Path, cache: dict[st
                     .replace("<!-- end generated --> catalog models", " catalog models", 1), encoding="utf-8")
     assert main(["--check"], root=pages, cache=cache) == 2
     assert "no page has a marker for the generated block(s) catalog-count" in capsys.readouterr().err
+
+
+def test_a_new_retried_status_changes_every_page_that_lists_them(pages: Path, cache: dict[str, str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: a status added to the retry table alone used to leave the docs pages that list them stale."""
+    from holysheep._core import retry
+
+    kept = {k: v for k, v in cache.items() if k not in ("retried-4xx", "retried-4xx-codes")}
+    assert find_stale(pages, BLOCKS, cache) == []
+    monkeypatch.setattr(retry, "_RETRY_STATUSES", retry._RETRY_STATUSES | {425})
+    stale = {s.path: s.names for s in find_stale(pages, BLOCKS, kept)}
+    assert stale == {"README.md": ("retried-4xx-codes",), "docs/errors.md": ("retried-4xx",),
+                     "docs/fallback.md": ("retried-4xx-codes",)}
+    assert BLOCKS["retried-4xx"]() == "408 Request Timeout, 409 Conflict, 425 Too Early, 429 Too Many Requests"

@@ -206,6 +206,31 @@ def otel_cost() -> str:
     return "\n".join(lines)
 
 
+def _retried_4xx() -> list[int]:
+    from holysheep._core.retry import status_is_retryable
+
+    return [s for s in range(400, 500) if status_is_retryable(s, {})]
+
+
+def retried_4xx() -> str:
+    """The 4xx statuses the retry policy retries, with their reason phrases (`_core/retry.py`)."""
+    from http import HTTPStatus
+
+    return ", ".join(f"{s} {HTTPStatus(s).phrase}" for s in _retried_4xx())
+
+
+def retried_4xx_codes() -> str:
+    """The same, as bare codes."""
+    return ", ".join(map(str, _retried_4xx()))
+
+
+def never_retried() -> str:
+    """The statuses never retried nor failed over (`NEVER_RETRY_STATUSES`)."""
+    from holysheep._core.retry import NEVER_RETRY_STATUSES
+
+    return ", ".join(map(str, sorted(NEVER_RETRY_STATUSES)))
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "gpu-count": gpu_count,
     "catalog-count": catalog_count,
@@ -217,4 +242,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "speed-crossval": speed_crossval,
     "otel-peer": otel_peer,
     "otel-cost": otel_cost,
+    "retried-4xx": retried_4xx,
+    "retried-4xx-codes": retried_4xx_codes,
+    "never-retried": never_retried,
 }
