@@ -116,18 +116,7 @@ def test_the_in_flight_fake_server_and_http2_tables_match_the_benchmark_results(
                    f"**{_2(fs['fake_vs_canned'])}x** ({pairs})", f"{_2(fs['fake_vs_ideal'])}x",
                    f"≤ {fs['target_fake_vs_canned']}x"]
 
-    h2 = _section(text, "## HTTP/2")
-    names = {"`AsyncClient()` (aiohttp, HTTP/1.1)": "aiohttp",
-             '`AsyncClient(http_backend="httpx")` (HTTP/1.1)': "httpx-h1",
-             "`AsyncClient(http2=True)` (httpx, HTTP/2)": "httpx-h2"}
-    lines = [[c.strip() for c in line.strip().strip("|").split("|")] for line in h2.splitlines()
-             if line.startswith("| `")]
-    assert len(lines) == 6
-    for cells in lines:
-        shape = r["http2"]["results"][f"2000x50ms_at_{cells[1]}"]
-        m = shape[names[cells[0]]]
-        wall = f"{m['wall_s']:.2f} s" + (f" ({shape['ideal_s']:.2f} s)" if names[cells[0]] == "aiohttp" else "")
-        assert cells[2:] == [wall, _us(m["cpu_us_per_request"]), str(m["connections"])], cells
+    h2 = _section(text, "## HTTP/2")  # its table is generated (`http2-table`); the prose quoting it is checked here
     prose = " ".join(h2.split())
     at64, at256 = r["http2"]["results"]["2000x50ms_at_64"], r["http2"]["results"]["2000x50ms_at_256"]
     assert (f"{at64['h2_vs_h1_cpu']:.2f}x the CPU per request and {at64['h2_vs_h1_wall']:.2f}x the wall at 64 in "

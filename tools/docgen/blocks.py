@@ -206,6 +206,24 @@ def otel_cost() -> str:
     return "\n".join(lines)
 
 
+HTTP2_SIDES = {"aiohttp": "`AsyncClient()` (aiohttp, HTTP/1.1)",
+               "httpx-h1": '`AsyncClient(http_backend="httpx")` (HTTP/1.1)',
+               "httpx-h2": "`AsyncClient(http2=True)` (httpx, HTTP/2)"}
+
+
+def http2_table() -> str:
+    """Each HTTP backend at each in-flight count (`http2.results` of benchmarks/results.json)."""
+    lines = ["| 2,000 × 50 ms | in flight | wall (ideal) | client CPU / request | connections |", "|" + "---|" * 5]
+    for key, shape in _results()["http2"]["results"].items():
+        in_flight = key.rsplit("_at_", 1)[1]
+        for side, label in HTTP2_SIDES.items():
+            m = shape[side]
+            wall = f"{m['wall_s']:.2f} s" + (f" ({shape['ideal_s']:.2f} s)" if side == "aiohttp" else "")
+            lines.append(f"| {label} | {in_flight} | {wall} | {round(m['cpu_us_per_request']):,} µs | "
+                         f"{m['connections']} |")
+    return "\n".join(lines)
+
+
 def _retried_4xx() -> list[int]:
     from holysheep._core.retry import status_is_retryable
 
@@ -242,6 +260,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "speed-crossval": speed_crossval,
     "otel-peer": otel_peer,
     "otel-cost": otel_cost,
+    "http2-table": http2_table,
     "retried-4xx": retried_4xx,
     "retried-4xx-codes": retried_4xx_codes,
     "never-retried": never_retried,
