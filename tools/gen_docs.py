@@ -1,9 +1,9 @@
-"""Regenerate every docs table and figure that comes from data (GPU table, catalog, prices, defaults, benchmarks).
+"""Regenerate every docs table and figure that comes from data (GPU table, catalog, prices, retry statuses, benchmarks).
 
     python tools/gen_docs.py           # rewrite the stale blocks of README.md and docs/*.md in place
     python tools/gen_docs.py --check   # exit 1 listing the stale blocks with a diff; exit 0 when all are fresh
 
-Run it after changing any data file (src/holysheep/**/data/*.json, benchmarks/results.json, a default).
+Run it after changing any data file (src/holysheep/**/data/*.json, benchmarks/results.json) or the retry table.
 The blocks and the functions that write them are in tools/docgen/blocks.py.
 """
 
