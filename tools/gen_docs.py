@@ -1,9 +1,10 @@
-"""Regenerate every docs table and figure that comes from data (GPU table, catalog, prices, retry statuses, benchmarks).
+"""Regenerate every docs table and figure that comes from data (GPU table, catalog, prices, defaults, benchmarks).
 
     python tools/gen_docs.py           # rewrite the stale blocks of README.md and docs/*.md in place
     python tools/gen_docs.py --check   # exit 1 listing the stale blocks with a diff; exit 0 when all are fresh
 
-Run it after changing any data file (src/holysheep/**/data/*.json, benchmarks/results.json) or the retry table.
+Run it after changing a data file (src/holysheep/**/data/*.json, benchmarks/results.json), a client default or
+the retry table.
 The blocks and the functions that write them are in tools/docgen/blocks.py.
 """
 

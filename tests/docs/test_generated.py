@@ -130,3 +130,19 @@ def test_a_new_retried_status_changes_every_page_that_lists_them(pages: Path, ca
     assert stale == {"README.md": ("retried-4xx-codes",), "docs/errors.md": ("retried-4xx",),
                      "docs/fallback.md": ("retried-4xx-codes",)}
     assert BLOCKS["retried-4xx"]() == "408 Request Timeout, 409 Conflict, 425 Too Early, 429 Too Many Requests"
+
+
+def test_a_changed_client_default_changes_the_pages_that_quote_it(pages: Path, cache: dict[str, str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from holysheep._core.config import make_config
+
+    assert make_config.__kwdefaults__ is not None
+    monkeypatch.setitem(make_config.__kwdefaults__, "max_response_bytes", 32 * 2**20)
+    monkeypatch.setitem(make_config.__kwdefaults__, "max_retry_after", 90.0)
+    kept = {k: v for k, v in cache.items() if k not in ("default-max-response-bytes", "default-max-retry-after")}
+    stale = {s.path: s for s in find_stale(pages, BLOCKS, kept)}
+    assert {path: s.names for path, s in stale.items()} == {"docs/errors.md": ("default-max-retry-after",),
+                                                           "docs/security.md": ("default-max-response-bytes",)}
+    assert "+| Non-stream body" in stale["docs/security.md"].diff
+    assert "max-response-bytes -->32 MiB<!--" in stale["docs/security.md"].diff
+    assert "(default <!-- generated: default-max-retry-after -->90 s<!--" in stale["docs/errors.md"].diff

@@ -224,6 +224,46 @@ def http2_table() -> str:
     return "\n".join(lines)
 
 
+def _client_default(name: str) -> Any:
+    """A client option's default: `Client`'s own, else `make_config`'s (which documents them as the clients')."""
+    import inspect
+
+    from holysheep import Client
+    from holysheep._core.config import make_config
+
+    for fn in (Client, make_config):
+        param = inspect.signature(fn).parameters.get(name)
+        if param is not None and param.default is not inspect.Parameter.empty:
+            return param.default
+    raise KeyError(f"no default for the client option {name!r}")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n:,} bytes"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:g} s"
+
+
+CLIENT_DEFAULTS: dict[str, Callable[[Any], str]] = {
+    "max_retries": str, "initial_retry_delay": _seconds, "max_retry_delay": _seconds, "max_retry_after": _seconds,
+    "max_response_bytes": _size, "max_sse_event_bytes": _size, "max_stream_text_bytes": _size,
+    "stream_idle_timeout": _seconds, "tool_threads": str,
+}
+
+
+def _default_block(name: str) -> Callable[[], str]:
+    def block() -> str:
+        return CLIENT_DEFAULTS[name](_client_default(name))
+
+    block.__doc__ = f"The client's default `{name}`."
+    return block
+
+
 def _retried_4xx() -> list[int]:
     from holysheep._core.retry import status_is_retryable
 
@@ -264,4 +304,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "retried-4xx": retried_4xx,
     "retried-4xx-codes": retried_4xx_codes,
     "never-retried": never_retried,
+    **{f"default-{name.replace('_', '-')}": _default_block(name) for name in CLIENT_DEFAULTS},
 }
