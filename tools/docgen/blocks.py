@@ -224,6 +224,18 @@ def http2_table() -> str:
     return "\n".join(lines)
 
 
+def fake_server_table() -> str:
+    """FakeServer against the canned server under batch-shaped load (`fake_server` of benchmarks/results.json)."""
+    fs = _results()["fake_server"]
+    pairs = ", ".join(_2(p) for p in fs["pairs"])
+    shape = f"{fs['requests']:,} requests × {fs['latency_s'] * 1000:g} ms, {fs['in_flight']} in flight"
+    return "\n".join([
+        "| shape | ideal | FakeServer | canned server | FakeServer / canned (pairs) | FakeServer / ideal | target |",
+        "|" + "---|" * 7,
+        f"| {shape} | {fs['ideal_s']:.2f} s | {fs['fake_server_s']:.2f} s | {fs['canned_server_s']:.2f} s | "
+        f"**{_2(fs['fake_vs_canned'])}x** ({pairs}) | {_2(fs['fake_vs_ideal'])}x | ≤ {fs['target_fake_vs_canned']}x |"])
+
+
 def _client_default(name: str) -> Any:
     """A client option's default: `Client`'s own, else `make_config`'s (which documents them as the clients')."""
     import inspect
@@ -301,6 +313,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "otel-peer": otel_peer,
     "otel-cost": otel_cost,
     "http2-table": http2_table,
+    "fake-server-table": fake_server_table,
     "retried-4xx": retried_4xx,
     "retried-4xx-codes": retried_4xx_codes,
     "never-retried": never_retried,
