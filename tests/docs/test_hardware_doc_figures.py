@@ -1,6 +1,8 @@
 """The figures docs/hardware.md quotes are the ones the code gives with the defaults, and every `holysheep plan|gpus`
 command the planner pages show runs. Each assertion computes the number with the real picker, pricing and CLI
-renderers and looks for it, formatted as the page writes it, in the page (whitespace-normalised)."""
+renderers and looks for it, formatted as the page writes it, in the page (whitespace-normalised). The blocks the
+page takes whole from the data (the GPU table, the picker's and break-even's output, the API prices) are generated
+by `tools/gen_docs.py` and checked in tests/docs/test_generated.py."""
 
 from __future__ import annotations
 
@@ -21,17 +23,6 @@ if TYPE_CHECKING:
 # --- docs/hardware.md ------------------------------------------------------------------------------------
 
 
-def test_hardware_gpus_table_excerpt_is_the_real_output() -> None:
-    from holysheep.hardware import gpus
-    from holysheep.hardware._cli import render_gpus_table
-
-    real = render_gpus_table("bf16").splitlines()
-    shown = block("hardware.md", '`gpus(sort="bf16")` (`holysheep gpus`):')
-    cut = next(i for i, line in enumerate(shown) if line.startswith("..."))
-    assert f"{len(gpus())} in all" in shown[cut]
-    assert shown[:cut] == real[:cut] and shown[cut + 1:] == real[len(real) - (len(shown) - cut - 1):]
-
-
 @pytest.fixture(scope="module")
 def awq_plan() -> PickResult:
     from holysheep.hardware import pick_hardware
@@ -42,22 +33,11 @@ def awq_plan() -> PickResult:
                              objective="cost_per_token")
 
 
-def test_hardware_picker_block_is_what_plan_prints() -> None:
-    from holysheep.hardware._cli import run_plan
-
-    text, _ = run_plan("llama-3.1-70b", quant="int4-awq", context=8192, batch=4, objective="cost_per_token")
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("Options (objective"))
-    assert block("hardware.md", "Llama-3.1-70B, int4-awq, 8k context, batch 4 (52.8 GB") == lines[start:]
-
-
-def test_hardware_break_even_block_and_prose(awq_plan: PickResult) -> None:
+def test_hardware_break_even_prose(awq_plan: PickResult) -> None:
     from holysheep.hardware import pick_hardware
     from holysheep.pricing import break_even
 
     top = awq_plan[0]
-    be = break_even(api_model="deepseek-v3.2", option=top, tokens_per_day=10_000_000)
-    assert block("hardware.md", "against deepseek-v3.2 at 10M tokens/day:") == be.arithmetic.rstrip("\n").splitlines()
     says("hardware.md", f"(1 x MI300X at ${top.price_per_hour:.2f}/h, {top.decode_tokens_per_s:.1f} tok/s at batch 4)")
     (small,) = pick_hardware("llama-3.1-8b", quant="bf16", context=2048, batch=32, gpus=["mi300x"], max_gpus=1)
     be8 = break_even(api_model="deepseek-v3.2", option=small, tokens_per_day=10_000_000)
@@ -143,29 +123,23 @@ def test_a_documented_command_runs(command: str, capsys: pytest.CaptureFixture[s
     assert ("option" in out or '"options"' in out) if " plan " in command else "BF16" in out, out[-2000:]
 
 
-# --- docs/hardware.md, speed validation: every row's modelled figure and the summary ------------------------
+# --- docs/hardware.md, speed validation: the summary of the rows' errors ------------------------
 
 
-def test_the_speed_validation_table_is_what_the_model_gives() -> None:
+def test_the_speed_validation_summary_is_what_the_model_gives() -> None:
+    """The rows' table is generated (`speed-validation-rows`); its summary and the prose quoting it are checked here."""
     import statistics
 
     from tests.hardware.test_speed_validation import ROWS, _modelled
 
-    text = (ROOT / "docs" / "hardware.md").read_text(encoding="utf-8")
-    start = text.index("| model, quant | GPUs | runtime |")
-    table = [[c.strip() for c in line.strip().strip("|").split("|")]
-             for line in text[start:text.index("\n\n", start)].splitlines()[2:]]
-    assert len(table) == len(ROWS)
     errors: dict[str, list[float]] = {"all": [], "check": []}
-    for row, cells in zip(ROWS, table, strict=True):
-        got = _modelled(row)
-        err = got / row["tokens_per_s"] - 1
-        assert cells[1] == f"{row['count']}x {row['gpu']}" and cells[2] == row["runtime"], cells
-        assert cells[6] == f"{got:.1f} ({err * 100:+.0f}%)", (cells, got, err)
-        assert cells[7] == row["role"], cells
-        errors["all"].append(abs(err))
-        if row["role"] == "check":
-            errors["check"].append(abs(err))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for row in ROWS:
+            err = abs(_modelled(row) / row["tokens_per_s"] - 1)
+            errors["all"].append(err)
+            if row["role"] == "check":
+                errors["check"].append(err)
 
     def within(errs: list[float]) -> float:
         return sum(e <= 0.35 for e in errs) / len(errs) * 100
@@ -199,23 +173,6 @@ def test_the_efficiencies_table_is_the_defaults() -> None:
     defaults = Efficiencies()
     shown = {k.split("`")[1]: v[0] for k, v in rows.items() if k.startswith("`")}
     assert shown == {f.name: f"{getattr(defaults, f.name):.2f}" for f in fields(defaults)}
-
-
-def test_the_price_table_is_the_catalog() -> None:
-    from holysheep.pricing import price_for
-
-    rows = {k: v for k, v in _rows("| model | input | cached input |").items() if k != "model"}
-    assert len(rows) == 12
-
-    def usd(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
-
-    for model, cells in rows.items():
-        p = price_for(model)
-        blended = "-" if p.blended_per_m is None else f"{usd(p.blended_per_m)} ({p.blended_kind})"
-        expected = [usd(p.input_per_m), usd(p.cached_input_per_m), usd(p.output_per_m), blended, p.as_of]
-        assert cells[:5] == expected, model
-        assert p.source.split("://")[1].rstrip("/").startswith(cells[5].rstrip("/")), (model, p.source)
 
 
 def test_the_readme_plan_prints_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,7 +72,7 @@ def test_wheel_contents_and_metadata(dist: Path) -> None:
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as tf:
         snames = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    for required in ("README.md", "CHANGELOG.md", "LICENSE", "pyproject.toml",
+    for required in ("README.md", "CHANGELOG.md", "LICENSE", "pyproject.toml", "tools/gen_docs.py",
                      *(f"src/{d}" for d in DATA_FILES)):
         assert required in snames, f"{required} missing from {sdist.name}"
 
