@@ -66,7 +66,7 @@ def qwen3_moe(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
     )
 
 
-def gpt_oss(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def gpt_oss(cfg: Mapping[str, object], kw: dict[str, object]) -> None:
     # experts: fused gate_up (E, h, 2i) + bias (E, 2i), down (E, i, h) + bias (E, h); router with bias; sinks
     kw.update(
         num_experts=req(cfg, "num_local_experts"),
@@ -140,7 +140,7 @@ def phi(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
               dropout=float(cfg.get("resid_pdrop") or 0) > 0)
 
 
-def gpt_neox(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def gpt_neox(cfg: Mapping[str, object], kw: dict[str, object]) -> None:
     """GPT-NeoX / Pythia: two LayerNorms per layer (also with the parallel residual), fused qkv with biases,
     a 2-matrix GELU MLP with biases, untied input and output embeddings by default."""
     bias = bool(cfg.get("attention_bias", True))
@@ -149,7 +149,7 @@ def gpt_neox(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
               tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)))
 
 
-def starcoder2(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def starcoder2(cfg: Mapping[str, object], kw: dict[str, object]) -> None:
     """StarCoder2: LayerNorm, a 2-matrix GELU MLP (c_fc, c_proj), biases on every projection (``use_bias``),
     GQA, a sliding window on every layer."""
     bias = bool(cfg.get("use_bias", True))
@@ -157,7 +157,7 @@ def starcoder2(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
               tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)))
 
 
-def cohere(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def cohere(cfg: Mapping[str, object], kw: dict[str, object]) -> None:
     """Command-R: one bias-free LayerNorm per layer (parallel attention and SwiGLU MLP), embeddings tied by
     default (the hub configs omit the field), optional q/k LayerNorms over all heads."""
     kw.update(norm_type="layernorm_nobias", norms_per_layer=1, qk_norm=bool(cfg.get("use_qk_norm")),
@@ -214,7 +214,7 @@ def glm4_moe(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
     )
 
 
-def minimax_m2(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def minimax_m2(cfg: Mapping[str, object], kw: dict[str, object]) -> None:
     """MiniMax-M2: every layer MoE (``num_local_experts`` of ``intermediate_size``, no shared expert), a sigmoid
     router with a bias, RMSNorm on the whole q and k projections (``qk_norm_type`` per_layer), partial rotary."""
     kw.update(

@@ -136,7 +136,7 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _meaningful(key: str, value: Any, mt: str) -> bool:
+def _meaningful(key: str, value: object, mt: str) -> bool:
     if key == "layer_types":
         kinds = (*_LAYER_KINDS, *_EXTRA_KINDS.get(mt, ()))
         return isinstance(value, (list, tuple)) and any(t not in kinds for t in value)
@@ -145,7 +145,7 @@ def _meaningful(key: str, value: Any, mt: str) -> bool:
     return value not in (None, 0, False, "", [], {}, ())
 
 
-def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
+def _check_layout(cfg: Mapping[str, object], mt: str) -> None:
     """Raise when ``cfg`` carries layout fields that family ``mt`` (None: unknown) does not map."""
     handled = _HANDLED.get(mt, frozenset())
     stray = [k for k in (*_LAYOUT_FIELDS, "layer_types") if k not in handled and _meaningful(k, cfg.get(k), mt)]
@@ -161,7 +161,7 @@ def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
     )
 
 
-def _layers_from_types(layer_types: Any) -> tuple[int, ...] | None:
+def _layers_from_types(layer_types: object) -> tuple[int, ...] | None:
     if not isinstance(layer_types, (list, tuple)):
         return None
     return tuple(i for i, t in enumerate(layer_types) if t == "sliding_attention")
@@ -195,7 +195,7 @@ _PLAIN_FIELDS = frozenset({
 })
 
 
-def _refuse_model_type(cfg: Mapping[str, Any], mt: str) -> UnsupportedArchitectureError:
+def _refuse_model_type(cfg: Mapping[str, object], mt: str) -> UnsupportedArchitectureError:
     extra = sorted(k for k in cfg if k not in _PLAIN_FIELDS and _meaningful(k, cfg.get(k), mt))
     fields = f"; fields it would ignore: {', '.join(extra[:12])}{' ...' if len(extra) > 12 else ''}" if extra else ""
     return UnsupportedArchitectureError(

@@ -24,7 +24,7 @@ def _base(model: ModelLike | InferenceEstimate, quant: str | None, options: dict
     return estimate_inference_memory(model, quant, **{**options, **request})
 
 
-def _fits(base: InferenceEstimate, gpu: Any, count: int) -> Callable[[InferenceEstimate], bool]:
+def _fits(base: InferenceEstimate, gpu: object, count: int) -> Callable[[InferenceEstimate], bool]:
     """``fits`` without a warning per probe: the rule's warnings (same for every probe) are raised once here."""
     for text in base.memory_check(gpu, count).warnings:
         warn_once(text, stacklevel=3)

@@ -281,7 +281,7 @@ def _cuda_total_warnings(runtime: str, shown: Sequence[Any]) -> list[str]:
     return [cuda_total_warning(runtime, ", ".join(names))] if names else []
 
 
-def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
+def _warnings(est: object, caught: Sequence[warnings.WarningMessage]) -> list[str]:
     """The estimate's warnings, then any Python warning raised while building it that they do not repeat."""
     out = [str(w) for w in getattr(est, "warnings", ())]
     for w in caught:

@@ -146,7 +146,7 @@ def expected_max_load(picks: int, bins: int) -> float:
     return sum(1 - p_le(m) for m in range(picks))
 
 
-def embedding_bytes(arch: Any, spec: Any) -> float:
+def embedding_bytes(arch: object, spec: object) -> float:
     """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
     groups = getattr(arch, "param_groups", None)
     if groups is None or getattr(arch, "tie_word_embeddings", True):
