@@ -44,7 +44,7 @@ class CatalogEntry:
     params: int | None
     reported: float | None
     params_source: str
-    config: Mapping[str, Any]
+    config: Mapping[str, object]
     aliases: tuple[str, ...]
     quant: str = "bf16"
     reported_active: float | None = None

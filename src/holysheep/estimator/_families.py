@@ -132,7 +132,7 @@ def deepseek(cfg: Mapping[str, Any], kw: dict[str, Any], mt: str) -> None:
         kw.update(index_n_heads=req(cfg, "index_n_heads"), index_head_dim=req(cfg, "index_head_dim"))
 
 
-def phi(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def phi(cfg: Mapping[str, Any], kw: dict[str, object]) -> None:
     """Phi-1/1.5/2: one LayerNorm per layer (attention and a GELU MLP in parallel), biases everywhere,
     an lm_head with a bias, partial rotary (no parameters); optional q/k LayerNorms."""
     kw.update(norm_type="layernorm", norms_per_layer=1, mlp_gated=False, mlp_bias=True, attention_bias=True,
@@ -196,7 +196,7 @@ def falcon(cfg: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     }
 
 
-def glm4_moe(cfg: Mapping[str, Any], kw: dict[str, Any]) -> None:
+def glm4_moe(cfg: Mapping[str, Any], kw: dict[str, object]) -> None:
     """GLM-4.5 / 4.5-Air: GQA with q/k/v biases (none on o_proj), optional per-head q/k RMSNorm, partial rotary
     (no parameters), ``first_k_dense_replace`` dense layers then routed + shared experts with a sigmoid router
     and its score-correction bias; ``num_nextn_predict_layers`` MTP layers ship beside the model."""

@@ -47,14 +47,14 @@ def _largest(ok: Callable[[int], bool], step: int, limit: int) -> int:
 
 def max_context(
     model: ModelLike | InferenceEstimate,
-    gpu: Any,
+    gpu: object,
     count: int = 1,
     *,
     quant: str | None = None,
     batch: int = 1,
     step: int = 256,
     limit: int | None = None,
-    **options: Any,
+    **options: object,
 ) -> int:
     """The longest context (a multiple of ``step``) at which ``batch`` sequences fit ``count`` GPUs.
 
@@ -74,13 +74,13 @@ def max_context(
 
 def max_batch(
     model: ModelLike | InferenceEstimate,
-    gpu: Any,
+    gpu: object,
     context: int,
     count: int = 1,
     *,
     quant: str | None = None,
     limit: int = 65536,
-    **options: Any,
+    **options: object,
 ) -> int:
     """The most sequences of ``context`` tokens that fit ``count`` GPUs together (0 if not even one).
 

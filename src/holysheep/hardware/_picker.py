@@ -287,7 +287,7 @@ def _more_gpus_hint(rej: HardwareOption, g: GPU, est: object, counts: list[int],
 
 
 def pick_hardware(
-    model_or_estimate: Any,
+    model_or_estimate: object,
     *,
     quant: str | None = None,
     context: int = 2048,

@@ -174,7 +174,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
 
         prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
         marlin = prof.marlin and (prof.awq_marlin or not awq)
-    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
+    out: dict[str, object] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
