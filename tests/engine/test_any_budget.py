@@ -12,8 +12,8 @@ from types import ModuleType
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "count_any.py"
 
-# Baseline at a078f1a: 1,062 Any, 24 `# type: ignore`, 6 `cast(...)`.
-MAX_ANY = 1062
+# Baseline at a078f1a: 1,062 Any, 24 `# type: ignore`, 6 `cast(...)`; after issue 40's typed seams: 492.
+MAX_ANY = 492
 MAX_TYPE_IGNORE = 24
 MAX_CAST = 6
 
@@ -48,6 +48,6 @@ def test_the_any_count_does_not_rise() -> None:
     ignores = sum(c.type_ignore for c in counts.values())
     casts = sum(c.cast for c in counts.values())
     assert total <= MAX_ANY, f"{total} Any in src/holysheep, over the ceiling {MAX_ANY}: type the new code " \
-        "(a TypedDict, a Protocol, `object`, or the JSON alias in holysheep/types) instead of `Any`"
+        "(a dataclass, a TypedDict, a Protocol, or `object` for a value only checked or passed on) instead of `Any`"
     assert ignores <= MAX_TYPE_IGNORE, f"{ignores} `# type: ignore` comments, over {MAX_TYPE_IGNORE}"
     assert casts <= MAX_CAST, f"{casts} cast(...) calls, over {MAX_CAST}"
