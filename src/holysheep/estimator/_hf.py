@@ -17,6 +17,7 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._families import FAMILIES, falcon, gpt2_like, req
+from ._shape import ArchFields
 
 __all__ = ["ArchitectureWarning", "UnsupportedArchitectureError", "architecture_kwargs", "supported_model_types"]
 
@@ -208,7 +209,7 @@ def _refuse_model_type(cfg: Mapping[str, object], mt: str) -> UnsupportedArchite
     )
 
 
-def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | None = None) -> dict[str, Any]:
+def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | None = None) -> ArchFields:
     """Map one config dict to Architecture fields.
 
     Raises `UnsupportedArchitectureError` for layouts that cannot be counted exactly and for an unmapped
@@ -248,7 +249,7 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
     h = req(cfg, "hidden_size")
     a = req(cfg, "num_attention_heads")
     qwen = mt in ("qwen2", "qwen3", "qwen3_moe")
-    kw: dict[str, Any] = {
+    kw: ArchFields = {
         "name": name or str(cfg.get("_name_or_path") or mt),
         "model_type": mt,
         "num_hidden_layers": req(cfg, "num_hidden_layers"),
@@ -271,11 +272,11 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
     if mt in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4
     if mt == "mixtral":
-        kw.update(
-            num_experts=req(cfg, "num_local_experts"),
-            num_experts_per_tok=req(cfg, "num_experts_per_tok"),
-            moe_intermediate_size=kw["intermediate_size"],
-        )
+        kw.update({
+            "num_experts": req(cfg, "num_local_experts"),
+            "num_experts_per_tok": req(cfg, "num_experts_per_tok"),
+            "moe_intermediate_size": kw["intermediate_size"],
+        })
     family = FAMILIES.get(mt)
     if family is not None:
         family(cfg, kw)

@@ -1,4 +1,5 @@
-"""`ArchShape`: the fields of an `Architecture` that its parameter layout reads (`_params`, `_checkpoint`).
+"""`ArchShape`: the fields of an `Architecture` that its parameter layout reads (`_params`, `_checkpoint`);
+`ArchFields`: the keyword arguments a config reader builds for it (`_hf`, `_families`).
 
 A Protocol, so that those modules type their argument without importing `_architecture` (which imports them).
 """
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["ArchShape"]
+from typing_extensions import Required, TypedDict
+
+__all__ = ["ArchFields", "ArchShape"]
 
 
 class ArchShape(Protocol):
@@ -105,3 +108,60 @@ class ArchShape(Protocol):
     def v_head_dim(self) -> int: ...
     @property
     def vocab_size(self) -> int: ...
+
+
+class ArchFields(TypedDict, total=False):
+    """The keyword arguments of `Architecture` that `_hf.architecture_kwargs` and the `_families` readers
+    build from a config (the fields without a default are required)."""
+
+    name: Required[str]
+    num_hidden_layers: Required[int]
+    hidden_size: Required[int]
+    num_attention_heads: Required[int]
+    num_key_value_heads: Required[int]
+    head_dim: Required[int]
+    intermediate_size: Required[int]
+    vocab_size: Required[int]
+    tie_word_embeddings: bool
+    attention_bias: bool
+    attention_out_bias: bool
+    mlp_gated: bool
+    mlp_bias: bool
+    norm_type: str
+    norms_per_layer: int
+    qk_norm: bool
+    attention_sinks: bool
+    embedding_norm: bool
+    learned_position_embeddings: int
+    dropout: bool
+    num_experts: int
+    num_experts_per_tok: int
+    num_shared_experts: int
+    moe_intermediate_size: int
+    first_k_dense: int
+    moe_layer_indices: tuple[int, ...] | None
+    router_bias: bool
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    sliding_window: int | None
+    sliding_window_layers: tuple[int, ...] | None
+    max_position_embeddings: int
+    model_type: str
+    lm_head_bias: bool
+    qk_norm_full: bool
+    attention_output_gate: bool
+    shared_expert_intermediate_size: int
+    shared_expert_gate: bool
+    index_n_heads: int
+    index_head_dim: int
+    linear_attention_layers: tuple[int, ...]
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_key_head_dim: int
+    linear_value_head_dim: int
+    linear_conv_kernel_dim: int
+    num_mtp_layers: int
+    assumptions: tuple[str, ...]
