@@ -7,6 +7,7 @@ while `Any` goes down.
 
     python tools/count_any.py            # totals and a per-folder table
     python tools/count_any.py --files    # per file, highest first
+    python tools/count_any.py --root DIR # another tree (a baseline: `git archive a078f1a src | tar -x -C DIR`)
 """
 
 from __future__ import annotations
@@ -118,11 +119,13 @@ def folder(rel: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    counts = count_tree()
+    root = Path(argv[argv.index("--root") + 1]) if "--root" in argv else ROOT
+    if (root / "src" / "holysheep").is_dir():
+        root = root / "src" / "holysheep"
+    counts = count_tree(root)
     if "--files" in argv:
-        for rel, c in sorted(counts.items(), key=lambda kv: -kv[1].any):
-            if c.any:
-                print(f"{c.any:5d}  {rel}")
+        print("\n".join(f"{c.any:5d}  {rel}" for rel, c in sorted(counts.items(), key=lambda kv: -kv[1].any)
+                        if c.any))
         return 0
     per: Counter[str] = Counter()
     for rel, c in counts.items():
