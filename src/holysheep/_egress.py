@@ -96,13 +96,13 @@ def scrub(text: str) -> str:
     return text
 
 
-def scrub_json(value: Any) -> Any:
+def scrub_json(value: object) -> Any:
     """`scrub` applied to every string (keys too) inside a JSON-like value, however deep (no recursion).
     Dicts and lists are copied; a tuple becomes a list; anything else is returned as it is."""
     return _scrub_tree(value)[0]
 
 
-def _scrub_tree(value: Any) -> tuple[Any, bool]:
+def _scrub_tree(value: object) -> tuple[object, bool]:
     """`scrub_json`'s value, and whether any string in it changed."""
     if isinstance(value, str):
         clean = scrub(value)
@@ -110,8 +110,8 @@ def _scrub_tree(value: Any) -> tuple[Any, bool]:
     if not isinstance(value, dict | list | tuple):
         return value, False
     changed = False
-    holder: list[Any] = [value]
-    stack: list[tuple[Any, Any, Any]] = [(holder, 0, value)]
+    holder: list[object] = [value]
+    stack: list[tuple[Any, object, object]] = [(holder, 0, value)]
     while stack:
         parent, slot, item = stack.pop()
         if isinstance(item, str):
@@ -119,7 +119,7 @@ def _scrub_tree(value: Any) -> tuple[Any, bool]:
             if clean != item:
                 parent[slot], changed = clean, True
         elif isinstance(item, dict):
-            new: dict[Any, Any] = {}
+            new: dict[object, object] = {}
             parent[slot] = new
             for k, v in item.items():
                 if isinstance(k, str):

@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 
-def _scrubbed(value: Any) -> Any:
+def _scrubbed(value: object) -> object:
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, tuple):
@@ -93,10 +93,10 @@ class HolySheepError(Exception):
     ... and any a subclass adds) pass the egress scrubber as they are set: no key a server echoed survives
     into ``str(e)``, ``repr(e)`` or an attribute."""
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: object) -> None:
         super().__init__(*(_scrubbed(a) for a in args))
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         super().__setattr__(name, _scrubbed(value))
 
 
@@ -208,7 +208,7 @@ class APIError(HolySheepError):
         return (_rebuild_api_error, (type(self), self.message, state))
 
 
-def _rebuild_api_error(cls: type[APIError], message: str, state: dict[str, Any]) -> APIError:
+def _rebuild_api_error(cls: type[APIError], message: str, state: dict[str, object]) -> APIError:
     err = cls.__new__(cls)
     Exception.__init__(err, message)
     err.__dict__.update(state)
@@ -336,14 +336,14 @@ class APITLSError(APIConnectionError):
 class APITimeoutError(APIConnectionError):
     """The request timed out (connect, read, or the stream idle timeout)."""
 
-    def __init__(self, message: str = "Request timed out.", **kwargs: Any) -> None:
+    def __init__(self, message: str = "Request timed out.", **kwargs: object) -> None:
         super().__init__(message, **kwargs)
 
 
 class StreamInterruptedError(APIConnectionError):
     """The transport failed after a stream had started. ``partial_text`` holds what arrived so far."""
 
-    def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any) -> None:
+    def __init__(self, message: str, *, partial_text: str = "", **kwargs: object) -> None:
         super().__init__(message, **kwargs)
         self.partial_text = partial_text
 

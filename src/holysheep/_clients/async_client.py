@@ -70,7 +70,7 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
         self._client._check_open()
         return await abatch(self._client.sender(), requests, with_client_cache(params, self._client.cache))
 
-    def batch_iter(self, requests: Iterable[Any] | AsyncIterable[Any],
+    def batch_iter(self, requests: Iterable[object] | AsyncIterable[object],
                    **params: Unpack[BatchParams]) -> BatchIterator:
         """Like ``batch``, but yields each ``BatchResult`` as it completes (``result.index`` is its input
         position). Reads ``requests`` (any iterable or async iterable) lazily with bounded read-ahead.
@@ -166,7 +166,7 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
             self._cache_save(key, result)
         return result
 
-    async def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Any:
+    async def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> object:
         """``with_raw_response`` (``mode="raw"``): the reply as an `APIResponse` (a stream's, around the primed
         stream). ``with_streaming_response`` (``"stream"``): a `AsyncStreamedAPIResponse` whose body is still unread
         (a non-2xx status was retried or raised first, as for the plain call)."""
@@ -208,7 +208,7 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
     async def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: None = None,
              **options: Unpack[RequestParams]) -> Any: ...
 
-    async def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: Any = None,
+    async def post(self, path: str, *, body: Mapping[str, object] | None = None, cast_to: object = None,
              **options: Unpack[RequestParams]) -> Any:
         """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
         (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.

@@ -35,7 +35,7 @@ _HttpClientT = TypeVar("_HttpClientT")
 _BackendT = TypeVar("_BackendT", bound=str)
 
 
-def quiet_build(cls: Any, **kwargs: Any) -> Any:
+def quiet_build(cls: Any, **kwargs: object) -> Any:
     """``cls(**kwargs)`` without repeating the construction warnings its original already gave (a copy, or a
     batch's clone of a client)."""
     import warnings
@@ -79,12 +79,12 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
     _config: ClientConfig
     _owns_http: bool
     _closed: bool = False
-    _backend: Any
+    _backend: object
     _http_client_type: ClassVar[type]
     _http_backends: ClassVar[tuple[str, ...]]  # the first is the default
 
     def __init_subclass__(cls, *, http_client_type: type | None = None, http_backends: tuple[str, ...] = (),
-                          **kwargs: Any) -> None:
+                          **kwargs: object) -> None:
         """A client class names the ``http_client`` type it takes and the backends it can send with (a
         subclass of ``Client`` or ``AsyncClient`` keeps its parent's)."""
         super().__init_subclass__(**kwargs)
@@ -180,10 +180,10 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         self._backend = self._open_backend(http_client, http_backend)
         self._bind_resources()
 
-    def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> Any:  # pragma: no cover
+    def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> object:  # pragma: no cover
         raise NotImplementedError
 
-    def _init_kwargs(self) -> dict[str, Any]:
+    def _init_kwargs(self) -> dict[str, object]:
         return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
                 "circuit_breaker": self._router.breaker if self._router is not None else None,
                 "cache": self._cache}  # a copy shares the cache and does not close it
@@ -292,7 +292,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         default_query: Mapping[str, object] | None = None,
         set_default_query: Mapping[str, object] | None = None,
         on_retry: OnRetry | None = None,
-        hooks: Sequence[Any] | None = None,
+        hooks: Sequence[object] | None = None,
     ) -> _Self:
         """A copy with some options changed (openai-python's ``with_options``/``copy``). It shares this client's
         connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
@@ -324,7 +324,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             kwargs["default_query"] = {**self._config.default_query, **default_query}
         if set_default_query is not None:
             kwargs["default_query"] = dict(set_default_query)
-        cls: Any = type(self)
+        cls: object = type(self)
         new: _Self = quiet_build(cls, **kwargs, http_client=http_client or self._http_client)  # all checked
         if http_client is None:
             new._backend = self._backend  # share the connection pool; the copy does not own it

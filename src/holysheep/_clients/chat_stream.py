@@ -36,13 +36,13 @@ __all__ = ["AsyncChatCompletionStream", "AsyncChatCompletionStreamManager", "Cha
 T = TypeVar("T")
 
 
-def _parsed(completion: ChatCompletion, fmt: ResponseFormat[Any] | None,
+def _parsed(completion: ChatCompletion, fmt: ResponseFormat[object] | None,
             tools: ToolSet | None = None) -> ParsedChatCompletion[Any]:
     if fmt is not None or tools is not None:
         from holysheep._core.structured import parse_completion
 
         return parse_completion(fmt, completion, None, tools)
-    result: ParsedChatCompletion[Any] = ParsedChatCompletion.model_validate(
+    result: ParsedChatCompletion[object] = ParsedChatCompletion.model_validate(
         completion.model_dump(by_alias=True, exclude_unset=True))
     result._set_transport(completion._transport)
     return result
@@ -51,7 +51,7 @@ def _parsed(completion: ChatCompletion, fmt: ResponseFormat[Any] | None,
 class _Base(Generic[T]):
     _stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk]
 
-    def __init__(self, fmt: ResponseFormat[Any] | None, tools: object) -> None:
+    def __init__(self, fmt: ResponseFormat[object] | None, tools: object) -> None:
         self._fmt = fmt
         self._tool_set = _typed_tools(tools)
         self._strict_tools = strict_tool_names(tools)
@@ -59,7 +59,7 @@ class _Base(Generic[T]):
         self._events = ChatEventState(fmt=fmt, tools=tools, snapshot=self._snapshot, parse_arguments=parse_arguments)
         self._final: ParsedChatCompletion[T] | None = None
 
-    def _typed_arguments(self, name: str, arguments: str) -> Any:
+    def _typed_arguments(self, name: str, arguments: str) -> object:
         """A finished call's ``parsed_arguments``: the tool's model for a typed tool (raises `ToolArgumentsError`
         naming the field), the decoded JSON for another strict tool, else None."""
         assert self._tool_set is not None
@@ -111,7 +111,7 @@ class ChatCompletionStream(_Base[T]):
     """Iterate for events (``event.type``: ``chunk``, ``content.delta``, ``content.done``, ``refusal.*``,
     ``tool_calls.function.arguments.*``, ``logprobs.*``, and holysheep's ``reasoning.*``)."""
 
-    def __init__(self, stream: Stream[ChatCompletionChunk], fmt: ResponseFormat[Any] | None, tools: object) -> None:
+    def __init__(self, stream: Stream[ChatCompletionChunk], fmt: ResponseFormat[object] | None, tools: object) -> None:
         self._stream = self._sync = stream
         super().__init__(fmt, tools)
         self._iterator = self._iterate()
@@ -146,7 +146,7 @@ class ChatCompletionStream(_Base[T]):
 class ChatCompletionStreamManager(Generic[T]):
     """What ``chat.completions.stream(...)`` returns: ``with`` it to send the request and get the stream."""
 
-    def __init__(self, open_stream: Callable[[], Stream[ChatCompletionChunk]], fmt: ResponseFormat[Any] | None,
+    def __init__(self, open_stream: Callable[[], Stream[ChatCompletionChunk]], fmt: ResponseFormat[object] | None,
                  tools: object) -> None:
         self._open = open_stream
         self._fmt = fmt
@@ -166,7 +166,7 @@ class ChatCompletionStreamManager(Generic[T]):
 class AsyncChatCompletionStream(_Base[T]):
     """``async for`` the events (the same as `ChatCompletionStream`'s)."""
 
-    def __init__(self, stream: AsyncStream[ChatCompletionChunk], fmt: ResponseFormat[Any] | None,
+    def __init__(self, stream: AsyncStream[ChatCompletionChunk], fmt: ResponseFormat[object] | None,
                  tools: object) -> None:
         self._stream = self._async = stream
         super().__init__(fmt, tools)
@@ -204,7 +204,7 @@ class AsyncChatCompletionStreamManager(Generic[T]):
     """What the async ``chat.completions.stream(...)`` returns: ``async with`` it."""
 
     def __init__(self, open_stream: Callable[[], Awaitable[AsyncStream[ChatCompletionChunk]]],
-                 fmt: ResponseFormat[Any] | None, tools: object) -> None:
+                 fmt: ResponseFormat[object] | None, tools: object) -> None:
         self._open = open_stream
         self._fmt = fmt
         self._tools = tools

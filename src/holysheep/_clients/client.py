@@ -136,7 +136,7 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
             self._cache_save(key, result)
         return result
 
-    def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Any:
+    def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> object:
         """``with_raw_response`` (``mode="raw"``): the reply as an `APIResponse` (a stream's, around the primed
         stream). ``with_streaming_response`` (``"stream"``): a `StreamedAPIResponse` whose body is still unread
         (a non-2xx status was retried or raised first, as for the plain call)."""
@@ -175,7 +175,7 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
     def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: None = None,
              **options: Unpack[RequestParams]) -> Any: ...
 
-    def post(self, path: str, *, body: Mapping[str, Any] | None = None, cast_to: Any = None,
+    def post(self, path: str, *, body: Mapping[str, object] | None = None, cast_to: object = None,
              **options: Unpack[RequestParams]) -> Any:
         """POST ``body`` (JSON) to ``path`` under the base URL, for an endpoint the SDK has no method for
         (``client.post("/rerank", body={...}, cast_to=MyModel)``), with the client's key, retries and errors.

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["warn_if_tls_unverified", "warn_plain_http2", "warn_unverified"]
 
 
-def _tls_contexts(http_client: object) -> list[Any]:
+def _tls_contexts(http_client: object) -> list[object]:
     """The SSL contexts of an httpx client's transport and of every transport in its ``mounts``."""
     transports = [getattr(http_client, "_transport", None)]
     transports += list((getattr(http_client, "_mounts", None) or {}).values())

@@ -62,7 +62,7 @@ def limits_key(client: PlanningClient) -> str:
     return f"{client.config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
-def chat_plan(client: PlanningClient, params: Mapping[str, Any], idempotency_key: str | None) -> CallPlan:
+def chat_plan(client: PlanningClient, params: Mapping[str, object], idempotency_key: str | None) -> CallPlan:
     """A non-streamed chat completion (or embeddings) plan on ``client`` (checks the parameters before any I/O)."""
     spec = item_spec(params, parse_chat_completion)
     return client.plan(spec, idempotency_key=idempotency_key)
@@ -73,7 +73,7 @@ class _ClientSender:
 
     _client: PlanningClient
 
-    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None) -> CallPlan:
         return chat_plan(self._client, params, idempotency_key)
 
     @property
@@ -94,7 +94,7 @@ class _ClientSender:
 class AsyncSender(_ClientSender):
     """A ``Sender`` over an ``AsyncClient`` (closing the sender closes the client when ``owns``)."""
 
-    attempt: Callable[[Call], Coroutine[Any, Any, Outcome]]
+    attempt: Callable[[Call], Coroutine[object, object, Outcome]]
 
     def __init__(self, client: AsyncAttemptingClient, *, owns: bool = False) -> None:
         self._client: AsyncAttemptingClient = client

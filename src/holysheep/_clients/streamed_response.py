@@ -180,7 +180,7 @@ class StreamedAPIResponse(_Lazy[R]):
     @overload
     def parse(self, *, to: type[_T]) -> _T: ...
 
-    def parse(self, *, to: Any = None) -> Any:
+    def parse(self, *, to: object = None) -> Any:
         """What the plain call returns (a ``ChatCompletion``, a model list, ...; the stream for ``stream=True``),
         parsed once, with the same errors: `APIResponseValidationError` for a body that is not the expected
         JSON or a 200 that carries no answer (not retried here: the response was already handed over).
@@ -300,7 +300,7 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
     @overload
     async def parse(self, *, to: type[_T]) -> _T: ...
 
-    async def parse(self, *, to: Any = None) -> Any:
+    async def parse(self, *, to: object = None) -> Any:
         """What the plain call returns, parsed once, with its errors (see `StreamedAPIResponse.parse`)."""
         if self._response is None:
             return self._events(to)
@@ -364,7 +364,7 @@ class AsyncStreamedAPIResponse(_Lazy[R]):
 
 
 
-def raw_reply(result: Any, call: Call, stream: bool, mode: RawMode, streamed: type[_Lazy[Any]]) -> Any:
+def raw_reply(result: Any, call: Call, stream: bool, mode: RawMode, streamed: type[_Lazy[object]]) -> Any:
     """What ``with_raw_response`` (``mode="raw"``) or ``with_streaming_response`` (``"stream"``) hands over for a
     finished call's ``result``: ``streamed`` (the sync or the async class) around the unread response or the
     primed stream, or an `APIResponse` (around the primed stream when ``stream`` is set)."""

@@ -104,10 +104,10 @@ class BatchParams(ChatParamsBase, total=False):
     require_quota: bool
     gc_threshold: Union[int, None]
     max_cost_usd: Union[float, None]
-    prices: Union[Mapping[str, Any], None]
-    cache: Any
+    prices: Union[Mapping[str, object], None]
+    cache: object
     idempotency_seed: Union[str, None]
-    progress: Any
+    progress: object
     on_result: Union[Callable[[Any], None], None]
     on_progress: Union[Callable[[Any], None], None]
 

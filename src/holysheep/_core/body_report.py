@@ -56,13 +56,13 @@ class BodyEndEvent:
         self.status_code, self.request_id, self.served_by = watch.status_code, watch.request_id, watch.served_by
         self.elapsed_s = ctx.clock() - ctx.started_at
         self._content, self._parse = content, watch.parse
-        self._parsed: Any = _UNPARSED
+        self._parsed: object = _UNPARSED
         self.unparsed: str | None = None
         if read == "full" and error is None and content is None:
             self.unparsed = "over_copy_limit"
 
     @property
-    def response(self) -> Any:
+    def response(self) -> object:
         """The parsed reply (parsed on first use, once: the caller's ``parse()`` gets the same object), or None."""
         content = self._content
         if content is None:
@@ -83,7 +83,7 @@ class BodyWatch:
     __slots__ = ("_copy", "_limit", "bytes_read", "ctx", "done", "parse", "request_id", "served_by", "status_code")
 
     def __init__(self, ctx: CallContext, *, status_code: int, request_id: str | None, served_by: str,
-                 parse: Callable[[bytes], Any], limit: int) -> None:
+                 parse: Callable[[bytes], object], limit: int) -> None:
         self.ctx, self.status_code, self.request_id, self.served_by = ctx, status_code, request_id, served_by
         self.parse = parse
         self._limit = limit
@@ -132,7 +132,7 @@ class BodyWatch:
 
 
 def watch_body(ctx: CallContext | None, status_code: int, headers: Mapping[str, str], api_key: str | None,
-               served_by: str, parse: Callable[[bytes], Any], max_response_bytes: int) -> BodyWatch | None:
+               served_by: str, parse: Callable[[bytes], object], max_response_bytes: int) -> BodyWatch | None:
     """The watch for a body handed over unread, or None when no hook listens for ``on_body_end`` (then
     reading it costs nothing more)."""
     if ctx is None or not ctx.hooks.wants("on_body_end"):

@@ -321,14 +321,14 @@ class Call:
                                    retries_taken=self.retries_taken, ca_source=self.config.network.ca_source)
         return err, scrub_cause(exc, self.api_key)
 
-    def _parse(self, response: httpx.Response | RawResponse) -> Any:
+    def _parse(self, response: httpx.Response | RawResponse) -> object:
         if self.spec.raw == "raw":
             from holysheep._core.raw_response import APIResponse
 
             return APIResponse(response.status_code, response.headers, response.content, call=self)
         return self.parse_body(response)
 
-    def parse_body(self, response: Any) -> Any:
+    def parse_body(self, response: Any) -> object:
         """The parsed reply (with its transport facts), or `APIResponseValidationError`. ``response``: anything
         with ``status_code``, ``headers`` and ``content`` (a response, or an `APIResponse`)."""
         failure: str | None = None

@@ -41,7 +41,7 @@ class CallPlan:
         self._router = router
         self._rand = rand
         self._index = 0
-        self._value: Any = None
+        self._value: object = None
         self._error: APIError | None = None
         self._cause: BaseException | None = None
         self.done = False

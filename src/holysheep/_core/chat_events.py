@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatEventState", "partial_json", "strict_tool_names"]
 
 
-def partial_json(text: str) -> Any:
+def partial_json(text: str) -> object:
     """``text`` (JSON that may be cut off) decoded as far as it goes; None when nothing decodes yet."""
     if not text.strip():
         return None
@@ -80,16 +80,16 @@ class ChatEventState:
     ``parse_arguments(name, arguments)`` gives a finished tool call's ``parsed_arguments`` (default: the
     decoded JSON of a strict tool, else None); ``snapshot()`` is the completion folded so far."""
 
-    def __init__(self, *, fmt: ResponseFormat[Any] | None = None, tools: object = None,
+    def __init__(self, *, fmt: ResponseFormat[object] | None = None, tools: object = None,
                  snapshot: Callable[[], ChatCompletion],
-                 parse_arguments: Callable[[str, str], Any] | None = None) -> None:
+                 parse_arguments: Callable[[str, str], object] | None = None) -> None:
         self._fmt = fmt
         self._strict = strict_tool_names(tools)
         self._snapshot = snapshot
         self._parse_arguments = parse_arguments or self._strict_arguments
         self._choices: dict[int, _ChoiceState] = {}
 
-    def _strict_arguments(self, name: str, arguments: str) -> Any:
+    def _strict_arguments(self, name: str, arguments: str) -> object:
         if name not in self._strict:
             return None
         try:
@@ -99,7 +99,7 @@ class ChatEventState:
 
     def handle_chunk(self, chunk: ChatCompletionChunk) -> list[Any]:
         """The events for one chunk (the first is always its ``chunk`` event)."""
-        events: list[Any] = [ChunkEvent(chunk=chunk, snapshot=self._snapshot())]
+        events: list[object] = [ChunkEvent(chunk=chunk, snapshot=self._snapshot())]
         for choice in chunk.choices:
             state = self._choices.get(choice.index)
             if state is None:
@@ -108,7 +108,7 @@ class ChatEventState:
             self._done(choice, state, events)
         return events
 
-    def _deltas(self, choice: ChunkChoice, state: _ChoiceState, events: list[Any]) -> None:
+    def _deltas(self, choice: ChunkChoice, state: _ChoiceState, events: list[object]) -> None:
         delta = choice.delta
         reasoning = delta.reasoning_content
         if reasoning is not None:
@@ -146,7 +146,7 @@ class ChatEventState:
                 state.logprobs_refusal = [*(state.logprobs_refusal or []), *refusal]
                 events.append(LogprobsRefusalDeltaEvent(refusal=refusal, snapshot=state.logprobs_refusal))
 
-    def _done(self, choice: ChunkChoice, state: _ChoiceState, events: list[Any]) -> None:
+    def _done(self, choice: ChunkChoice, state: _ChoiceState, events: list[object]) -> None:
         if choice.finish_reason:
             self._text_done(state, events)
             if state.current_tool is not None and state.current_tool not in state.done_tools:
@@ -158,7 +158,7 @@ class ChatEventState:
                     self._tool_done(state, state.current_tool, events)
             state.current_tool = call.index
 
-    def _text_done(self, state: _ChoiceState, events: list[Any]) -> None:
+    def _text_done(self, state: _ChoiceState, events: list[object]) -> None:
         if state.reasoning is not None and not state.reasoning_done:
             state.reasoning_done = True
             events.append(ReasoningDoneEvent(reasoning_content=state.reasoning))
@@ -192,7 +192,7 @@ class ChatEventState:
                 validation_error=exc if isinstance(exc, ValidationError) else None,
                 completion=self._snapshot()) from exc
 
-    def _tool_done(self, state: _ChoiceState, index: int, events: list[Any]) -> None:
+    def _tool_done(self, state: _ChoiceState, index: int, events: list[object]) -> None:
         state.done_tools.add(index)
         name, arguments = state.tools.get(index, ["", ""])
         events.append(FunctionToolCallArgumentsDoneEvent(name=name, index=index, arguments=arguments,

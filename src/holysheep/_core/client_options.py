@@ -52,7 +52,7 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     tool_threads: int
     """Tool calls (`run_tools`, batch agents) running at once in the SDK's own threads (default 64). A call
     past its `tool_timeout` no longer counts against it."""
-    cache: Any
+    cache: object
     """A response cache (default `None`: off): a file path (an SQLite file, created when missing), a
     `holysheep.cache.CacheStore` or a `ResponseCache`. A repeated non-streamed chat request is answered from
     it without a request (`response.cached`); only completions that answered are stored; see `docs/spend.md`."""
@@ -78,7 +78,7 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     See `docs/performance.md` for when it helps."""
     default_query: Mapping[str, Any] | None
     """Query parameters added to every request's URL (openai's ``default_query``; default `None`)."""
-    hooks: Sequence[Any] | None
+    hooks: Sequence[object] | None
     """Objects told about every call, stream, batch item and tool call (`holysheep.Hooks` subclasses; default
     `None`); kept by `with_options`, the batch and fallbacks. See `docs/observability.md`."""
 

@@ -337,13 +337,13 @@ def make_config(
     max_sse_event_bytes: int = DEFAULT_MAX_SSE_BYTES,
     max_stream_text_bytes: int = DEFAULT_MAX_STREAM_TEXT_BYTES,
     tool_threads: int = DEFAULT_TOOL_THREADS,
-    hooks: Any = None,
+    hooks: object = None,
     proxy: str | None = None,
     trust_env: bool = True,
-    verify: Any = True,
-    cert: Any = None,
+    verify: object = True,
+    cert: object = None,
     http2: bool = False,
-    default_query: Mapping[str, Any] | None = None,
+    default_query: Mapping[str, object] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> ClientConfig:
     """Resolve arguments and environment variables into a validated `ClientConfig` (the defaults here are

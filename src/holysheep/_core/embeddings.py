@@ -21,7 +21,7 @@ def _fail(field: str, reason: str, hint: str = _HINT) -> InvalidRequestError:
     return InvalidRequestError(f"{field}: {reason}. {hint}", field=field, reason=reason)
 
 
-def _token_ids(value: Sequence[Any]) -> bool:
+def _token_ids(value: Sequence[object]) -> bool:
     return all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value)
 
 
@@ -52,14 +52,15 @@ def check_embedding_input(value: object) -> None:
 
 
 def embedding_body(*, model: object, input: object, dimensions: object = None, encoding_format: object = None,
-                   user: object = None, extra_body: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+                   user: object = None,
+                   extra_body: Mapping[str, object] | None = None) -> tuple[dict[str, object], bool]:
     """The JSON body and whether the reply's base64 vectors are decoded to floats (when the caller did not ask
     for a format, base64 is requested and decoded, as openai-python does). Raises `InvalidRequestError`."""
     if not isinstance(model, str) or not model.strip():
         raise _fail("model", f"must be a non-empty string, got {model!r}",
                     "For example model='text-embedding-3-small'.")
     check_embedding_input(input)
-    body: dict[str, Any] = {"model": model, "input": list(input) if isinstance(input, tuple) else input}
+    body: dict[str, object] = {"model": model, "input": list(input) if isinstance(input, tuple) else input}
     if dimensions is not None:
         if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
             raise _fail("dimensions", f"must be an integer >= 1, got {dimensions!r}", "For example dimensions=256.")
@@ -126,7 +127,7 @@ def embedding_spec(params: Mapping[str, Any]) -> RequestSpec:
 _DEFAULTED = frozenset({"encoding_format"})
 
 
-def embedding_request(body: dict[str, Any], decode: bool, options: RequestOptions) -> RequestSpec:
+def embedding_request(body: dict[str, object], decode: bool, options: RequestOptions) -> RequestSpec:
     """The request of an `embedding_body`: with ``decode``, the base64 ``encoding_format`` is the SDK's choice
     (``defaulted``, so hooks do not report it as the caller's)."""
     from holysheep._core.request import RequestSpec

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import httpx
 
@@ -60,7 +59,7 @@ def sanitized_request(request: httpx.Request, api_key: str | None) -> httpx.Requ
     return httpx.Request(request.method, request.url, headers=headers, extensions=request.extensions)
 
 
-def _parse_body(content: bytes) -> Any:
+def _parse_body(content: bytes) -> object:
     try:
         return load_json(content) if content else None
     except (ValueError, UnicodeDecodeError):
@@ -72,7 +71,7 @@ _VERSION_SEGMENT = re.compile(r"v\d+[a-z0-9]*", re.IGNORECASE)
 _ENDPOINTS = ("chat/completions", "models", "quota")
 
 
-def _fastapi_detail(detail: Any) -> str | None:
+def _fastapi_detail(detail: object) -> str | None:
     """FastAPI's ``detail``: a string, or a list of ``{"msg", "loc"}`` validation errors."""
     if isinstance(detail, str):
         return detail or None
@@ -91,7 +90,7 @@ def _fastapi_detail(detail: Any) -> str | None:
     return None
 
 
-def server_message(body: Any) -> str | None:
+def server_message(body: object) -> str | None:
     """The server's own words from an error body, whatever the server's style.
 
     In order: OpenAI's ``{"error": {"message"}}``; FastAPI's ``{"detail": ...}`` (a string, or a list of
@@ -139,7 +138,7 @@ def error_from_status(
     status = response.status_code
     body = _parse_body(response.content)
     err_obj = body.get("error") if isinstance(body, dict) else None
-    detail: dict[str, Any] = err_obj if isinstance(err_obj, dict) else {}
+    detail: dict[str, object] = err_obj if isinstance(err_obj, dict) else {}
     server_msg = server_message(body)
     err_type = detail.get("type")
     err_code = detail.get("code")

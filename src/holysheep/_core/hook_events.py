@@ -38,7 +38,7 @@ class Emitter(Protocol):
         """Whether any hook implements ``method``."""
         ...
 
-    def emit(self, method: str, event: Any) -> None:
+    def emit(self, method: str, event: object) -> None:
         """Call ``method`` on every hook that implements it, with ``event``."""
         ...
 
@@ -82,7 +82,7 @@ class CallContext:
     __slots__ = ("_pending", "attempts", "batch", "body", "clock", "defaulted", "hooks", "lazy_body", "live",
                  "method", "operation", "path", "request", "started_at", "state", "stream", "wraps_send")
 
-    def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, Any] | None,
+    def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, object] | None,
                  stream: bool, clock: Callable[[], float] = time.perf_counter) -> None:
         self.hooks = hooks
         self.clock = clock
@@ -98,7 +98,7 @@ class CallContext:
         self.started_at = 0.0
         self.state: dict[Any, Any] = {}
         self.live = False  # a stream handed to the caller: its chunk and end events go out at once
-        self._pending: list[tuple[str, Any]] | None = None
+        self._pending: list[tuple[str, object]] | None = None
         self.request: RequestEvent | None = None  # the attempt begun last
         self.wraps_send = hooks.wants("around_send")  # else the shells send without entering `sending()`
 
@@ -124,7 +124,7 @@ class CallContext:
         assert self.request is not None
         return self.hooks.around_send(self.request)
 
-    def stream_event(self, method: str, event: Any) -> None:
+    def stream_event(self, method: str, event: object) -> None:
         """A stream's chunk or end: sent at once while the stream is live, else kept until it is."""
         if self.live:
             self.hooks.emit(method, event)
@@ -197,7 +197,7 @@ class StreamEvent:
 
     __slots__ = ("chunk", "ctx", "elapsed_s")
 
-    def __init__(self, ctx: CallContext, chunk: Any, at: float) -> None:
+    def __init__(self, ctx: CallContext, chunk: object, at: float) -> None:
         self.ctx, self.chunk, self.elapsed_s = ctx, chunk, at - ctx.started_at
 
 
@@ -241,7 +241,7 @@ class StreamEndEvent:
         return [str(finish[i]) for i in sorted(finish) if finish[i] is not None]
 
     @property
-    def usage(self) -> Any:
+    def usage(self) -> object:
         """The ``usage`` the server sent (``stream_options={"include_usage": True}``), or None."""
         return self._state._usage
 
@@ -251,7 +251,7 @@ class StreamEndEvent:
         return self._state.partial_text
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[dict[str, object]]:
         """The tool calls received (choice 0), as ``{"id", "type", "function": {"name", "arguments"}}`` dicts."""
         state = self._state
         calls = state._tools.get(0)
@@ -278,7 +278,7 @@ class BatchItemEvent:
 
     __slots__ = ("batch", "result")
 
-    def __init__(self, batch: BatchContext, result: Any) -> None:
+    def __init__(self, batch: BatchContext, result: object) -> None:
         self.batch, self.result = batch, result
 
 
@@ -302,7 +302,7 @@ class ToolEvent:
         self.elapsed_s = 0.0
         self.state: dict[Any, Any] = {}
 
-    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+    def finish(self, result: object = None, error: BaseException | None = None) -> None:
         """The tool returned ``result`` (or raised ``error``): tell the hooks."""
         self.result, self.error = result, error
         self.elapsed_s = self._clock() - self.started_at

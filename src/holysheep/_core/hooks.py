@@ -124,7 +124,7 @@ _warned_refs: weakref.WeakSet[Any] = weakref.WeakSet()
 _warned_ids: set[int] = set()
 
 
-def _warn_once(hook: Any, method: str, exc: BaseException) -> None:
+def _warn_once(hook: object, method: str, exc: BaseException) -> None:
     try:
         if hook in _warned_refs:
             return
@@ -137,7 +137,7 @@ def _warn_once(hook: Any, method: str, exc: BaseException) -> None:
                    type(hook).__name__, method, type(exc).__name__, exc)
 
 
-def _implements(hook: Any, method: str) -> bool:
+def _implements(hook: object, method: str) -> bool:
     fn = getattr(hook, method, None)
     if fn is None or not callable(fn):
         return False
@@ -150,8 +150,8 @@ class HookSet:
 
     __slots__ = ("_merged", "hooks", "methods")
 
-    def __init__(self, hooks: Iterable[Any]) -> None:
-        self.hooks: tuple[Any, ...] = tuple(hooks)
+    def __init__(self, hooks: Iterable[object]) -> None:
+        self.hooks: tuple[object, ...] = tuple(hooks)
         self.methods: dict[str, tuple[tuple[Any, Callable[[Any], None]], ...]] = {
             name: tuple((h, getattr(h, name)) for h in self.hooks if _implements(h, name)) for name in _METHODS}
         self._merged: tuple[HookSet, HookSet] | None = None  # (the global set, self + it)
@@ -160,7 +160,7 @@ class HookSet:
         """Whether any hook implements ``method``."""
         return bool(self.methods[method])
 
-    def emit(self, method: str, event: Any) -> None:
+    def emit(self, method: str, event: object) -> None:
         """Call every hook's ``method`` with ``event``; a hook that raises is logged once and skipped."""
         for hook, fn in self.methods[method]:
             try:
@@ -190,7 +190,7 @@ class _Around:
 
     __slots__ = ("entered", "event", "fns")
 
-    def __init__(self, fns: tuple[tuple[Any, Callable[[Any], Any]], ...], event: RequestEvent) -> None:
+    def __init__(self, fns: tuple[tuple[object, Callable[[object], Any]], ...], event: RequestEvent) -> None:
         self.fns, self.event = fns, event
         self.entered: list[tuple[Any, Any]] = []
 
@@ -204,7 +204,7 @@ class _Around:
             except Exception as exc:
                 _warn_once(hook, "around_send", exc)
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         entered, self.entered = self.entered, []
         for hook, manager in reversed(entered):
             try:
@@ -240,7 +240,7 @@ class _Registry:
     __slots__ = ("hooks", "set")
 
     def __init__(self) -> None:
-        self.hooks: list[Any] = []
+        self.hooks: list[object] = []
         self.set: HookSet | None = None
 
 
@@ -248,7 +248,7 @@ GLOBAL = _Registry()
 """Process-wide hooks (what an instrumentor registers): every client's calls report to them."""
 
 
-def register_global_hooks(hook: Any) -> None:
+def register_global_hooks(hook: object) -> None:
     """Report every client's calls to ``hook`` too (what ``HolySheepInstrumentor.instrument()`` does)."""
     if hook not in GLOBAL.hooks:
         check_hooks([hook])
@@ -256,7 +256,7 @@ def register_global_hooks(hook: Any) -> None:
         GLOBAL.set = HookSet(GLOBAL.hooks)
 
 
-def unregister_global_hooks(hook: Any) -> None:
+def unregister_global_hooks(hook: object) -> None:
     """Stop reporting to ``hook`` (calls already running may still report to it)."""
     if hook in GLOBAL.hooks:
         GLOBAL.hooks.remove(hook)

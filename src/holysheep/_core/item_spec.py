@@ -11,7 +11,7 @@ from holysheep._core.request import RequestSpec, build_chat_spec
 __all__ = ["item_spec"]
 
 
-def item_spec(params: Mapping[str, Any], parse: Callable[[bytes], Any]) -> RequestSpec:
+def item_spec(params: Mapping[str, Any], parse: Callable[[bytes], object]) -> RequestSpec:
     """The non-streamed request that ``create()`` arguments send: a chat completion, or embeddings when they
     hold ``input`` and no ``messages``. Behind both a batch item's plan and the dry run, so the spend bound
     is read from the same body that goes on the wire (raises InvalidRequestError before any I/O)."""

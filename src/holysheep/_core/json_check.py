@@ -22,7 +22,7 @@ class JSONTooDeepError(ValueError):
     """The JSON text nests arrays or objects deeper than `MAX_JSON_DEPTH` levels."""
 
 
-def load_json(text: str | bytes | bytearray) -> Any:
+def load_json(text: str | bytes | bytearray) -> object:
     """``text`` decoded like ``json.loads`` (same values, same errors), but nesting deeper than
     `MAX_JSON_DEPTH` levels raises `JSONTooDeepError` (a ``ValueError``) instead of a ``RecursionError``
     here or in any code that walks the value later."""
@@ -43,7 +43,7 @@ def load_json(text: str | bytes | bytearray) -> Any:
 _TOO_DEEP = object()
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def _deeper_than(value: object, limit: int) -> bool:
     """Whether ``value`` nests lists and dicts deeper than ``limit`` (walked without recursion)."""
     stack = [(value, 0)]
     while stack:
@@ -67,7 +67,7 @@ class SchemaMismatch(ValueError):
         self.errors = errors
 
 
-def _is_type(value: Any, kind: str) -> bool:
+def _is_type(value: object, kind: str) -> bool:
     if isinstance(value, bool) and kind in ("integer", "number"):
         return False
     if kind == "integer" and isinstance(value, float):
@@ -75,7 +75,7 @@ def _is_type(value: Any, kind: str) -> bool:
     return isinstance(value, _TYPES.get(kind, (object,)))
 
 
-def _check(value: Any, node: Mapping[str, Any], root: Mapping[str, Any], loc: str,
+def _check(value: object, node: Mapping[str, Any], root: Mapping[str, object], loc: str,
            out: list[tuple[str, str]]) -> None:
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
@@ -117,7 +117,7 @@ def _join(loc: str, part: str) -> str:
     return f"{loc}.{part}" if loc else part
 
 
-def schema_errors(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None
+def schema_errors(value: object, schema: Mapping[str, object], root: Mapping[str, object] | None = None
                   ) -> list[tuple[str, str]]:
     """Where ``value`` breaks ``schema``: ``(location, message)`` pairs, empty when it matches."""
     out: list[tuple[str, str]] = []

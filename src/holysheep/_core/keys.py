@@ -43,7 +43,7 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def redact_value(value: Any, *secrets: str | None) -> Any:
+def redact_value(value: object, *secrets: str | None) -> Any:
     """`redact` applied to every string inside a JSON-like value; the structure is never changed."""
     if isinstance(value, str):
         return redact(value, *secrets)

@@ -146,7 +146,7 @@ class NetworkSettings:
     proxy: str | None = None
     """``proxy=`` as given (it wins over the environment)."""
     trust_env: bool = True
-    verify: Any = True
+    verify: object = True
     """True (the default store), False, a CA bundle path, or an ``ssl.SSLContext``."""
     cert: CertTypes | None = None
     routes: tuple[tuple[str, str | None], ...] = ()

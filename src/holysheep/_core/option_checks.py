@@ -6,7 +6,6 @@ Every failure raises ``InvalidRequestError`` naming the option, what was wrong a
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
 
@@ -59,7 +58,7 @@ def check_idle_timeout(value: object, name: str = "stream_idle_timeout") -> None
         raise InvalidRequestError(f"{name} must be seconds > 0 or None, got {value!r}.", field=name)
 
 
-def check_choice(value: object, name: str, choices: tuple[Any, ...]) -> None:
+def check_choice(value: object, name: str, choices: tuple[object, ...]) -> None:
     """One of ``choices``."""
     if value not in choices:
         names = ", ".join(repr(c) for c in choices)

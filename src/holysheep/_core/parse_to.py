@@ -28,7 +28,7 @@ _SIMPLE: dict[Any, Kind] = {type(None): "none", str: "str", bytes: "bytes", int:
                             bool: "bool", httpx.Response: "response", object: "json", dict: "json", list: "json"}
 
 
-def check_to(to: Any) -> Kind:
+def check_to(to: object) -> Kind:
     """What ``to`` asks for; `InvalidRequestError` naming the supported types when it is not one of them."""
     try:
         kind = _SIMPLE.get(to)
@@ -51,7 +51,7 @@ def check_to(to: Any) -> Kind:
 
 
 def parse_to(to: Any, *, status_code: int, headers: Mapping[str, str], content: bytes, request: httpx.Request,
-             api_key: str | None) -> Any:
+             api_key: str | None) -> object:
     """``content`` (the decoded body) as ``to``: text with the ``Content-Type`` charset for ``str``; the JSON
     value for ``object``/``dict``/``list``; validated by pydantic for a model or a ``dict[...]``-like type; an
     ``httpx.Response`` (already read, its request's key masked) for ``httpx.Response``."""
@@ -94,7 +94,7 @@ def parse_to(to: Any, *, status_code: int, headers: Mapping[str, str], content: 
         request_id=request_id_of(headers, api_key), body=redact(content[:2000].decode("utf-8", "replace"), api_key))
 
 
-def stream_to(stream: Any, to: Any) -> Any:
+def stream_to(stream: object, to: object) -> object:
     """``parse(to=...)`` of a ``stream=True`` response: its stream, when ``to`` is the stream's class (or a base
     of it); else `InvalidRequestError` (the raw body comes from ``read()``/``iter_lines()``, not ``parse``)."""
     origin = get_origin(to) or to

@@ -44,7 +44,7 @@ class _Call(Protocol):
     @property
     def retries_taken(self) -> int: ...
     def httpx_request(self) -> httpx.Request: ...
-    def parse_body(self, response: Any) -> Any: ...
+    def parse_body(self, response: object) -> object: ...
 
 
 class BaseAPIResponse(Generic[R]):
@@ -62,9 +62,9 @@ class BaseAPIResponse(Generic[R]):
         self.elapsed = datetime.timedelta(seconds=call.elapsed)
         self.retries_taken: int = call.retries_taken
         self._value = value
-        self._by_type: dict[Any, Any] = {}  # parse(to=...): parsed once per type
+        self._by_type: dict[object, object] = {}  # parse(to=...): parsed once per type
 
-    def _as(self, to: Any, content: bytes) -> Any:
+    def _as(self, to: object, content: bytes) -> object:
         """``content`` parsed as ``to`` (once per type)."""
         try:
             return self._by_type[to]
@@ -76,7 +76,7 @@ class BaseAPIResponse(Generic[R]):
             self._by_type[to] = value
         return value
 
-    def _stream_as(self, to: Any) -> Any:
+    def _stream_as(self, to: object) -> object:
         """``parse(to=...)`` of a ``stream=True`` response: its stream, when ``to`` is the stream's class."""
         return stream_to(self._value, to)
 
@@ -133,7 +133,7 @@ class APIResponse(BaseAPIResponse[R]):
         """The body as text (the ``Content-Type`` charset, else UTF-8), as ``parse(to=str)``."""
         return text_decoder(self.headers).decode(self.content, final=True)
 
-    def json(self) -> Any:
+    def json(self) -> object:
         """The body decoded as JSON (nesting deeper than 200 levels is a ``ValueError``)."""
         return load_json(self.content)
 
@@ -147,7 +147,7 @@ class APIResponse(BaseAPIResponse[R]):
     @overload
     def parse(self, *, to: type[_T]) -> _T: ...
 
-    def parse(self, *, to: Any = None) -> Any:
+    def parse(self, *, to: Any = None) -> object:
         """The typed result (parsed once; a stream for ``stream=True``). Raises `APIResponseValidationError`
         when the body is not what the endpoint returns.
 
@@ -188,7 +188,7 @@ def wants_response(cast_to: object) -> bool:
     return cast_to is httpx.Response or _is_httpx2_response(cast_to)
 
 
-def response_as(raw: BaseAPIResponse[Any], cast_to: object) -> Any:
+def response_as(raw: BaseAPIResponse[object], cast_to: object) -> Any:
     """``raw``'s response as the ``cast_to`` that `wants_response` accepted (its body read)."""
     response = raw.http_response
     if not _is_httpx2_response(cast_to):

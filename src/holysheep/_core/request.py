@@ -74,7 +74,7 @@ class ChatParamsBase(TypedDict, total=False):
     extra_query: Mapping[str, Any]
     """Query parameters added to the URL (openai's ``extra_query``)."""
     # Per-call transport options (not sent in the body)
-    extra_body: Mapping[str, Any]
+    extra_body: Mapping[str, object]
     extra_headers: Mapping[str, str | None]
     timeout: TimeoutTypes
     max_retries: int
@@ -113,7 +113,7 @@ CHAT_PARAM_NAMES = _KNOWN_KEYS
 """The optional keyword arguments ``create()`` accepts (the batch checks its defaults against them)."""
 
 
-def _check_known(params: Mapping[str, Any]) -> None:
+def _check_known(params: Mapping[str, object]) -> None:
     for key in params:
         if key not in _KNOWN_KEYS:
             import difflib
@@ -162,7 +162,7 @@ class RequestSpec:
     method: str
     path: str
     body: Mapping[str, Any] | None
-    parse: Callable[[bytes], Any]
+    parse: Callable[[bytes], object]
     stream: bool = False
     options: RequestOptions = NO_OPTIONS
     raw: str = ""
@@ -178,7 +178,7 @@ class RequestSpec:
         return model if isinstance(model, str) else None
 
 
-def _response_format(value: Any) -> Any:
+def _response_format(value: object) -> object:
     if not isinstance(value, Mapping):  # a pydantic model or another type: the strict json_schema envelope
         from holysheep._core.schema import response_format_for  # loads only when a type is passed
 
@@ -189,10 +189,10 @@ def _response_format(value: Any) -> Any:
 def build_chat_spec(
     *,
     model: str,
-    messages: Iterable[Any],
+    messages: Iterable[object],
     stream: bool,
     params: Mapping[str, Any],
-    parse: Callable[[bytes], Any],
+    parse: Callable[[bytes], object],
 ) -> RequestSpec:
     """Validate chat arguments and build the request (raises InvalidRequestError before any I/O)."""
     if not isinstance(stream, bool):
@@ -237,7 +237,7 @@ def request_options(params: Mapping[str, Any]) -> RequestOptions:
     )
 
 
-def _cast_parser(cast_to: Any) -> Callable[[bytes], Any]:
+def _cast_parser(cast_to: Any) -> Callable[[bytes], object]:
     if cast_to is None or cast_to is dict or cast_to is Any or cast_to is object:
         from holysheep._core.json_check import load_json
 
@@ -249,8 +249,8 @@ def _cast_parser(cast_to: Any) -> Callable[[bytes], Any]:
     return TypeAdapter(cast_to).validate_json
 
 
-def generic_spec(method: str, path: object, *, body: object = None, cast_to: Any = None,
-                 params: Mapping[str, Any] | None = None) -> RequestSpec:
+def generic_spec(method: str, path: object, *, body: object = None, cast_to: object = None,
+                 params: Mapping[str, object] | None = None) -> RequestSpec:
     """A request to any other endpoint of the server (``client.post``/``client.get``): ``path`` under the base
     URL, a JSON ``body``, the reply parsed as ``cast_to`` (a pydantic model or any type pydantic validates;
     default: the decoded JSON). Raises `InvalidRequestError` before any I/O."""

@@ -44,7 +44,7 @@ def _allows_null(node: Mapping[str, Any]) -> bool:
     return any(_allows_null(member) for member in node.get("anyOf", ()) if isinstance(member, Mapping))
 
 
-def _strict(node: Any, where: str) -> Any:
+def _strict(node: object, where: str) -> Any:
     if isinstance(node, list):
         return [_strict(member, where) for member in node]
     if not isinstance(node, Mapping):
@@ -52,7 +52,7 @@ def _strict(node: Any, where: str) -> Any:
     all_of = node.get("allOf")
     if isinstance(all_of, list) and len(all_of) == 1:  # older pydantic: {"allOf": [{"$ref"}], "description"}
         node = {**{k: v for k, v in node.items() if k != "allOf"}, **all_of[0]}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in node.items():
         if key in _DROP:
             continue
@@ -75,7 +75,7 @@ def _strict(node: Any, where: str) -> Any:
                 "structured outputs need every key declared. Use a model with named fields, or a list of "
                 "key/value models.", field="response_format")
         required = set(node.get("required", ()))
-        props: dict[str, Any] = {}
+        props: dict[str, object] = {}
         for name, sub in (properties or {}).items():
             strict_sub = _strict(sub, f"{where}.{name}" if where else name)
             if name not in required and not _allows_null(strict_sub):
@@ -90,7 +90,7 @@ def _strict(node: Any, where: str) -> Any:
     return out
 
 
-def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+def strict_json_schema(schema: Mapping[str, object]) -> dict[str, object]:
     """``schema`` in the strict form: ``additionalProperties: false`` and every property required (a field
     that was optional becomes a union with ``null``), ``oneOf`` as ``anyOf``, no ``title``/``default``.
 
@@ -102,7 +102,7 @@ def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _type_name(tp: Any) -> str:
+def _type_name(tp: object) -> str:
     args = typing.get_args(tp)
     origin = typing.get_origin(tp)
     if origin is None:
@@ -120,7 +120,7 @@ def _schema_name(raw: str) -> str:
     return name or "response"
 
 
-def _accepts_none(annotation: Any) -> bool:
+def _accepts_none(annotation: object) -> bool:
     if annotation is None or annotation is type(None) or annotation is Any:
         return True
     origin = typing.get_origin(annotation)
@@ -133,7 +133,7 @@ def _accepts_none(annotation: Any) -> bool:
     return False
 
 
-def _drop_nulls(data: Any, tp: Any) -> bool:
+def _drop_nulls(data: object, tp: object) -> bool:
     """Remove ``null`` values that strict mode forced on defaulted fields that do not accept ``None`` (the
     default then applies). Walks ``data`` along the type; returns whether anything was removed."""
     origin = typing.get_origin(tp)
@@ -181,8 +181,8 @@ class ResponseFormat(Generic[T]):
     """
 
     param: dict[str, Any]
-    target: Any
-    adapter: TypeAdapter[Any] | None = None
+    target: object
+    adapter: TypeAdapter[object] | None = None
     wrapped: bool = False
 
     @property
@@ -195,7 +195,7 @@ class ResponseFormat(Generic[T]):
         """The reply ``text`` as a ``T``. Raises pydantic's `ValidationError`; for a plain schema dict, a
         `ValueError` (text that is not JSON, or `SchemaMismatch` listing where it breaks the schema)."""
         if self.adapter is None:
-            value: Any = load_json(text)
+            value: object = load_json(text)
             schema = self.param.get("json_schema", {}).get("schema") if self.param.get("type") == "json_schema" \
                 else None
             errors = schema_errors(value, schema) if isinstance(schema, Mapping) else []
@@ -218,7 +218,7 @@ class ResponseFormat(Generic[T]):
         return typing.cast(T, getattr(result, WRAP_KEY) if self.wrapped else result)
 
 
-def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_root_ref(schema: dict[str, object]) -> dict[str, object]:
     """A recursive model's schema is ``{"$ref": "#/$defs/Model", "$defs": ...}``: put the model's own object
     at the root (its ``$defs`` entry stays, for the references inside it)."""
     ref, defs = schema.get("$ref"), schema.get("$defs")
@@ -229,11 +229,11 @@ def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _envelope(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _envelope(name: str, schema: dict[str, object]) -> dict[str, object]:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
-def response_format_for(value: Any) -> ResponseFormat[Any]:
+def response_format_for(value: object) -> ResponseFormat[object]:
     """The `ResponseFormat` for a pydantic model, another type (``list[Model]``, ``Literal[...]``, a
     ``TypedDict``, ...), a JSON-schema dict, or an already built ``{"type": "json_schema"|"json_object"}``.
     Results for types are cached (a batch asks once per item): do not mutate ``param``."""
@@ -253,15 +253,15 @@ def response_format_for(value: Any) -> ResponseFormat[Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _for_type(value: Any) -> ResponseFormat[Any]:
+def _for_type(value: object) -> ResponseFormat[object]:
     """Cached: building a schema takes milliseconds, and a batch asks for the same one per item."""
     return _build_for_type(value)
 
 
-def _build_for_type(value: Any) -> ResponseFormat[Any]:
+def _build_for_type(value: Any) -> ResponseFormat[object]:
     try:
         if isinstance(value, type) and issubclass(value, BaseModel):
-            adapter: TypeAdapter[Any] = TypeAdapter(value)
+            adapter: TypeAdapter[object] = TypeAdapter(value)
             schema = _inline_root_ref(adapter.json_schema())
             wrapped = schema.get("type") != "object"
             name = value.__name__
@@ -284,9 +284,9 @@ def _build_for_type(value: Any) -> ResponseFormat[Any]:
     return ResponseFormat(_envelope(_schema_name(name), strict_json_schema(schema)), value, adapter, wrapped)
 
 
-def _wrap_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _wrap_schema(schema: dict[str, object]) -> dict[str, object]:
     defs = schema.pop("$defs", None)
-    out: dict[str, Any] = {"type": "object", "properties": {WRAP_KEY: schema}, "required": [WRAP_KEY],
+    out: dict[str, object] = {"type": "object", "properties": {WRAP_KEY: schema}, "required": [WRAP_KEY],
                            "additionalProperties": False}
     if defs:
         out["$defs"] = defs

@@ -47,7 +47,7 @@ class StreamMetrics:
     time_to_first_content_s: float | None = None
 
 
-def _key_without_index(calls: dict[int, dict[str, Any]], call_id: str | None) -> int:
+def _key_without_index(calls: dict[int, dict[str, object]], call_id: str | None) -> int:
     """Where a tool-call fragment without ``index`` belongs (some servers send them so): the call with its
     ``id``, a new call for a new ``id``, else the latest call (a continuation carries no id)."""
     if not calls:
@@ -363,7 +363,7 @@ class StreamState:
             completion._update_transport(elapsed_s=self.ended_at - self.started_at)
         return completion
 
-    def _tool_call(self, idx: int, key: int) -> dict[str, Any]:
+    def _tool_call(self, idx: int, key: int) -> dict[str, object]:
         slot = self._tools[idx][key]
         pieces = self._args.get((idx, key))
         if not pieces:

@@ -75,7 +75,7 @@ def _summed_usage(attempts: list[ChatCompletion]) -> CompletionUsage | None:
     return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
-def tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attempts: int) -> Any:
+def tool_arguments(tools: ToolSet, call: ToolCall, summed: ChatCompletion, attempts: int) -> object:
     """A tool call's arguments as its tool's model (None for a raw tool dict or an unknown name)."""
     tool = tools.typed(call.function.name)
     if tool is None:
@@ -113,8 +113,8 @@ def parse_completion(fmt: ResponseFormat[T] | None, completion: ChatCompletion,
     attempts = attempts if attempts is not None else [completion]
     usage = _summed_usage(attempts)
     summed = completion if usage is completion.usage else completion.model_copy(update={"usage": usage})
-    parsed_values: list[Any] = []
-    parsed_args: list[list[Any]] = []
+    parsed_values: list[object] = []
+    parsed_args: list[list[object]] = []
     for choice in completion.choices:
         message = choice.message
         where = f"choice {choice.index}" if len(completion.choices) > 1 else "the reply"
@@ -193,7 +193,7 @@ class ParsePlan(Generic[T]):
                     raise
                 request = self._repair(request, err, len(attempts))
 
-    def _repair(self, request: dict[str, Any], err: StructuredOutputError, repair: int) -> dict[str, Any]:
+    def _repair(self, request: dict[str, Any], err: StructuredOutputError, repair: int) -> dict[str, object]:
         cause = err.validation_error if err.validation_error is not None else err.__cause__
         error = cause if isinstance(cause, (ValidationError, ValueError)) else ValueError(str(err))
         tool_name = getattr(err, "tool_name", None)
@@ -211,7 +211,7 @@ class ParsePlan(Generic[T]):
         return out
 
 
-def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[Any]:
+def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[object]:
     """Check ``parse()`` keyword arguments (``model``, ``messages``, ``response_format``, ``max_repairs``,
     create() parameters) before any I/O. Raises `InvalidRequestError`."""
     rest = dict(params)
@@ -226,7 +226,7 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
 
         tools = tool_set(rest["tools"])
         rest["tools"] = tools.params
-    fmt: ResponseFormat[Any] | None = None
+    fmt: ResponseFormat[object] | None = None
     if rest.get("response_format") is not None:
         fmt = response_format_for(rest["response_format"])
         rest["response_format"] = fmt.param
@@ -246,7 +246,7 @@ def plan_parse(params: Mapping[str, Any], *, stream: bool = False) -> ParsePlan[
     return ParsePlan(fmt, max_repairs, rest, tools, on_refusal)
 
 
-def wants_parse(params: Mapping[str, Any]) -> bool:
+def wants_parse(params: Mapping[str, object]) -> bool:
     """True when a batch item asks for parsed output: ``response_format`` is a type or a bare JSON schema, or
     an already built ``json_schema``/``json_object`` envelope together with ``max_repairs``, or its tools
     include typed tools (``pydantic_function_tool``: ``parsed_arguments``)."""

@@ -32,7 +32,7 @@ class StructuredOutputError(APIResponseValidationError):
     """
 
     def __init__(self, message: str, *, raw_text: str, validation_error: ValidationError | None,
-                 completion: ChatCompletion, attempts: int = 1, **kwargs: Any) -> None:
+                 completion: ChatCompletion, attempts: int = 1, **kwargs: object) -> None:
         super().__init__(message, status_code=200, request_id=completion.request_id, partial_text=raw_text,
                          **kwargs)
         self.raw_text = raw_text
@@ -53,7 +53,7 @@ class _UnparsableCompletionError(APIError):
 class RefusalError(_UnparsableCompletionError):
     """The model refused to answer (``message.refusal``); ``refusal`` holds its explanation."""
 
-    def __init__(self, message: str, *, refusal: str, completion: ChatCompletion, **kwargs: Any) -> None:
+    def __init__(self, message: str, *, refusal: str, completion: ChatCompletion, **kwargs: object) -> None:
         super().__init__(message, completion=completion, **kwargs)
         self.refusal = refusal
 

@@ -33,7 +33,7 @@ class ToolArgumentsError(StructuredOutputError):
 
     def __init__(self, message: str, *, tool_name: str, tool_call_id: str | None, raw_arguments: str, field: str,
                  validation_error: ValidationError | None, completion: ChatCompletion, attempts: int = 1,
-                 **kwargs: Any) -> None:
+                 **kwargs: object) -> None:
         super().__init__(message, raw_text=raw_arguments, validation_error=validation_error, completion=completion,
                          attempts=attempts, **kwargs)
         self.tool_name = tool_name

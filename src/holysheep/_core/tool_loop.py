@@ -141,7 +141,7 @@ class ToolRunResult:
         return sum(known) if known else None
 
 
-def result_text(value: Any) -> str:
+def result_text(value: object) -> str:
     """A tool's return value as the ``tool`` message content: a string as is, a pydantic model as JSON,
     anything else as JSON when it can be (else ``str()``); None is ``""``."""
     if value is None:
@@ -164,7 +164,7 @@ def check_max_turns(max_turns: object) -> int:
     return max_turns
 
 
-def _message_dict(message: Any) -> dict[str, Any]:
+def _message_dict(message: Any) -> dict[str, object]:
     if isinstance(message, BaseModel):
         return message.model_dump(exclude_none=True)
     if isinstance(message, Mapping):
@@ -173,9 +173,9 @@ def _message_dict(message: Any) -> dict[str, Any]:
                               field="messages")
 
 
-def _assistant(completion: ChatCompletion) -> dict[str, Any]:
+def _assistant(completion: ChatCompletion) -> dict[str, object]:
     message = completion.choices[0].message if completion.choices else None
-    out: dict[str, Any] = {"role": "assistant", "content": message.content if message else None}
+    out: dict[str, object] = {"role": "assistant", "content": message.content if message else None}
     if message is not None and message.tool_calls:
         out["tool_calls"] = [{"id": c.id, "type": "function",
                               "function": {"name": c.function.name, "arguments": c.function.arguments}}
@@ -277,7 +277,7 @@ def not_run(pending: PendingCall) -> ToolOutcome:
     return ToolOutcome(pending.error, None, pending.error, 0.0)
 
 
-def wants_tool_loop(params: Mapping[str, Any]) -> bool:
+def wants_tool_loop(params: Mapping[str, object]) -> bool:
     """True when a batch item runs a tool loop: ``max_turns`` or ``tool_timeout`` is given, or a tool can run
     (a function, or a typed tool with a handler)."""
     if "max_turns" in params or "tool_timeout" in params:

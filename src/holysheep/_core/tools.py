@@ -33,7 +33,7 @@ class FunctionTool(dict[str, Any]):
     `function_tool`."""
 
     model: type[BaseModel]
-    handler: Callable[..., Any] | None
+    handler: Callable[..., object] | None
     name: str
     call_with_fields: bool  # function_tool: the handler takes the fields as keyword arguments
 
@@ -64,13 +64,13 @@ def _check_name(name: str, where: str) -> str:
     return name
 
 
-def _make(model: type[BaseModel], name: str, description: str | None, handler: Callable[..., Any] | None,
+def _make(model: type[BaseModel], name: str, description: str | None, handler: Callable[..., object] | None,
           call_with_fields: bool) -> FunctionTool:
     fmt = response_format_for(model)
     schema = fmt.param["json_schema"]["schema"]
     if fmt.wrapped:  # pragma: no cover - a BaseModel's schema is an object
         raise InvalidRequestError(f"the arguments of tool {name!r} must be an object.", field="tools")
-    function: dict[str, Any] = {"name": name}
+    function: dict[str, object] = {"name": name}
     if description:
         function["description"] = description
     function["parameters"] = schema
@@ -99,7 +99,7 @@ def pydantic_function_tool(model: type[BaseModel], *, name: str | None = None, d
     return _make(model, tool_name, doc, handler, False)
 
 
-def _doc_parts(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
+def _doc_parts(fn: Callable[..., object]) -> tuple[str | None, dict[str, str]]:
     """The summary of a docstring (the text before its sections) and the descriptions under ``Args:``."""
     summary: list[str] = []
     args: dict[str, str] = {}
@@ -127,7 +127,7 @@ def _doc_parts(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
 
 
 @functools.lru_cache(maxsize=256)
-def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+def _arguments_model(fn: Callable[..., object], name: str) -> type[BaseModel]:
     annotations = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
     shim = types.SimpleNamespace(__annotations__=annotations, __globals__=getattr(fn, "__globals__", {}))
     hints = typing.get_type_hints(shim, include_extras=True)  # the return type is never needed
@@ -146,7 +146,7 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     return model
 
 
-def function_tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+def function_tool(fn: Callable[..., object], *, name: str | None = None, description: str | None = None
                   ) -> FunctionTool:
     """A strict function tool from a plain or async function: the parameters from its type hints, the
     description from its docstring (the text before ``Args:``; each ``name: text`` under ``Args:`` describes
@@ -166,7 +166,7 @@ def function_tool(fn: Callable[..., Any], *, name: str | None = None, descriptio
     return _make(model, tool_name, description if description is not None else summary, fn, True)
 
 
-def as_tool(value: Any, index: int) -> Mapping[str, Any]:
+def as_tool(value: object, index: int) -> Mapping[str, object]:
     """A ``tools=[...]`` entry as a wire dict: a `FunctionTool` as is, a callable through `function_tool`, a
     pydantic model class through `pydantic_function_tool`, a raw dict as is."""
     if isinstance(value, Mapping):
@@ -182,11 +182,11 @@ def as_tool(value: Any, index: int) -> Mapping[str, Any]:
 class ToolSet:
     """The tools of one request by name: the wire dicts to send and the typed tools to validate and run."""
 
-    def __init__(self, tools: Iterable[Any]) -> None:
+    def __init__(self, tools: Iterable[object]) -> None:
         if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
             raise InvalidRequestError(f"tools must be a list of tools, got {type(tools).__name__}.", field="tools")
-        self.params: list[Mapping[str, Any]] = []
-        self.by_name: dict[str, Mapping[str, Any]] = {}
+        self.params: list[Mapping[str, object]] = []
+        self.by_name: dict[str, Mapping[str, object]] = {}
         for i, value in enumerate(tools):
             tool = as_tool(value, i)
             fn = tool.get("function")
@@ -219,7 +219,7 @@ class ToolSet:
         return list(self.by_name)
 
 
-def tool_set(tools: Iterable[Any] | ToolSet) -> ToolSet:
+def tool_set(tools: Iterable[object] | ToolSet) -> ToolSet:
     """``tools`` as a `ToolSet` (checked before any I/O)."""
     return tools if isinstance(tools, ToolSet) else ToolSet(tools)
 

@@ -19,7 +19,7 @@ def _fail(field: str, reason: str, hint: str) -> InvalidRequestError:
     return InvalidRequestError(f"{field}: {reason}. {hint}", field=field, reason=reason)
 
 
-def normalize_messages(messages: object) -> list[dict[str, Any]]:
+def normalize_messages(messages: object) -> list[dict[str, object]]:
     """Check ``messages`` and return them as plain dicts (typed ``Message`` objects are dumped)."""
     if type(messages) is not list and (isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence)):
         raise _fail(
@@ -29,7 +29,7 @@ def normalize_messages(messages: object) -> list[dict[str, Any]]:
         )
     if not messages:
         raise _fail("messages", "is empty", 'Pass at least one message, e.g. [{"role": "user", "content": "Hi"}].')
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for i, msg in enumerate(messages):
         if type(msg) is not dict:  # plain dicts (the common case) skip the ABC checks
             if isinstance(msg, BaseModel):
@@ -72,7 +72,7 @@ def _positive_int(field: str, value: object) -> None:
         raise _fail(field, f"must be an integer >= 1, got {value!r}", f"Pass {field}=1 or more.")
 
 
-def validate_sampling(model: object, params: Mapping[str, Any]) -> None:
+def validate_sampling(model: object, params: Mapping[str, object]) -> None:
     """Check the model name and the sampling parameters that have a valid range."""
     if not isinstance(model, str) or not model.strip():
         raise _fail("model", f"must be a non-empty string, got {model!r}", "For example model='deepseek-v3.2'.")
@@ -246,7 +246,7 @@ _CHECKS: dict[str, Callable[[str, Any], None]] = {
 }
 
 
-def _find_bad(value: Any, path: str) -> tuple[str, str] | None:
+def _find_bad(value: object, path: str) -> tuple[str, str] | None:
     if value is None or isinstance(value, (bool, int, float)):
         return None
     if isinstance(value, str):
@@ -274,7 +274,7 @@ def _find_bad(value: Any, path: str) -> tuple[str, str] | None:
     return path, f"holds a {type(value).__name__}, which cannot be sent as JSON"
 
 
-def body_error(body: Mapping[str, Any], exc: Exception) -> InvalidRequestError:
+def body_error(body: Mapping[str, object], exc: Exception) -> InvalidRequestError:
     """The error for a request body that could not be encoded as JSON, naming the offending field."""
     found = _find_bad(body, "")
     field, reason = found if found else ("body", f"cannot be encoded as JSON ({exc})")

@@ -30,13 +30,13 @@ class ResultChannel:
     __slots__ = ("_items", "_waiters")
 
     def __init__(self) -> None:
-        self._items: deque[Any] = deque()
+        self._items: deque[object] = deque()
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def put_nowait(self, item: Any) -> None:
+    def put_nowait(self, item: object) -> None:
         """Append ``item`` and wake the longest-waiting getter, if any."""
         self._items.append(item)
         if self._waiters:

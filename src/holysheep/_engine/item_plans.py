@@ -14,7 +14,6 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from holysheep._core.call import Call
 from holysheep._core.call_plan import CallPlan
@@ -39,7 +38,7 @@ UNLIMITED_RETRIES = 1_000_000_000
 are retried until the item succeeds, ``retry_window_s`` passes, or the batch stops (an outage)."""
 
 
-def request_of(item: BatchRequest) -> Mapping[str, Any]:
+def request_of(item: BatchRequest) -> Mapping[str, object]:
     """The create() arguments of the item's next request. An item with `response_format=Model` (or
     `max_repairs`) runs parse()'s re-ask loop, an agent its tool loop: their requests come from that loop."""
     if item.request is not None:
@@ -62,12 +61,12 @@ _NOT_REQUEST = frozenset({"max_retries", "timeout", "stream_idle_timeout"})
 """How a request is sent, not what it asks: no part of its idempotency key."""
 
 
-def _stable_json(value: Any) -> Any:
+def _stable_json(value: object) -> object:
     """A name for what JSON cannot hold (a pydantic model class, a function): the same in every process."""
     return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
 
 
-def stable_key(seed: str, custom_id: str, params: Mapping[str, Any]) -> str:
+def stable_key(seed: str, custom_id: str, params: Mapping[str, object]) -> str:
     """The ``Idempotency-Key`` of an item in every run of the same input: a SHA-256 of the seed (the run's
     input), its custom_id and its parameters (the request, not an attempt), so an item re-run after an
     interruption carries the key of its interrupted attempt, and a changed item a new one."""
@@ -121,7 +120,7 @@ class ItemPlanner:
             own = self._policies[policy] = replace(policy, max_retries=UNLIMITED_RETRIES)
         call.policy = own
 
-    def next_step(self, item: BatchRequest, response: Any) -> ChatCompletion | None:
+    def next_step(self, item: BatchRequest, response: object) -> ChatCompletion | None:
         """Feed a reply (or an agent's tool outcomes) to the item's loop: the final completion when it is done,
         None when a next request was queued (re-ask or next turn, with its own idempotency key), the item's
         tools are running, or the item failed."""

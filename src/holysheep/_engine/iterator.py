@@ -48,9 +48,9 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
     def __init__(
         self,
         sender: Sender,
-        requests: Iterable[Any] | AsyncIterable[Any],
+        requests: Iterable[object] | AsyncIterable[object],
         *,
-        defaults: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, object] | None = None,
         options: BatchOptions | None = None,
         estimated_tokens: int | None = None,
         total: int | None = None,

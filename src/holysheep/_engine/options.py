@@ -44,8 +44,8 @@ class BatchOptions:
     require_quota: bool = False
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     max_cost_usd: float | None = None
-    prices: Mapping[str, Any] | None = None
-    cache: Any = None
+    prices: Mapping[str, object] | None = None
+    cache: object = None
     idempotency_seed: str | None = None
 
     def __post_init__(self) -> None:
@@ -89,7 +89,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({**{f.name: f.default for f in fi
 class Hooks:
     """The callbacks of a batch (checked: each is callable or None)."""
 
-    progress: Any = False
+    progress: object = False
     on_result: OnResult | None = None
     on_progress: Callable[[Any], None] | None = None
 
@@ -101,7 +101,7 @@ class Hooks:
                                           field=name)
 
 
-def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[str, Any]]:
+def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[str, object]]:
     """``BatchParams`` as engine options, hooks and ``create()`` defaults (None values dropped); every
     option is checked here, before any request."""
     options = {k: v for k, v in params.items() if k in BATCH_OPTION_NAMES}
@@ -128,7 +128,7 @@ def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[s
     return BatchOptions(**options), Hooks(**hooks), defaults
 
 
-def _check_known(defaults: Mapping[str, Any]) -> None:
+def _check_known(defaults: Mapping[str, object]) -> None:
     """A misspelt option fails the whole batch up front (it would otherwise fail every item)."""
     from holysheep._core.request import CHAT_PARAM_NAMES
 

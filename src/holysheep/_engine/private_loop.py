@@ -18,7 +18,7 @@ __all__ = ["run_in_private_loop"]
 T = TypeVar("T")
 
 
-def run_in_private_loop(factory: Callable[[], Coroutine[Any, Any, T]], *, grace_s: float = 10.0) -> T:
+def run_in_private_loop(factory: Callable[[], Coroutine[object, object, T]], *, grace_s: float = 10.0) -> T:
     """Run ``factory()`` to completion on a new event loop in a worker thread and return its value.
 
     On Ctrl-C in the calling thread the coroutine is cancelled, the worker is given ``grace_s`` to

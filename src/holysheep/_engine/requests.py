@@ -24,7 +24,7 @@ _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/co
 _EMBEDDING_URLS = frozenset({"/v1/embeddings", "/embeddings", "v1/embeddings", "embeddings"})
 
 
-def is_embedding(params: Mapping[str, Any]) -> bool:
+def is_embedding(params: Mapping[str, object]) -> bool:
     """An embeddings request (``input`` and no ``messages``) rather than a chat completion."""
     return "input" in params and "messages" not in params
 
@@ -35,7 +35,7 @@ class BatchRequest:
     __slots__ = ("_est_tokens", "_request", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index",
                  "invalid", "key", "params", "plan", "repairs", "reserved", "retrying", "steps", "tool_run")
 
-    def __init__(self, index: int, custom_id: str | None, params: dict[str, Any],
+    def __init__(self, index: int, custom_id: str | None, params: dict[str, object],
                  invalid: BaseException | None = None) -> None:
         self.index = index
         self.custom_id = custom_id
@@ -46,7 +46,7 @@ class BatchRequest:
         self.key: str | None = None
         self.plan: Any = None  # the client's CallPlan, made on the first attempt
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
-        self._request: dict[str, Any] | None = None  # ... and the create() arguments of its current request
+        self._request: dict[str, object] | None = None  # ... and the create() arguments of its current request
         self.retrying = False  # its next send is a retry (counted in BatchStats.retries when it goes out)
         self.repairs = 0  # re-asks (structured output) or turns after the first (a tool loop)
         self.cache_key: str | None = None  # the response cache's key of its current request
@@ -81,7 +81,7 @@ class BatchRequest:
         return self.token_estimate()
 
 
-def _text_len(content: Any) -> int:
+def _text_len(content: object) -> int:
     if isinstance(content, str):
         return len(content)
     if isinstance(content, list):
@@ -96,7 +96,7 @@ def _text_len(content: Any) -> int:
     return 0
 
 
-def estimate_tokens(params: Mapping[str, Any]) -> int:
+def estimate_tokens(params: Mapping[str, object]) -> int:
     """Prompt characters / 4 (rounded up) + ``max_tokens`` (or ``max_completion_tokens``, else 256)."""
     chars = 0
     if is_embedding(params):  # no completion: the input's characters only
@@ -119,7 +119,7 @@ def estimate_tokens(params: Mapping[str, Any]) -> int:
     return (chars + 3) // 4 + completion
 
 
-def possible_tokens(params: Mapping[str, Any]) -> int:
+def possible_tokens(params: Mapping[str, object]) -> int:
     """The most tokens a request could use: a token per byte of its JSON (no tokenizer makes more), plus
     the larger of ``max_tokens`` and ``max_completion_tokens`` (a server may honour either; else
     `MAX_COMPLETION_TOKENS`) per choice."""
@@ -137,7 +137,7 @@ def possible_tokens(params: Mapping[str, Any]) -> int:
     return prompt + completion * choices
 
 
-def _custom_id(value: Any, where: str) -> str | None:
+def _custom_id(value: object, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -145,7 +145,7 @@ def _custom_id(value: Any, where: str) -> str | None:
     raise InvalidRequestError(f"{where}custom_id must be a string, got {type(value).__name__}.", field="custom_id")
 
 
-def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _params_from_mapping(item: Mapping[str, object], where: str) -> dict[str, object]:
     if "body" in item and ("url" in item or "method" in item):  # OpenAI Batch API line
         method = item.get("method", "POST")
         url = item.get("url", "/v1/chat/completions")
@@ -172,7 +172,7 @@ def _params_from_mapping(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     return params
 
 
-def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where: str | None = "",
+def normalize_item(item: Any, index: int, defaults: Mapping[str, object], *, where: str | None = "",
                    custom_id: str | None = None) -> BatchRequest:
     """A `BatchRequest` for ``item``; a malformed item gives one whose ``invalid`` holds the error.
 
@@ -184,7 +184,7 @@ def normalize_item(item: Any, index: int, defaults: Mapping[str, Any], *, where:
         return BatchRequest(index, custom_id, {**defaults, "messages": item})  # (read, never changed)
     try:
         if kind is list or kind is tuple:  # the usual inputs first, without the ABC checks
-            params: dict[str, Any] = {"messages": list(item)}
+            params: dict[str, object] = {"messages": list(item)}
         elif kind is str:
             params = {"messages": [{"role": "user", "content": item}]}
         elif isinstance(item, Mapping):

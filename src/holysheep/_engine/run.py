@@ -8,7 +8,7 @@ never imports a client).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from holysheep._engine.fd_limit import ensure_open_files
 from holysheep._engine.iterator import BatchIterator
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["abatch", "batch_sync", "iterator_for"]
 
 
-def _sized(requests: Any) -> Sequence[Any] | None:
+def _sized(requests: object) -> Sequence[object] | None:
     return requests if isinstance(requests, Sequence) and not isinstance(requests, (str, bytes)) else None
 
 
@@ -33,7 +33,7 @@ ESTIMATE_SAMPLE = 256
 """Inputs longer than this get their token estimate (for the quota check) from an even sample of this size."""
 
 
-def _estimate(items: Sequence[Any], defaults: Mapping[str, Any], *, exact: bool = False) -> int:
+def _estimate(items: Sequence[object], defaults: Mapping[str, object], *, exact: bool = False) -> int:
     """Estimated tokens of the whole input: every item when ``exact`` (``require_quota``) or the input is short,
     else an even sample scaled up (the estimate is chars/4 + max_tokens anyway; this keeps it off the hot path)."""
     n = len(items)
@@ -50,7 +50,7 @@ def _estimate(items: Sequence[Any], defaults: Mapping[str, Any], *, exact: bool 
     return total if step == 1 else round(total * n / count)
 
 
-def _models(items: Sequence[Any], defaults: Mapping[str, Any]) -> set[str]:
+def _models(items: Sequence[object], defaults: Mapping[str, object]) -> set[str]:
     """The models a sized input names (items that are not valid are left to fail on their own)."""
     default = defaults.get("model")
     models: set[str] = set()
@@ -65,14 +65,14 @@ def _models(items: Sequence[Any], defaults: Mapping[str, Any]) -> set[str]:
     return models
 
 
-def with_client_cache(params: Mapping[str, Any], cache: Any) -> Mapping[str, Any]:
+def with_client_cache(params: Mapping[str, object], cache: object) -> Mapping[str, object]:
     """The batch's params with the client's response cache when the batch names none."""
     if cache is None or params.get("cache") is not None:
         return params
     return {**params, "cache": cache}
 
 
-def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], params: Mapping[str, Any], *,
+def iterator_for(sender: Sender, requests: Iterable[object] | AsyncIterable[object], params: Mapping[str, object], *,
                  total: int | None = None, estimated_tokens: int | None = None) -> BatchIterator:
     """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
     check_requests(requests)
@@ -93,7 +93,7 @@ def iterator_for(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any], p
                          progress=make_progress(hooks.progress))
 
 
-def _assemble(requests: Any, sink: dict[int, BatchResult], read: int, stats: BatchStats) -> BatchResults:
+def _assemble(requests: object, sink: dict[int, BatchResult], read: int, stats: BatchStats) -> BatchResults:
     sized = _sized(requests)
     count = len(sized) if sized is not None else max(read, len(sink))
     results: list[BatchResult] = []
@@ -114,8 +114,8 @@ async def _collect(it: BatchIterator, sink: dict[int, BatchResult]) -> None:
             sink[result.index] = result
 
 
-async def abatch(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any],
-                 params: Mapping[str, Any]) -> BatchResults:
+async def abatch(sender: Sender, requests: Iterable[object] | AsyncIterable[object],
+                 params: Mapping[str, object]) -> BatchResults:
     """Run a batch through ``sender`` (an ``AsyncClient``'s) and return every result in input order."""
     it = iterator_for(sender, requests, params)
     sink: dict[int, BatchResult] = {}
@@ -123,8 +123,8 @@ async def abatch(sender: Sender, requests: Iterable[Any] | AsyncIterable[Any],
     return _assemble(requests, sink, it.read_count, it.stats)
 
 
-def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[Any],
-               params: Mapping[str, Any]) -> BatchResults:
+def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[object],
+               params: Mapping[str, object]) -> BatchResults:
     """Run a batch for the sync client on a private loop in a worker thread (safe inside Jupyter);
     ``make_sender(concurrency)`` gives the client's ``Sender``, built inside that loop.
 

@@ -18,7 +18,7 @@ __all__ = ["Sender"]
 class Sender(Protocol):
     """The interface the batch engine needs from a client."""
 
-    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None) -> CallPlan:
         """A plan for one chat completion with ``create()`` parameters (raises on invalid ones)."""
         ...
 

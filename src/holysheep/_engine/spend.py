@@ -26,7 +26,6 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from holysheep._exceptions import InvalidRequestError
 
@@ -63,14 +62,14 @@ class Price:
                 + max(completion_tokens, 0) * self.output_per_m) / 1e6
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
         raise InvalidRequestError(f"{where} must be a non-negative number of USD per million tokens, got "
                                   f"{value!r}.", field="prices")
     return float(value)
 
 
-def _price(model: str, value: Any) -> Price:
+def _price(model: str, value: object) -> Price:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return Price(model, _number(value[0], f"prices[{model!r}][0]"), _number(value[1], f"prices[{model!r}][1]"))
     get = value.get if isinstance(value, Mapping) else (lambda k, v=value: getattr(v, k, None))
@@ -89,7 +88,7 @@ class Pricer:
     """Prices by model name: the user's ``prices=`` first, then the price catalog (input + output prices;
     a blended-only entry counts its one figure for both)."""
 
-    def __init__(self, prices: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, prices: Mapping[str, object] | None = None) -> None:
         if prices is not None and not isinstance(prices, Mapping):
             raise InvalidRequestError(f"prices must be a dict of model -> (input_per_m, output_per_m), got "
                                       f"{type(prices).__name__}.", field="prices")
@@ -119,7 +118,7 @@ class Pricer:
         return None if price is None else price.cost(prompt, completion, cached)
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> object:
     schema = getattr(value, "model_json_schema", None)
     if callable(schema):
         return schema()
@@ -127,7 +126,7 @@ def _default(value: Any) -> Any:
     return dump(mode="json") if callable(dump) else str(value)
 
 
-def _non_text_parts(messages: Any) -> int:
+def _non_text_parts(messages: object) -> int:
     count = 0
     if isinstance(messages, (list, tuple)):
         for message in messages:
@@ -137,18 +136,18 @@ def _non_text_parts(messages: Any) -> int:
     return count
 
 
-def input_token_bound(body: Mapping[str, Any]) -> int:
+def input_token_bound(body: Mapping[str, object]) -> int:
     """An upper bound on the prompt tokens of a request body (see the module's docstring)."""
     prompt = {k: v for k, v in body.items() if k not in NOT_PROMPT_FIELDS and v is not None}
     size = len(json.dumps(prompt, ensure_ascii=False, default=_default, separators=(",", ":")).encode("utf-8"))
     return size + PART_TOKEN_BOUND * _non_text_parts(body.get("messages"))
 
 
-def _positive_int(value: Any) -> int | None:
+def _positive_int(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def output_limit(body: Mapping[str, Any]) -> int | None:
+def output_limit(body: Mapping[str, object]) -> int | None:
     """The largest of ``max_tokens`` / ``max_completion_tokens`` the body sets (a server may honour either),
     or None when it sets neither."""
     limits = [v for v in (_positive_int(body.get("max_tokens")), _positive_int(body.get("max_completion_tokens")))
@@ -156,7 +155,7 @@ def output_limit(body: Mapping[str, Any]) -> int | None:
     return max(limits) if limits else None
 
 
-def output_token_bound(body: Mapping[str, Any]) -> tuple[int, bool]:
+def output_token_bound(body: Mapping[str, object]) -> tuple[int, bool]:
     """(most completion tokens of a request body, whether the body sets that bound itself)."""
     limit = output_limit(body)
     tokens = DEFAULT_OUTPUT_BOUND if limit is None else limit
@@ -164,7 +163,7 @@ def output_token_bound(body: Mapping[str, Any]) -> tuple[int, bool]:
     return tokens * (n or 1), limit is not None
 
 
-def check_priced(models: Iterable[str], prices: Mapping[str, Any] | None) -> None:
+def check_priced(models: Iterable[str], prices: Mapping[str, object] | None) -> None:
     """With a cap, every model needs a price: ``InvalidRequestError`` naming the first without one (before any
     request)."""
     pricer = Pricer(prices)
@@ -178,7 +177,7 @@ def check_priced(models: Iterable[str], prices: Mapping[str, Any] | None) -> Non
             f"{first}=IN,OUT on the command line. Nothing was sent.", field="prices", reason="no price")
 
 
-def check_max_cost(value: Any) -> float | None:
+def check_max_cost(value: object) -> float | None:
     """``max_cost_usd``: None or a positive number of USD."""
     if value is None:
         return None
@@ -206,7 +205,7 @@ class SpendCap:
         self.unbounded_output = 0  # requests reserved with DEFAULT_OUTPUT_BOUND (no max_tokens)
         self._settled: asyncio.Event | None = None
 
-    def worst_case(self, body: Mapping[str, Any]) -> float | None:
+    def worst_case(self, body: Mapping[str, object]) -> float | None:
         """The most one request can cost, from its final body (what goes on the wire); None when its model
         has no price."""
         price = self.pricer.price(str(body.get("model") or ""))

@@ -30,7 +30,7 @@ clock: Callable[[], float] = time.perf_counter
 """Where tool durations (``ToolOutcome.duration_s`` and the hooks' ``ToolEvent.elapsed_s``) are read from (tests
 replace it)."""
 
-def _finish(pending: PendingCall, start: float, output: Any) -> ToolOutcome:
+def _finish(pending: PendingCall, start: float, output: object) -> ToolOutcome:
     return ToolOutcome(result_text(output), output, None, _now() - start)
 
 
@@ -93,7 +93,7 @@ def _run_one(pending: PendingCall, hooks: Emitter | None, timeout: float | None,
     return outcome
 
 
-async def _awaited(value: Any, timeout: float | None) -> Any:
+async def _awaited(value: Any, timeout: float | None) -> object:
     loop = asyncio.get_running_loop()
     return await _within(asyncio.ensure_future(value), None if timeout is None else loop.time() + timeout, loop)
 
@@ -160,7 +160,7 @@ async def _arun_one(pending: PendingCall, hooks: Emitter | None, batch: BatchCon
     return outcome
 
 
-async def _within(task: asyncio.Future[Any], deadline: float | None, loop: asyncio.AbstractEventLoop) -> Any:
+async def _within(task: asyncio.Future[object], deadline: float | None, loop: asyncio.AbstractEventLoop) -> Any:
     """``task``'s result, or `ToolTimedOut` (``task`` cancelled) at ``deadline`` (the loop's clock)."""
     if deadline is None:
         return await task

@@ -30,10 +30,10 @@ class ToolTimedOut(Exception):
 class _Task:
     __slots__ = ("abandoned", "fn", "future", "timeout")
 
-    def __init__(self, fn: Callable[[], Any], timeout: float | None) -> None:
-        self.fn: Callable[[], Any] | None = fn
+    def __init__(self, fn: Callable[[], object], timeout: float | None) -> None:
+        self.fn: Callable[[], object] | None = fn
         self.timeout = timeout
-        self.future: Future[Any] = Future()
+        self.future: Future[object] = Future()
         self.abandoned = False
 
 
@@ -56,7 +56,7 @@ class ToolPool:
         self.counted = 0  # threads that count against ``size`` (alive, not abandoned)
         self.abandoned = 0  # threads still running an abandoned call
 
-    def submit(self, fn: Callable[[], Any], timeout: float | None = None) -> Future[Any]:
+    def submit(self, fn: Callable[[], object], timeout: float | None = None) -> Future[Any]:
         """Run ``fn()`` in a pool thread; its result or exception is the future's, or `ToolTimedOut` when it
         runs longer than ``timeout`` seconds."""
         task = _Task(fn, timeout)
@@ -115,7 +115,7 @@ class ToolPool:
                     return
 
     @staticmethod
-    def _settle(task: _Task, result: Any = None, exc: BaseException | None = None) -> None:
+    def _settle(task: _Task, result: object = None, exc: BaseException | None = None) -> None:
         try:
             if exc is not None:
                 task.future.set_exception(exc)

@@ -28,10 +28,10 @@ WAIT: Any = object()
 class WorkQueue:
     """Retries first, then fresh inputs (at most ``read_ahead`` read and not yet taken by the consumer)."""
 
-    def __init__(self, requests: Iterable[Any] | AsyncIterable[Any], defaults: Mapping[str, Any],
+    def __init__(self, requests: Iterable[object] | AsyncIterable[object], defaults: Mapping[str, object],
                  read_ahead: int) -> None:
-        self._ait: AsyncIterator[Any] | None = None
-        self._it: Iterator[Any] | None = None
+        self._ait: AsyncIterator[object] | None = None
+        self._it: Iterator[object] | None = None
         if isinstance(requests, AsyncIterable):
             self._ait = aiter(requests)
         else:
@@ -50,7 +50,7 @@ class WorkQueue:
         self.in_memory = 0
         """Items read whose result the consumer has not taken yet."""
 
-    async def _read(self) -> Any:
+    async def _read(self) -> object:
         if self._ait is None:
             assert self._it is not None
             return next(self._it, END)
@@ -92,7 +92,7 @@ class WorkQueue:
                 return None
             await self._wait()
 
-    def _admit_read(self, raw: Any) -> BatchRequest:
+    def _admit_read(self, raw: object) -> BatchRequest:
         index = self.read_count
         self.read_count += 1
         self.unfinished += 1

@@ -91,11 +91,11 @@ class AiohttpBackend:
         self._aiohttp: Any = None  # imported on first use: `import holysheep` and AsyncClient() stay light
         self._max_connections = max_connections
         self._network = network
-        self._proxies: dict[str, tuple[Any, Any]] = {}
+        self._proxies: dict[str, tuple[object, object]] = {}
         self._session: Any = None
         self.closed = False
-        self._timeouts: dict[tuple[Any, ...], Any] = {}
-        self._urls: dict[str, Any] = {}
+        self._timeouts: dict[tuple[object, ...], object] = {}
+        self._urls: dict[str, object] = {}
         self._yarl_url: Any = None
 
     def __del__(self) -> None:
@@ -130,7 +130,7 @@ class AiohttpBackend:
         self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         return self._session
 
-    def _proxy(self, url: str) -> tuple[Any, Any]:
+    def _proxy(self, url: str) -> tuple[object, object]:
         """``(proxy, proxy_headers)`` for a request to ``url`` (``(None, None)``: direct), worked out once per URL."""
         value = self._proxies.get(url)
         if value is None:
@@ -165,7 +165,7 @@ class AiohttpBackend:
             value = self._urls[url] = self._yarl_url(url)
         return value
 
-    def _timeout(self, call: Call) -> Any:
+    def _timeout(self, call: Call) -> object:
         timeout = call.timeout
         read = timeout.read
         if read is not None and not call.spec.stream and call.deadline_s is not None and read >= call.deadline_s:
@@ -218,7 +218,7 @@ class AiohttpBackend:
             raise _map_error(exc, call.httpx_request()) from exc
         return httpx.Response(resp.status, headers=headers, content=content, request=request)
 
-    async def _redirected(self, session: Any, call: Call, resp: Any, timeout: Any) -> Any:
+    async def _redirected(self, session: Any, call: Call, resp: Any, timeout: object) -> object:
         """Follow redirects like aiohttp would (303, and 301/302 of a POST, become a GET without a body;
         credentials are dropped across origins), refusing what `redirect_refusal` refuses."""
         method, url, data, headers = call.method, call.url, call.content, call.headers

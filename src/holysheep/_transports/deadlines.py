@@ -97,7 +97,7 @@ class DeadlineTimer:
         self._at = math.inf
         self._active = 0
 
-    def add(self, task: Any, seconds: float) -> list[Any]:
+    def add(self, task: object, seconds: float) -> list[object]:
         """Cancel ``task`` after ``seconds`` unless `done` is called first; the entry to pass to `done`."""
         at = self._time() + seconds
         entry = [at, task, _PENDING, seconds]
@@ -154,7 +154,7 @@ _timer_of: tuple[Any, DeadlineTimer | None] = (None, None)  # (weakref to the la
 _timers: weakref.WeakKeyDictionary[Any, DeadlineTimer] = weakref.WeakKeyDictionary()
 
 
-def _deadline_timer(loop: Any) -> DeadlineTimer:
+def _deadline_timer(loop: object) -> DeadlineTimer:
     global _timer_of
     ref, timer = _timer_of
     if timer is not None and ref() is loop:

@@ -24,7 +24,7 @@ def _error(exc: Exception, request: httpx.Request) -> httpx.RequestError:
     return httpx.TransportError(str(exc), request=request)
 
 
-def _request2(client: Any, request: httpx.Request) -> Any:
+def _request2(client: Any, request: httpx.Request) -> object:
     """The httpx2 request for ``request``, built by ``client`` (its default headers and cookies apply)."""
     import httpx2
 

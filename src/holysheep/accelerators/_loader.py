@@ -58,7 +58,7 @@ def _num(value: Any, where: str) -> float | None:
     return out
 
 
-def _flag(value: Any, where: str) -> bool:
+def _flag(value: object, where: str) -> bool:
     if isinstance(value, bool):
         return value
     s = str(value).strip().lower()
@@ -69,7 +69,7 @@ def _flag(value: Any, where: str) -> bool:
     raise _bad(where, f"expected 1/0 or true/false, got {value!r}")
 
 
-def _prices(raw: Mapping[str, Any], where: str) -> tuple[PriceQuote, ...] | None:
+def _prices(raw: Mapping[str, object], where: str) -> tuple[PriceQuote, ...] | None:
     """Nested ``prices`` list, or flat ``price_per_hour`` (+ ``price_kind`` ...) columns; None if absent."""
     out: list[PriceQuote] = []
     if raw.get("prices") is not None:
@@ -88,7 +88,7 @@ def _prices(raw: Mapping[str, Any], where: str) -> tuple[PriceQuote, ...] | None
                    f"{where}.price"),)
 
 
-def _quote(p: Mapping[str, Any], where: str) -> PriceQuote:
+def _quote(p: Mapping[str, object], where: str) -> PriceQuote:
     low = _num(p.get("usd_per_hour"), f"{where}.usd_per_hour")
     if low is None:
         raise _bad(f"{where}.usd_per_hour", "a price needs usd_per_hour")
@@ -105,7 +105,7 @@ def _quote(p: Mapping[str, Any], where: str) -> PriceQuote:
     )
 
 
-def row_from_mapping(raw: Mapping[str, Any], base: GPU | None, where: str) -> GPU:
+def row_from_mapping(raw: Mapping[str, object], base: GPU | None, where: str) -> GPU:
     """Build a ``GPU`` from one mapping (nested JSON schema or flat CSV columns), merged onto ``base``."""
     data = {_RENAMES.get(k.strip(), k.strip()): v for k, v in raw.items() if k is not None}
     ident = str(data.get("id") or (base.id if base else "")).strip()
@@ -180,7 +180,7 @@ def parse_file(path: str | PathLike[str], existing: Callable[[str], GPU | None])
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidRequestError(f"cannot read GPU file {str(p)!r}: {exc}", field="path") from None
-    raws: list[tuple[str, Mapping[str, Any]]] = []
+    raws: list[tuple[str, Mapping[str, object]]] = []
     if p.suffix.lower() == ".json":
         try:
             doc = json.loads(text)

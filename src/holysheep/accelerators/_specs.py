@@ -40,7 +40,7 @@ class PriceQuote:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form of the quote."""
-        d: dict[str, Any] = {"provider": self.provider, "usd_per_hour": self.usd_per_hour}
+        d: dict[str, object] = {"provider": self.provider, "usd_per_hour": self.usd_per_hour}
         if self.usd_per_hour_high is not None:
             d["usd_per_hour_high"] = self.usd_per_hour_high
         d.update(kind=self.kind, as_of=self.as_of, source=self.source)

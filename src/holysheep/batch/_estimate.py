@@ -108,7 +108,7 @@ class BatchEstimate:
         return ", ".join(parts) + f" ({self.rate_limits.get('source')})"
 
 
-def wire_body(index: int, params: Mapping[str, Any]) -> Mapping[str, Any]:
+def wire_body(index: int, params: Mapping[str, object]) -> Mapping[str, Any]:
     """The body an item's first request sends (every default and ``extra_body`` applied, a structured-output or
     agent item's first request made by its loop), built by the batch's own builder: what the cap reserves."""
     from holysheep._core.item_spec import item_spec
@@ -124,13 +124,13 @@ def _up(usd: float) -> float:
 
 
 class _Tally:
-    def __init__(self, prices: Mapping[str, Any] | None, max_cost_usd: float | None, tokenizer: str) -> None:
+    def __init__(self, prices: Mapping[str, object] | None, max_cost_usd: float | None, tokenizer: str) -> None:
         self.pricer = Pricer(prices)
         self.tokenizer = load_tokenizer(tokenizer)
         self.result = BatchEstimate(max_cost_usd=check_max_cost(max_cost_usd), tokenizer=self.tokenizer.name)
         self.charge_tokens = 0  # what the TPM limiter would charge in all
 
-    def add(self, index: int, custom_id: str | None, params: Mapping[str, Any], line: int | None) -> None:
+    def add(self, index: int, custom_id: str | None, params: Mapping[str, object], line: int | None) -> None:
         try:
             body = wire_body(index, params)
         except Exception as exc:  # what a real run would refuse before sending (temperature=9, ...)
@@ -194,7 +194,7 @@ def _limits(rpm: float | None, tpm: float | None, client: Any) -> tuple[float | 
     return None, None, None
 
 
-def _defaults(model: str | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
+def _defaults(model: str | None, defaults: Mapping[str, object]) -> dict[str, object]:
     """The create() defaults, checked as batch() checks them (a misspelt one is an error, not ignored)."""
     from holysheep._engine.options import split_params
 
@@ -202,9 +202,9 @@ def _defaults(model: str | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
-def estimate(requests: Iterable[Any], *, model: str | None = None, prices: Mapping[str, Any] | None = None,
+def estimate(requests: Iterable[object], *, model: str | None = None, prices: Mapping[str, object] | None = None,
              max_cost_usd: float | None = None, rpm: float | None = None, tpm: float | None = None,
-             tokenizer: str = "auto", client: Any = None, **defaults: Any) -> BatchEstimate:
+             tokenizer: str = "auto", client: object = None, **defaults: object) -> BatchEstimate:
     """A dry run of a batch: what it would send and cost. Sends nothing.
 
     ``requests`` and ``model`` / other ``create()`` defaults (``max_tokens=``, ...) are those of
@@ -244,9 +244,9 @@ def _done(path: Path) -> dict[str, bool]:
 
 
 def estimate_jsonl(input_path: str | os.PathLike[str], *, output_path: str | os.PathLike[str] | None = None,
-                   resume: bool = False, model: str | None = None, prices: Mapping[str, Any] | None = None,
+                   resume: bool = False, model: str | None = None, prices: Mapping[str, object] | None = None,
                    max_cost_usd: float | None = None, rpm: float | None = None, tpm: float | None = None,
-                   tokenizer: str = "auto", client: Any = None, **defaults: Any) -> BatchEstimate:
+                   tokenizer: str = "auto", client: object = None, **defaults: object) -> BatchEstimate:
     """``estimate`` for a JSONL file (``holysheep batch IN.jsonl --dry-run``): refused lines carry their
     line numbers; with ``resume=True`` and ``output_path``, lines already done there are skipped (the
     output is only read). Duplicate custom_ids raise ``InvalidRequestError`` as a real run would."""

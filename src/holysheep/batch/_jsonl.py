@@ -85,7 +85,7 @@ class _Plan:
 
 
 def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrite: bool,
-             defaults: Mapping[str, Any], output_format: str = "holysheep", cache: Any = None,
+             defaults: Mapping[str, object], output_format: str = "holysheep", cache: object = None,
              rerun_changed: bool = False) -> _Plan:
     src, dst = Path(input_path), Path(output_path)
     if rerun_changed and not resume:
@@ -181,7 +181,7 @@ class _Writer:
             self.on_result(result)
 
 
-def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, object]) -> Iterator[dict[str, object]]:
     """The lines to send, as dicts for the engine; counts re-runs and writes bad lines as it goes."""
     report = plan.report
     for line in read_lines(plan.src, defaults, plan.size):
@@ -197,7 +197,7 @@ def _items(plan: _Plan, writer: _Writer, defaults: Mapping[str, Any]) -> Iterato
         yield line.item
 
 
-def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _split(kwargs: dict[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(batch options, create() defaults): `BatchParams`' engine options, and the rest but the hooks."""
     options = {k: v for k, v in kwargs.items() if k in BATCH_OPTION_NAMES}
     defaults = {k: v for k, v in kwargs.items()
@@ -211,7 +211,7 @@ def _seed(output_path: PathLike) -> str:
     return "jsonl:" + str(Path(output_path).resolve())
 
 
-def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mapping[str, object]) -> None:
     """With ``max_cost_usd``: the cap is valid and every model of the file has a price, before anything is
     written or sent (one extra read of the input)."""
     if options.get("max_cost_usd") is None:
@@ -264,8 +264,8 @@ def _finish(plan: _Plan, ok: bool) -> None:
         plan.lock.release()
 
 
-def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[str, Any], *, progress: Any,
-                 on_result: Callable[[BatchResult], None], on_progress: Any, total: int,
+def _stream_sync(client: Client, items: Iterator[dict[str, object]], options: dict[str, object], *, progress: object,
+                 on_result: Callable[[BatchResult], None], on_progress: object, total: int,
                  estimated_tokens: int) -> BatchSummary:
     """Run the engine for the sync client with results delivered one by one.
 
@@ -297,7 +297,7 @@ def _stream_sync(client: Client, items: Iterator[dict[str, Any]], options: dict[
 def run_jsonl(client: Client, input_path: PathLike, output_path: PathLike, *, model: str | None = None,
               concurrency: int = DEFAULT_CONCURRENCY, rpm: float | Literal["auto"] | None = "auto",
               tpm: float | Literal["auto"] | None = "auto", max_retries: int | None = None, resume: bool = False,
-              overwrite: bool = False, progress: Any = False, output_format: str = "holysheep",
+              overwrite: bool = False, progress: object = False, output_format: str = "holysheep",
               rerun_changed: bool = False, **kwargs: Any) -> JsonlReport:
     """Run every request of a JSONL file and write one result line per input to `output_path`.
 

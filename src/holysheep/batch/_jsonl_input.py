@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from holysheep._engine.requests import normalize_item
 from holysheep._exceptions import InvalidRequestError
@@ -27,12 +27,12 @@ class InputLine:
     lineno: int
     custom_id: str
     digest: str
-    item: dict[str, Any] | None  # what the engine is given; None when the line is bad
+    item: dict[str, object] | None  # what the engine is given; None when the line is bad
     problem: str | None  # why it is bad (no line number: the caller adds one)
     tokens: int = 0  # the limiters' estimate for it
 
 
-def _line_id(obj: Any, lineno: int) -> str:
+def _line_id(obj: object, lineno: int) -> str:
     cid = obj.get("custom_id") if isinstance(obj, dict) else None
     if cid is None:
         return f"line-{lineno}"
@@ -42,7 +42,7 @@ def _line_id(obj: Any, lineno: int) -> str:
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _lone_surrogate(obj: Any) -> bool:
+def _lone_surrogate(obj: object) -> bool:
     """True when a parsed line holds a surrogate that is not half of a pair (valid JSON, not Unicode)."""
     try:
         json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -51,7 +51,7 @@ def _lone_surrogate(obj: Any) -> bool:
     return False
 
 
-def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
+def _parse(lineno: int, raw: bytes, defaults: Mapping[str, object]) -> InputLine:
     text = raw.rstrip(b"\r\n")
     try:
         obj = json.loads(text)
@@ -76,7 +76,7 @@ def _parse(lineno: int, raw: bytes, defaults: Mapping[str, Any]) -> InputLine:
     return InputLine(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
 
 
-def read_lines(path: Path, defaults: Mapping[str, Any], end: int | None = None) -> Iterator[InputLine]:
+def read_lines(path: Path, defaults: Mapping[str, object], end: int | None = None) -> Iterator[InputLine]:
     """The lines of ``path``, parsed; with ``end``, only its first ``end`` bytes (what the file held when the
     run started: lines appended while it runs are not read)."""
     pos = 0
@@ -109,7 +109,7 @@ def check_paths(src: Path, dst: Path) -> None:
                                   field="output_path")
 
 
-def check_cache_path(cache: Any, dst: Path) -> None:
+def check_cache_path(cache: object, dst: Path) -> None:
     """The response cache (a path, or a cache over an SQLite file) is never the output file: each would
     corrupt the other. Checked before anything is opened, written or sent."""
     if cache is None:
@@ -126,7 +126,7 @@ def check_cache_path(cache: Any, dst: Path) -> None:
                                   field="cache")
 
 
-def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, Any],
+def scan_input(src: Path, dst: Path, prior: dict[str, PriorResult], defaults: Mapping[str, object],
                report: JsonlReport, end: int | None = None, rerun_changed: bool = False) -> tuple[list[str], int, int]:
     """Check the input before anything is sent: unique custom_ids, and (when resuming) that the
     output's lines answer this input. A line changed since its *successful* result was written is refused,

@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from holysheep._exceptions import HolySheepError, InvalidRequestError
 
@@ -57,7 +56,7 @@ class OutputWriteError(HolySheepError):
     and ``--resume`` continues from them once the cause is fixed."""
 
 
-def request_hash(raw: bytes, obj: Any = None, parsed: bool = False) -> str:
+def request_hash(raw: bytes, obj: object = None, parsed: bool = False) -> str:
     """A short hash (16 hex digits of SHA-256) of one input line: of its JSON value when it parses,
     so whitespace and key order do not matter, else of its bytes."""
     if parsed:

@@ -63,7 +63,7 @@ def server_error(error: APIStatusError, kind: str) -> dict[str, Any]:
     found = {"message": message if isinstance(message, str) else error.message,
              "type": inner.get("type", error.type or kind), "param": inner.get("param"),
              "code": inner.get("code", error.code)}
-    scrubbed: dict[str, Any] = redact_value(found)
+    scrubbed: dict[str, object] = redact_value(found)
     return scrubbed
 
 

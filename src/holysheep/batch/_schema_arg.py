@@ -14,7 +14,7 @@ from holysheep._exceptions import InvalidRequestError
 __all__ = ["load_schema"]
 
 
-def _from_file(path: Path) -> dict[str, Any]:
+def _from_file(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -25,7 +25,7 @@ def _from_file(path: Path) -> dict[str, Any]:
                                   field="schema")
     envelope = data.get("json_schema") if data.get("type") == "json_schema" else None
     if isinstance(envelope, dict) and isinstance(envelope.get("schema"), dict):  # a whole response_format
-        schema: dict[str, Any] = {"title": envelope.get("name", "response"), **envelope["schema"]}
+        schema: dict[str, object] = {"title": envelope.get("name", "response"), **envelope["schema"]}
         return schema
     return data
 
@@ -44,7 +44,7 @@ def load_schema(spec: str) -> Any:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        target: Any = importlib.import_module(module_name)
+        target: object = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:

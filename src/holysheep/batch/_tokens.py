@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
 
 __all__ = ["Tokenizer", "count_prompt_tokens", "load_tokenizer"]
 
@@ -85,7 +84,7 @@ def load_tokenizer(name: str = "auto") -> Tokenizer:
     raise InvalidRequestError(f"tokenizer {name!r} is not installed with its data: {hint}.", field="tokenizer")
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -99,7 +98,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-def count_prompt_tokens(messages: Any, tokenizer: Tokenizer) -> int:
+def count_prompt_tokens(messages: object, tokenizer: Tokenizer) -> int:
     """Prompt tokens of ``messages``: chars/4 of their text (as the batch's own estimate), or with a real
     tokenizer OpenAI's chat count (3 per message + role + content [+ 1 for a name], + 3 for the reply)."""
     if not isinstance(messages, (list, tuple)):

@@ -51,7 +51,7 @@ class _Unkeyable(Exception):
     pass
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> object:
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json")
@@ -72,8 +72,8 @@ def _clean_base(base_url: str) -> tuple[str, list[tuple[str, str]]]:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", "")), parse_qsl(parts.query, True)
 
 
-def request_key(body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
-                method: str = "POST", query: Mapping[str, Any] | None = None,
+def request_key(body: Mapping[str, object], *, path: str = "chat/completions", base_url: str = "",
+                method: str = "POST", query: Mapping[str, object] | None = None,
                 headers: Mapping[str, str | None] | None = None) -> str | None:
     """The cache key of a request: SHA-256 hex of its canonical form (``method``, ``base_url`` and ``path``, the
     base URL's query merged with ``query`` (a call's ``extra_query``), the ``KEY_HEADERS`` among ``headers``,
@@ -138,7 +138,7 @@ class ResponseCache:
                        "another program holds).", where, doing, type(exc).__name__, exc)
 
     def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
-            method: str = "POST", query: Mapping[str, Any] | None = None,
+            method: str = "POST", query: Mapping[str, object] | None = None,
             headers: Mapping[str, str | None] | None = None) -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""
         if body.get("stream"):

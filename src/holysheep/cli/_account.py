@@ -98,7 +98,7 @@ def run_quota(args: argparse.Namespace) -> int:
     """``holysheep quota [--json]``: the quota object (``remaining``, ``limit``, ``used``, ``unit``, ...)."""
     with make_client(args) as client:
         quota = client.quota.retrieve()
-    data: dict[str, Any] = quota.model_dump()
+    data: dict[str, object] = quota.model_dump()
     if args.json:
         print_json(data)
     else:

@@ -52,7 +52,7 @@ FLAG_SCOPES: dict[str, tuple[str, str]] = {
 
 def unhonoured_flags(args: argparse.Namespace) -> list[str]:
     """The flags set (away from their defaults) that the chosen front-end (``--ray`` or not) cannot honour."""
-    defaults: dict[str, Any] = getattr(args, "batch_defaults", {})
+    defaults: dict[str, object] = getattr(args, "batch_defaults", {})
     other = LOCAL if getattr(args, "ray", False) else RAY
     return [flag for dest, (flag, scope) in FLAG_SCOPES.items()
             if scope == other and dest in defaults and getattr(args, dest, defaults[dest]) != defaults[dest]]
@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _structured_params(args: argparse.Namespace) -> dict[str, Any]:
+def _structured_params(args: argparse.Namespace) -> dict[str, object]:
     schema, repairs = getattr(args, "schema", None), getattr(args, "max_repairs", None)
     if schema is None:
         if repairs is not None:
@@ -198,7 +198,7 @@ def _structured_params(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     from holysheep.batch._schema_arg import load_schema
 
-    params: dict[str, Any] = {"response_format": load_schema(schema)}
+    params: dict[str, object] = {"response_format": load_schema(schema)}
     if repairs is not None:
         params["max_repairs"] = repairs
     return params
@@ -222,12 +222,12 @@ def _prices(args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
     return prices or None
 
 
-def _spend_params(args: argparse.Namespace, *, cache: bool = True) -> dict[str, Any]:
+def _spend_params(args: argparse.Namespace, *, cache: bool = True) -> dict[str, object]:
     """``--max-cost``, ``--price`` and ``--cache*`` as batch parameters (``cache=False``: the cache flags are
     checked but no file is opened)."""
     from holysheep._exceptions import InvalidRequestError
 
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     if getattr(args, "max_cost", None) is not None:
         params["max_cost_usd"] = args.max_cost
     prices = _prices(args)
@@ -299,7 +299,7 @@ def _run_batch(args: argparse.Namespace) -> int:
         print("holysheep batch: --no-quota-check and --require-quota contradict each other: drop one.",
               file=sys.stderr)
         return 2
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     if getattr(args, "no_quota_check", False):
         params["check_quota"] = False
     if args.max_tokens is not None:

@@ -134,7 +134,7 @@ def _measure(client: Client, model: str, index: int, params: dict[str, Any], t0:
 class _Run:
     """One model's requests spread over ``concurrency`` daemon worker threads."""
 
-    def __init__(self, client: Client, model: str, args: argparse.Namespace, params: dict[str, Any],
+    def __init__(self, client: Client, model: str, args: argparse.Namespace, params: dict[str, object],
                  stop: threading.Event) -> None:
         self.client, self.model, self.params, self.stop = client, model, params, stop
         self.jobs: queue.Queue[int] = queue.Queue()
@@ -237,8 +237,8 @@ def _count(stats: BatchStats, sample: Sample) -> None:
         stats.cost_known = True
 
 
-def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, params: dict[str, Any],
-             samples: list[Sample], summaries: list[dict[str, Any]]) -> tuple[bool, BaseException | None]:
+def _run_all(client: Client, models: Sequence[str], args: argparse.Namespace, params: dict[str, object],
+             samples: list[Sample], summaries: list[dict[str, object]]) -> tuple[bool, BaseException | None]:
     """Measure each model in turn; returns ``(interrupted, fatal_error)``. Fills samples and summaries."""
     from holysheep._engine.progress import make_progress  # lazy: other commands do not load the batch layer
     from holysheep._engine.results import BatchStats
@@ -298,11 +298,11 @@ def run_bench(args: argparse.Namespace) -> int:
         error(message_for(exc))
         return EXIT_USAGE
     models: list[str] = list(dict.fromkeys(args.models or ["deepseek-v3.2"]))
-    params: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}], "max_tokens": args.max_tokens}
+    params: dict[str, object] = {"messages": [{"role": "user", "content": prompt}], "max_tokens": args.max_tokens}
     if not args.no_usage:
         params["stream_options"] = {"include_usage": True}
     samples: list[Sample] = []
-    summaries: list[dict[str, Any]] = []
+    summaries: list[dict[str, object]] = []
     interrupted, fatal = _run_all(client, models, args, params, samples, summaries)
     if csv_file is not None:
         _write_csv(csv_file, samples)

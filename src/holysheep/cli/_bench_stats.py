@@ -10,7 +10,6 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 from holysheep._core.percentile import percentile
 
@@ -39,7 +38,7 @@ class Sample:
     status_code: int | None = None
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -70,7 +69,7 @@ def summarize(
     wall_s: float,
     input_per_m: float | None = None,
     output_per_m: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Per-model summary of ``samples`` (all of one model) measured over ``wall_s`` seconds of wall time."""
     ok = [s for s in samples if s.ok]
     ttft, e2e = _vals(ok, "ttft_s"), _vals(ok, "e2e_s")

@@ -44,7 +44,7 @@ def _read_prompt(args: argparse.Namespace) -> str | None:
     return sys.stdin.read().rstrip("\n")
 
 
-def _as_json(completion: Any, metrics: Any | None) -> dict[str, Any]:
+def _as_json(completion: Any, metrics: object | None) -> dict[str, object]:
     choice = completion.choices[0] if completion.choices else None
     usage = completion.usage
     return {

@@ -115,7 +115,7 @@ def run_plan(args: argparse.Namespace) -> int:
     options = (("optimizer", args.optimizer), ("precision", args.precision),
                ("gradient_checkpointing", args.gradient_checkpointing), ("offload_optimizer", args.offload_optimizer),
                ("offload_params", args.offload_params), ("lora_rank", args.lora_rank))
-    train_options: dict[str, Any] = {k: v for k, v in options if v is not None}
+    train_options: dict[str, object] = {k: v for k, v in options if v is not None}
     if not args.flash_attention:
         train_options["flash_attention"] = False
     if not train:

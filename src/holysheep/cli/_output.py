@@ -168,7 +168,7 @@ def message_for(exc: BaseException) -> str:
     return text
 
 
-def print_json(data: Any, *, file: IO[str] | None = None) -> None:
+def print_json(data: object, *, file: IO[str] | None = None) -> None:
     """Write ``data`` as JSON (one document) on stdout, scrubbed of the key."""
     out = file or sys.stdout
     out.write(scrub(json.dumps(data, indent=2, default=str)) + "\n")

@@ -7,7 +7,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._params import WeightMatrix, linear_state_elements, mlp_matrices, mtp_params, vector_params, weight_matrices
@@ -303,7 +302,7 @@ class Architecture:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_hf_config(
-        cls, path_or_dict: str | Path | Mapping[str, Any], name: str | None = None, *, assume: str | None = None
+        cls, path_or_dict: str | Path | Mapping[str, object], name: str | None = None, *, assume: str | None = None
     ) -> Architecture:
         """Build from a Hugging Face ``config.json`` (a path, a directory holding one, or a dict).
 
@@ -315,7 +314,7 @@ class Architecture:
         from ._hf import architecture_kwargs
 
         if isinstance(path_or_dict, Mapping):
-            cfg: Mapping[str, Any] = path_or_dict
+            cfg: Mapping[str, object] = path_or_dict
         else:
             p = Path(path_or_dict)
             if p.is_dir():

@@ -44,7 +44,7 @@ class CatalogEntry:
     params: int | None
     reported: float | None
     params_source: str
-    config: Mapping[str, Any]
+    config: Mapping[str, object]
     aliases: tuple[str, ...]
     quant: str = "bf16"
     reported_active: float | None = None
@@ -158,7 +158,7 @@ def shipped_quant(model: ModelLike) -> tuple[Any, str | None]:
     the modules its ignore list keeps unquantized; another ``quant_method`` gives a warning instead (the
     weights are then planned in bf16). An Architecture or a bare size gives ``(None, None)``.
     """
-    cfg: Any = None
+    cfg: object = None
     if isinstance(model, Mapping):
         cfg = model
     elif isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or Path(model).is_dir())):

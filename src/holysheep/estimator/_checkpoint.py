@@ -21,16 +21,16 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ._params import WeightMatrix
+from ._shape import ArchShape
 
 __all__ = ["matches", "module_paths", "read_quantization_config"]
 
 _ATTENTION = {"q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}
 
 
-def module_paths(m: WeightMatrix, arch: Any) -> list[str]:
+def module_paths(m: WeightMatrix, arch: ArchShape) -> list[str]:
     """The module names one matrix kind stands for, one per layer that holds it (one for embeddings / lm_head).
 
     MoE layers are taken as the last ``num_moe_layers`` (dense layers first, as DeepSeek-V3 orders them).
@@ -69,7 +69,7 @@ def matches(path: str, patterns: Sequence[str], syntax: str) -> bool:
     return False
 
 
-def _ct_format(qc: Mapping[str, Any]) -> tuple[str | None, str]:
+def _ct_format(qc: Mapping[str, object]) -> tuple[str | None, str]:
     """compressed-tensors: (format, description) from the first config group."""
     groups = qc.get("config_groups")
     group = next(iter(groups.values()), None) if isinstance(groups, Mapping) and groups else None
@@ -89,12 +89,12 @@ def _ct_format(qc: Mapping[str, Any]) -> tuple[str | None, str]:
     return None, f"{bits}-bit {kind} weights"
 
 
-def read_quantization_config(qc: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...], str, str | None]:
+def read_quantization_config(qc: Mapping[str, object]) -> tuple[str | None, tuple[str, ...], str, str | None]:
     """``(format name or None, unquantized patterns, their syntax, warning)`` for a ``quantization_config``."""
     method = str(qc.get("quant_method") or "").lower().replace("_", "-")
     bits = qc.get("bits", qc.get("w_bit"))
     name: str | None = {"fp8": "fp8", "mxfp4": "mxfp4", "fbgemm-fp8": "fp8"}.get(method)
-    keep: Any = qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ()
+    keep: object = qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ()
     syntax, detail = "substring", method
     if method in ("awq", "gptq") and bits == 4:
         name = f"int4-{method}"

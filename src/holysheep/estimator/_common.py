@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from .._exceptions import InvalidRequestError
 
@@ -71,7 +70,7 @@ RESERVE_MIN_GB = 1.0
 RESERVE_FRACTION = 0.05
 
 
-def check_int(value: Any, field: str, minimum: int = 1, maximum: int | None = None) -> int:
+def check_int(value: object, field: str, minimum: int = 1, maximum: int | None = None) -> int:
     """Return ``value`` as an int if it is an integer within range, else raise InvalidRequestError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidRequestError(f"{field} must be an integer, got {value!r}", field=field, reason="not an int")
@@ -81,7 +80,7 @@ def check_int(value: Any, field: str, minimum: int = 1, maximum: int | None = No
     return value
 
 
-def check_choice(value: Any, field: str, choices: dict[str, str]) -> str:
+def check_choice(value: object, field: str, choices: dict[str, str]) -> str:
     """Map ``value`` (case-insensitive, aliases allowed) to a canonical choice or raise."""
     key = str(value).strip().lower()
     if key not in choices:
@@ -116,7 +115,7 @@ def warn_once(text: str, stacklevel: int = 2) -> None:
     warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
 
 
-def runtime_memory_gb(gpu: Any, runtime: str) -> tuple[float, str, tuple[str, ...]]:
+def runtime_memory_gb(gpu: object, runtime: str) -> tuple[float, str, tuple[str, ...]]:
     """GB the ``runtime`` sizes itself from, a label and warnings, for a GPU given as in `gpu_memory_gb`.
 
     vLLM and SGLang take a fraction of CUDA's total: a row's ``cuda_total_gib`` (x 2^30 / 1e9) where it
@@ -136,7 +135,7 @@ def runtime_memory_gb(gpu: Any, runtime: str) -> tuple[float, str, tuple[str, ..
     return mem, label, (cuda_total_warning(runtime, label),)
 
 
-def gpu_memory_gb(gpu: Any) -> tuple[float, str]:
+def gpu_memory_gb(gpu: object) -> tuple[float, str]:
     """Usable memory in GB (10^9 bytes) and a label for a GPU given as a name, an object or a number.
 
     Names are looked up in the accelerator table (``holysheep.accelerators``); objects need a

@@ -7,11 +7,11 @@ from typing import Any
 __all__ = ["first_fit"]
 
 
-def first_fit(est_in: Any, gpu: Any, n: int) -> str | None:
+def first_fit(est_in: Any, gpu: object, n: int) -> str | None:
     """The first change (checkpointing, ZeRO-3, offload, a shorter sequence) under which ``est_in`` (a
     ``TrainingEstimate``) fits ``n`` GPUs like ``gpu``, as text, or None when none does."""
     est = est_in if n == est_in.num_gpus else est_in.with_num_gpus(n)
-    tries: list[tuple[str, dict[str, Any]]] = []
+    tries: list[tuple[str, dict[str, object]]] = []
     if est_in.gradient_checkpointing != "full":
         tries.append(("with gradient_checkpointing='full'", {"gradient_checkpointing": "full"}))
     if n > 1 and est_in.zero_stage < 3:

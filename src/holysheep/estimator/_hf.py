@@ -17,6 +17,7 @@ from typing import Any
 
 from .._exceptions import InvalidRequestError
 from ._families import FAMILIES, falcon, gpt2_like, req
+from ._shape import ArchFields
 
 __all__ = ["ArchitectureWarning", "UnsupportedArchitectureError", "architecture_kwargs", "supported_model_types"]
 
@@ -136,7 +137,7 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _meaningful(key: str, value: Any, mt: str) -> bool:
+def _meaningful(key: str, value: object, mt: str) -> bool:
     if key == "layer_types":
         kinds = (*_LAYER_KINDS, *_EXTRA_KINDS.get(mt, ()))
         return isinstance(value, (list, tuple)) and any(t not in kinds for t in value)
@@ -145,7 +146,7 @@ def _meaningful(key: str, value: Any, mt: str) -> bool:
     return value not in (None, 0, False, "", [], {}, ())
 
 
-def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
+def _check_layout(cfg: Mapping[str, object], mt: str) -> None:
     """Raise when ``cfg`` carries layout fields that family ``mt`` (None: unknown) does not map."""
     handled = _HANDLED.get(mt, frozenset())
     stray = [k for k in (*_LAYOUT_FIELDS, "layer_types") if k not in handled and _meaningful(k, cfg.get(k), mt)]
@@ -161,7 +162,7 @@ def _check_layout(cfg: Mapping[str, Any], mt: str) -> None:
     )
 
 
-def _layers_from_types(layer_types: Any) -> tuple[int, ...] | None:
+def _layers_from_types(layer_types: object) -> tuple[int, ...] | None:
     if not isinstance(layer_types, (list, tuple)):
         return None
     return tuple(i for i, t in enumerate(layer_types) if t == "sliding_attention")
@@ -195,7 +196,7 @@ _PLAIN_FIELDS = frozenset({
 })
 
 
-def _refuse_model_type(cfg: Mapping[str, Any], mt: str) -> UnsupportedArchitectureError:
+def _refuse_model_type(cfg: Mapping[str, object], mt: str) -> UnsupportedArchitectureError:
     extra = sorted(k for k in cfg if k not in _PLAIN_FIELDS and _meaningful(k, cfg.get(k), mt))
     fields = f"; fields it would ignore: {', '.join(extra[:12])}{' ...' if len(extra) > 12 else ''}" if extra else ""
     return UnsupportedArchitectureError(
@@ -208,7 +209,7 @@ def _refuse_model_type(cfg: Mapping[str, Any], mt: str) -> UnsupportedArchitectu
     )
 
 
-def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | None = None) -> dict[str, Any]:
+def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | None = None) -> ArchFields:
     """Map one config dict to Architecture fields.
 
     Raises `UnsupportedArchitectureError` for layouts that cannot be counted exactly and for an unmapped
@@ -248,7 +249,7 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
     h = req(cfg, "hidden_size")
     a = req(cfg, "num_attention_heads")
     qwen = mt in ("qwen2", "qwen3", "qwen3_moe")
-    kw: dict[str, Any] = {
+    kw: ArchFields = {
         "name": name or str(cfg.get("_name_or_path") or mt),
         "model_type": mt,
         "num_hidden_layers": req(cfg, "num_hidden_layers"),
@@ -271,11 +272,11 @@ def architecture_kwargs(cfg: Mapping[str, Any], name: str | None, assume: str | 
     if mt in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4
     if mt == "mixtral":
-        kw.update(
-            num_experts=req(cfg, "num_local_experts"),
-            num_experts_per_tok=req(cfg, "num_experts_per_tok"),
-            moe_intermediate_size=kw["intermediate_size"],
-        )
+        kw.update({
+            "num_experts": req(cfg, "num_local_experts"),
+            "num_experts_per_tok": req(cfg, "num_experts_per_tok"),
+            "moe_intermediate_size": kw["intermediate_size"],
+        })
     family = FAMILIES.get(mt)
     if family is not None:
         family(cfg, kw)

@@ -97,7 +97,7 @@ class InferenceEstimate(MemoryTotals):
         """The same request over ``n`` GPUs (tensor parallel, or a layer split for llama.cpp and hf)."""
         return _build(**{**self._rebuild, "tensor_parallel": check_int(n, "tensor_parallel")})
 
-    def with_options(self, **changes: Any) -> InferenceEstimate:
+    def with_options(self, **changes: object) -> InferenceEstimate:
         """The same request with ``context``, ``batch``, ``tensor_parallel`` or ``gpu_memory_utilization``
         changed (used by the solvers and the picker's fit hints)."""
         allowed = {"context", "batch", "tensor_parallel", "gpu_memory_utilization"}
@@ -113,7 +113,7 @@ class InferenceEstimate(MemoryTotals):
                 check_int(v, k)
         return _build(**{**self._rebuild, **changes})
 
-    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
+    def memory_check(self, gpu: object, count: int | None = None) -> MemoryCheck:
         """Apply this runtime's memory rule, once, to ``count`` GPUs of this kind (default: this estimate's).
 
         vLLM: weights + profile peak + buffers + the KV blocks of ``batch x context`` within total x
@@ -141,7 +141,7 @@ class InferenceEstimate(MemoryTotals):
         return MemoryCheck(need <= usable, need, usable, mem, f"{est.runtime}: the GPU's memory less a "
                            f"{mem - usable:.2f} GB allocator reserve (max of 1 GB and 5 %; overheads counted)")
 
-    def fits(self, gpu: Any, count: int | None = None) -> bool:
+    def fits(self, gpu: object, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default: this estimate's) of this kind hold the request under its runtime.
 
         ``gpu`` is a hardware-table name, an object with ``.memory_gb`` or a size in GB. Same answer as

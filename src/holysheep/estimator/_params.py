@@ -1,12 +1,13 @@
 """Parameter layout of an `Architecture`: its 2-D weights and its 1-D parameters (norms, biases, gates).
 
-Functions of an architecture (typed ``Any`` so that this module need not import ``_architecture``).
+Functions of an architecture, typed by the `ArchShape` protocol (this module cannot import ``_architecture``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from ._shape import ArchShape
 
 __all__ = ["WeightMatrix", "linear_state_elements", "mtp_params", "vector_params", "weight_matrices"]
 
@@ -26,7 +27,7 @@ class WeightMatrix:
         return self.rows * self.cols * self.count
 
 
-def _mla(arch: Any, L: int) -> list[WeightMatrix]:
+def _mla(arch: ArchShape, L: int) -> list[WeightMatrix]:
     h, a = arch.hidden_size, arch.num_attention_heads
     qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
     out = []
@@ -49,7 +50,7 @@ def _mla(arch: Any, L: int) -> list[WeightMatrix]:
     return out
 
 
-def _attention(arch: Any) -> list[WeightMatrix]:
+def _attention(arch: ArchShape) -> list[WeightMatrix]:
     L = arch.num_attention_layers
     if arch.is_mla:
         return _mla(arch, L)
@@ -63,7 +64,7 @@ def _attention(arch: Any) -> list[WeightMatrix]:
     ]
 
 
-def _linear_attention(arch: Any) -> list[WeightMatrix]:
+def _linear_attention(arch: ArchShape) -> list[WeightMatrix]:
     """Gated DeltaNet layers (Qwen3-Next): fused q/k/v/z and b/a input projections, output projection."""
     n = len(arch.linear_attention_layers)
     if not n:
@@ -78,7 +79,7 @@ def _linear_attention(arch: Any) -> list[WeightMatrix]:
     ]
 
 
-def mlp_matrices(arch: Any, inter: int, count: int, prefix: str) -> list[WeightMatrix]:
+def mlp_matrices(arch: ArchShape, inter: int, count: int, prefix: str) -> list[WeightMatrix]:
     if count == 0 or inter == 0:
         return []
     h = arch.hidden_size
@@ -91,7 +92,7 @@ def mlp_matrices(arch: Any, inter: int, count: int, prefix: str) -> list[WeightM
     return [WeightMatrix(f"{prefix}fc_in", h, inter, count), WeightMatrix(f"{prefix}fc_out", inter, h, count)]
 
 
-def weight_matrices(arch: Any) -> list[WeightMatrix]:
+def weight_matrices(arch: ArchShape) -> list[WeightMatrix]:
     """Every 2-D weight kind with its shape and multiplicity (embeddings and lm_head included)."""
     h = arch.hidden_size
     mats = [WeightMatrix("embed_tokens", arch.vocab_size, h, 1, quantizable=False)]
@@ -112,11 +113,11 @@ def weight_matrices(arch: Any) -> list[WeightMatrix]:
     return mats
 
 
-def _mlp_bias(arch: Any, inter: int) -> int:
+def _mlp_bias(arch: ArchShape, inter: int) -> int:
     return int((2 * inter if arch.mlp_gated else inter) + arch.hidden_size)
 
 
-def vector_params(arch: Any) -> int:
+def vector_params(arch: ArchShape) -> int:
     """Norm weights and biases, gates and other 1-D parameters."""
     L, h, a = arch.num_hidden_layers, arch.hidden_size, arch.num_attention_heads
     La, kv, d = arch.num_attention_layers, arch.num_key_value_heads, arch.head_dim
@@ -153,7 +154,7 @@ def vector_params(arch: Any) -> int:
     return int(n)
 
 
-def linear_state_elements(arch: Any) -> int:
+def linear_state_elements(arch: ArchShape) -> int:
     """Elements of one sequence's fixed state in one linear-attention layer: the conv window and the
     ``value_heads x key_dim x value_dim`` recurrent state (Gated DeltaNet); it does not grow with context."""
     if not arch.linear_attention_layers:
@@ -164,7 +165,7 @@ def linear_state_elements(arch: Any) -> int:
     return int(conv + arch.linear_num_value_heads * arch.linear_key_head_dim * arch.linear_value_head_dim)
 
 
-def mtp_params(arch: Any, one_layer: int) -> int:
+def mtp_params(arch: ArchShape, one_layer: int) -> int:
     """Multi-token-prediction modules as the checkpoints ship them (DeepSeek-V3, GLM-4.5): one decoder layer each
     (``one_layer`` params), ``eh_proj`` (2h x h), three norms, and a stored copy of the embedding and the head
     (DeepSeek-V3: 671 B + 14 B = 685 B; GLM-4.5: 358 B on the Hub)."""

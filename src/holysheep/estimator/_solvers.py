@@ -24,7 +24,7 @@ def _base(model: ModelLike | InferenceEstimate, quant: str | None, options: dict
     return estimate_inference_memory(model, quant, **{**options, **request})
 
 
-def _fits(base: InferenceEstimate, gpu: Any, count: int) -> Callable[[InferenceEstimate], bool]:
+def _fits(base: InferenceEstimate, gpu: object, count: int) -> Callable[[InferenceEstimate], bool]:
     """``fits`` without a warning per probe: the rule's warnings (same for every probe) are raised once here."""
     for text in base.memory_check(gpu, count).warnings:
         warn_once(text, stacklevel=3)
@@ -47,14 +47,14 @@ def _largest(ok: Callable[[int], bool], step: int, limit: int) -> int:
 
 def max_context(
     model: ModelLike | InferenceEstimate,
-    gpu: Any,
+    gpu: object,
     count: int = 1,
     *,
     quant: str | None = None,
     batch: int = 1,
     step: int = 256,
     limit: int | None = None,
-    **options: Any,
+    **options: object,
 ) -> int:
     """The longest context (a multiple of ``step``) at which ``batch`` sequences fit ``count`` GPUs.
 
@@ -74,13 +74,13 @@ def max_context(
 
 def max_batch(
     model: ModelLike | InferenceEstimate,
-    gpu: Any,
+    gpu: object,
     context: int,
     count: int = 1,
     *,
     quant: str | None = None,
     limit: int = 65536,
-    **options: Any,
+    **options: object,
 ) -> int:
     """The most sequences of ``context`` tokens that fit ``count`` GPUs together (0 if not even one).
 

@@ -96,7 +96,7 @@ class TrainingEstimate(MemoryTotals):
         """The same run over ``n`` data-parallel GPUs."""
         return _build(**{**self._rebuild, "num_gpus": check_int(n, "num_gpus", maximum=1 << 20)})
 
-    def with_options(self, **changes: Any) -> TrainingEstimate:
+    def with_options(self, **changes: object) -> TrainingEstimate:
         """The same run with some switches changed: ``gradient_checkpointing``, ``zero_stage``,
         ``offload_optimizer``, ``offload_params``, ``seq_len``, ``micro_batch`` or ``num_gpus``."""
         keys = {"gradient_checkpointing": "ckpt", "zero_stage": "zero_stage", "offload_optimizer": "offload_optimizer",
@@ -111,7 +111,7 @@ class TrainingEstimate(MemoryTotals):
                 str(changes["gradient_checkpointing"]).lower(), "gradient_checkpointing", _CKPT)
         return _build(**{**self._rebuild, **{keys[k]: v for k, v in changes.items()}})
 
-    def memory_check(self, gpu: Any, count: int | None = None) -> MemoryCheck:
+    def memory_check(self, gpu: object, count: int | None = None) -> MemoryCheck:
         """The per-GPU need at ``count`` GPUs (default ``num_gpus``) against one GPU's memory less a reserve.
 
         The CUDA context and workspace are already in ``overhead``; the allocator's fragmentation is not, so
@@ -124,7 +124,7 @@ class TrainingEstimate(MemoryTotals):
         return MemoryCheck(est.per_gpu_gb <= limit, est.per_gpu_gb, limit, mem,
                            "training: the GPU's memory less a reserve of max(1 GB, 5 %) for the allocator")
 
-    def fit_hint(self, gpu: Any, count: int | None = None) -> str | None:
+    def fit_hint(self, gpu: object, count: int | None = None) -> str | None:
         """The first switch that makes this run fit ``count`` GPUs of this kind, as text, or None.
 
         Tried in order: full gradient checkpointing, ZeRO-3 (more than one GPU), optimizer offload (ZeRO-2 on
@@ -132,7 +132,7 @@ class TrainingEstimate(MemoryTotals):
         """
         return first_fit(self, gpu, self.num_gpus if count is None else count)
 
-    def fits(self, gpu: Any, count: int | None = None) -> bool:
+    def fits(self, gpu: object, count: int | None = None) -> bool:
         """Whether ``count`` GPUs (default ``num_gpus``) of this kind hold the run."""
         return self.memory_check(gpu, count).fits
 

@@ -146,7 +146,7 @@ def _gpus_arg(names: Sequence[str] | None) -> list[str] | None:
     return list(names)
 
 
-def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]]:
+def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, object]]:
     breakdown = {str(k): float(v) for k, v in dict(getattr(est, "breakdown", {}) or {}).items()}
     per_gpu = float(est.per_gpu_gb)
     tp = int(getattr(est, "tensor_parallel", 1) or 1)
@@ -161,7 +161,7 @@ def _memory_section(est: Any, training: bool) -> tuple[list[str], dict[str, Any]
     if breakdown:
         column = "GB/GPU" if training or tp > 1 else "GB"
         lines.append(format_table(("component", column), [[k, f"{v:.2f}"] for k, v in breakdown.items()]))
-    data: dict[str, Any] = {"per_gpu_gb": per_gpu, "total_gb": float(est.total_gb), "breakdown_gb": breakdown}
+    data: dict[str, object] = {"per_gpu_gb": per_gpu, "total_gb": float(est.total_gb), "breakdown_gb": breakdown}
     if not training:
         data["tensor_parallel"] = tp  # per_gpu_gb is at this degree; each option has its own per_gpu_gb
     return lines, data
@@ -177,7 +177,7 @@ def run_plan(
     train: bool | str = False,
     method: str = "full",
     zero_stage: int = 0,
-    train_options: Mapping[str, Any] | None = None,
+    train_options: Mapping[str, object] | None = None,
     max_gpus: int = 8,
     objective: str = "cost",
     budget_per_hour: float | None = None,
@@ -251,7 +251,7 @@ def run_plan(
     if isinstance(target, float):
         lines.insert(1, f"(architecture assumed from a bare size of {target:g}B parameters: figures are "
                         "approximate; name a catalog model or a config.json for exact ones)")
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "model": model, "mode": "training" if train else "inference",
         "quant": None if train else est.quant, "quant_as_shipped": False if train else est.quant_as_shipped,
         "context": context,
@@ -281,7 +281,7 @@ def _cuda_total_warnings(runtime: str, shown: Sequence[Any]) -> list[str]:
     return [cuda_total_warning(runtime, ", ".join(names))] if names else []
 
 
-def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
+def _warnings(est: object, caught: Sequence[warnings.WarningMessage]) -> list[str]:
     """The estimate's warnings, then any Python warning raised while building it that they do not repeat."""
     out = [str(w) for w in getattr(est, "warnings", ())]
     for w in caught:
@@ -294,7 +294,7 @@ def _warnings(est: Any, caught: Sequence[warnings.WarningMessage]) -> list[str]:
 def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str | None,
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
-              expert_parallel: bool = False) -> Any:
+              expert_parallel: bool = False) -> object:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 
     if train:
@@ -330,7 +330,7 @@ def _limits(est: Any, option: Any) -> dict[str, Any]:
 
 
 def _api_section(result: Sequence[Any], api_model: str, tokens_per_day: float | None, utilization: float,
-                 input_fraction: float | None) -> tuple[list[str], dict[str, Any]]:
+                 input_fraction: float | None) -> tuple[list[str], dict[str, object]]:
     from ..pricing import break_even, price_for
 
     volume = DEFAULT_TOKENS_PER_DAY if tokens_per_day is None else tokens_per_day

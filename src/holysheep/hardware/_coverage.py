@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
@@ -57,7 +56,7 @@ def _is_moe(model: str) -> bool:
     return bool(get_architecture(model).is_moe)
 
 
-def speed_caveats(g: GPU, devices: int, est: Any, *, training: bool) -> tuple[str, ...]:
+def speed_caveats(g: GPU, devices: int, est: object, *, training: bool) -> tuple[str, ...]:
     """Why this option's speed lies outside what the published rows check (empty when it does not)."""
     if training:
         return ("training speed: no published row checks it (MFU 0.40 and the link factor are assumptions)",)

@@ -18,7 +18,7 @@ MAX_UTILIZATION = 0.98
 _KNOB = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static"}
 
 
-def _fits(est: Any, device: Any, devices: int) -> bool:
+def _fits(est: Any, device: object, devices: int) -> bool:
     return bool(est.memory_check(device, devices).fits)
 
 

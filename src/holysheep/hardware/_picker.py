@@ -58,11 +58,11 @@ NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not
 """Option note under vLLM/SGLang for a GPU row without ``cuda_total_gib`` (the budget may be ~1 GiB high)."""
 
 
-def _is_training(est: Any) -> bool:
+def _is_training(est: object) -> bool:
     return hasattr(est, "with_num_gpus") and not hasattr(est, "with_tensor_parallel")
 
 
-def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
+def _precision_notes(g: GPU, spec: object) -> tuple[str | None, list[str]]:
     """(rejection reason or None, notes) for the quant format on this GPU."""
     need = getattr(spec, "requires_native", None)
     if need and not g.supports(str(need)):
@@ -82,7 +82,7 @@ def _precision_notes(g: GPU, spec: Any) -> tuple[str | None, list[str]]:
     return None, notes
 
 
-def moe_placement_note(est: Any, devices: int) -> str | None:
+def moe_placement_note(est: object, devices: int) -> str | None:
     """How an MoE model's experts are placed over ``devices`` GPUs and what that costs, or ``None``."""
     arch = getattr(est, "architecture", None)
     if devices <= 1 or not getattr(arch, "is_moe", False) or getattr(est, "layer_split", False):
@@ -222,7 +222,7 @@ def decode_inputs(est: Any) -> dict[str, Any]:
     }
 
 
-def _training_hint(sized: Any, g: GPU, devices: int) -> str | None:
+def _training_hint(sized: object, g: GPU, devices: int) -> str | None:
     """The switch that would make a training run fit (``TrainingEstimate.fit_hint``), if the estimate has one."""
     hint = getattr(sized, "fit_hint", None)
     if hint is None:
@@ -273,7 +273,7 @@ def _pick_rejection(tried: list[HardwareOption]) -> HardwareOption:
     return tried[-1]
 
 
-def _more_gpus_hint(rej: HardwareOption, g: GPU, est: Any, counts: list[int], *, training: bool, eff: Efficiencies,
+def _more_gpus_hint(rej: HardwareOption, g: GPU, est: object, counts: list[int], *, training: bool, eff: Efficiencies,
                     memory_fraction: float | None) -> HardwareOption:
     """A memory rejection at a fixed count says so when 2, 4 or 8 times the GPUs would hold the model."""
     if len(counts) != 1 or rej.reason_code != "does_not_fit" or not rej.reason:
@@ -287,7 +287,7 @@ def _more_gpus_hint(rej: HardwareOption, g: GPU, est: Any, counts: list[int], *,
 
 
 def pick_hardware(
-    model_or_estimate: Any,
+    model_or_estimate: object,
     *,
     quant: str | None = None,
     context: int = 2048,

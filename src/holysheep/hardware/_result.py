@@ -58,7 +58,7 @@ class PickResult(list[HardwareOption]):
     """Workable options, best first; ``.rejected`` holds one rejected option per unusable GPU."""
 
     def __init__(self, options: Iterable[HardwareOption], rejected: Iterable[HardwareOption], objective: str,
-                 estimate: Any = None) -> None:
+                 estimate: object = None) -> None:
         super().__init__(options)
         self.rejected: list[HardwareOption] = list(rejected)
         self.objective = objective

@@ -146,7 +146,7 @@ def expected_max_load(picks: int, bins: int) -> float:
     return sum(1 - p_le(m) for m in range(picks))
 
 
-def embedding_bytes(arch: Any, spec: Any) -> float:
+def embedding_bytes(arch: object, spec: object) -> float:
     """Input-embedding bytes, which decode does not stream (one row per token), unless tied to the lm_head."""
     groups = getattr(arch, "param_groups", None)
     if groups is None or getattr(arch, "tie_word_embeddings", True):
@@ -174,7 +174,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
 
         prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
         marlin = prof.marlin and (prof.awq_marlin or not awq)
-    out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
+    out: dict[str, object] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2

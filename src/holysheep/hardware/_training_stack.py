@@ -12,8 +12,6 @@ on CUDA and ROCm GPUs. Other parts are offered only where a real training stack 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..accelerators import GPU
 
 __all__ = ["training_support"]
@@ -21,7 +19,7 @@ __all__ = ["training_support"]
 _ONE_DEVICE_FORMS = ("soc", "som")
 
 
-def training_support(g: GPU, est: Any) -> tuple[str | None, int | None, list[str]]:
+def training_support(g: GPU, est: object) -> tuple[str | None, int | None, list[str]]:
     """``(rejection reason or None, most devices or None for any, notes)`` for training ``est`` on ``g``."""
     method = str(getattr(est, "method", "full"))
     ident = f"{g.id} {g.name}".lower()

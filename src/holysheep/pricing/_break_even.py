@@ -79,7 +79,7 @@ class BreakEven:
         return self.arithmetic
 
 
-def _label(option: Any) -> str:
+def _label(option: object) -> str:
     label = getattr(option, "label", None)
     if isinstance(label, str):
         return label

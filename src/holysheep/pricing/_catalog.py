@@ -118,7 +118,7 @@ def _norm(model: str) -> str:
     return re.sub(r"-latest$", "", s)
 
 
-def _num(v: Any, where: str) -> float | None:
+def _num(v: object, where: str) -> float | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:

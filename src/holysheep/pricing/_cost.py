@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ._catalog import _lookup
 
 __all__ = ["completion_cost", "cost_of"]
 
 
-def _get(obj: Any, name: str) -> Any:
+def _get(obj: object, name: str) -> object:
     if isinstance(obj, Mapping):
         return obj.get(name)
     return getattr(obj, name, None)
 
 
-def _int(v: Any) -> int | None:
+def _int(v: object) -> int | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
         return None
     return int(v)
 
 
-def _tokens(usage: Any) -> tuple[int, int, int] | None:
+def _tokens(usage: object) -> tuple[int, int, int] | None:
     """(prompt, completion, cached) tokens from an OpenAI- or Anthropic-style usage block."""
     prompt = _int(_get(usage, "prompt_tokens"))
     completion = _int(_get(usage, "completion_tokens"))
@@ -40,7 +39,7 @@ def _tokens(usage: Any) -> tuple[int, int, int] | None:
     return (inp or 0) + read + write, out or 0, read
 
 
-def cost_of(usage_or_response: Any, model: str | None = None) -> float | None:
+def cost_of(usage_or_response: object, model: str | None = None) -> float | None:
     """USD cost of one completion, or ``None`` when the model has no price or no usage is present.
 
     Accepts a response object or dict with ``.usage`` and ``.model``, or a bare usage object/dict

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from ._replies import ReplySpec, choice_count, dumps, new_id, resolve_reply, split_pieces, usage
 from ._responses import Response, StreamReply, error_response, unknown_model
@@ -16,7 +15,7 @@ from ._responses import Response, StreamReply, error_response, unknown_model
 __all__ = ["completions_endpoint"]
 
 
-def _prompts(body: Mapping[str, Any]) -> list[str] | None:
+def _prompts(body: Mapping[str, object]) -> list[str] | None:
     prompt = body.get("prompt")
     if isinstance(prompt, str):
         return [prompt]
@@ -26,7 +25,7 @@ def _prompts(body: Mapping[str, Any]) -> list[str] | None:
 
 
 def completions_endpoint(
-    body: Any, reply_spec: ReplySpec, *, models: Mapping[str, str], strict_models: bool = False,
+    body: object, reply_spec: ReplySpec, *, models: Mapping[str, str], strict_models: bool = False,
     words_per_chunk: int = 1,
 ) -> tuple[Response | StreamReply, int]:
     """Answer ``POST /completions``: the response and the tokens it used (0 on error)."""
@@ -63,8 +62,8 @@ def completions_endpoint(
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
 
-    def event(choices: list[dict[str, Any]], usage_value: dict[str, int] | None = None) -> bytes:
-        obj: dict[str, Any] = {**head, "choices": choices}
+    def event(choices: list[dict[str, object]], usage_value: dict[str, int] | None = None) -> bytes:
+        obj: dict[str, object] = {**head, "choices": choices}
         if include_usage:
             obj["usage"] = usage_value
         return b"data: " + dumps(obj) + b"\n\n"

@@ -7,7 +7,6 @@ import hashlib
 import math
 import struct
 from collections.abc import Mapping
-from typing import Any
 
 from ._responses import Response, error_response
 
@@ -29,7 +28,7 @@ def embedding_vector(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) 
     return [struct.unpack("<f", struct.pack("<f", v / norm))[0] for v in vector]
 
 
-def _texts(value: Any) -> list[str] | None:
+def _texts(value: object) -> list[str] | None:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and value:
@@ -42,7 +41,7 @@ def _texts(value: Any) -> list[str] | None:
     return None
 
 
-def embeddings_endpoint(body: Any, *, models: Mapping[str, str], strict_models: bool = False,
+def embeddings_endpoint(body: object, *, models: Mapping[str, str], strict_models: bool = False,
                         dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> tuple[Response, int]:
     """The reply to an embeddings request, and the tokens it bills."""
     if not isinstance(body, dict):
@@ -65,7 +64,7 @@ def embeddings_endpoint(body: Any, *, models: Mapping[str, str], strict_models: 
     data = []
     for i, text in enumerate(texts):
         vector = embedding_vector(text, size)
-        value: Any = vector
+        value: object = vector
         if fmt == "base64":
             value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
         data.append({"object": "embedding", "index": i, "embedding": value})

@@ -13,7 +13,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ._faults import FaultPlan, apply_fault, fault_response, normalize_path
 from ._http import HTTPRequest, reset_connection, serve_connection, write_body, write_sse
@@ -68,7 +67,7 @@ class EndpointHandler:
     _requests: deque[RecordedRequest]
     _lock: threading.Lock
     _handlers: dict[tuple[str, str], Handler]
-    _conns: dict[asyncio.StreamWriter, asyncio.Task[Any]]
+    _conns: dict[asyncio.StreamWriter, asyncio.Task[object]]
     _gate: asyncio.Event | None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -86,7 +85,7 @@ class EndpointHandler:
     async def _serve_one(
         self, req: HTTPRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
-        body: Any = None
+        body: object = None
         if req.body:
             with contextlib.suppress(ValueError):
                 body = json.loads(req.body)

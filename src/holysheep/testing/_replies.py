@@ -93,7 +93,7 @@ string (returned as is), a `ScriptedReply`, or a callable taking the request bod
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     """Compact JSON, as the OpenAI API sends it."""
     return _ENCODER.encode(obj).encode()
 
@@ -108,7 +108,7 @@ def new_api_key() -> str:
     return "hs_test_" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(24))
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
@@ -118,7 +118,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _max_tokens(body: dict[str, Any]) -> int | None:
+def _max_tokens(body: dict[str, object]) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -126,7 +126,7 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return None
 
 
-def _wants_json_object(body: Mapping[str, Any]) -> bool:
+def _wants_json_object(body: Mapping[str, object]) -> bool:
     fmt = body.get("response_format")
     return isinstance(fmt, Mapping) and fmt.get("type") == "json_object"
 
@@ -196,19 +196,19 @@ def reply_text(reply: ScriptedReply) -> str:
     return " ".join([reply.content, *(call["arguments"] for call in reply.tool_calls)])
 
 
-def _wire_call(call: Mapping[str, str], index: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": call["id"], "type": "function",
+def _wire_call(call: Mapping[str, str], index: int | None = None) -> dict[str, object]:
+    out: dict[str, object] = {"id": call["id"], "type": "function",
                            "function": {"name": call["name"], "arguments": call["arguments"]}}
     return out if index is None else {"index": index, **out}
 
 
-def choice_count(body: Mapping[str, Any]) -> int:
+def choice_count(body: Mapping[str, object]) -> int:
     """The request's ``n`` (how many choices to answer, 1 to 128); 1 when absent or not a positive int."""
     n = body.get("n")
     return min(n, 128) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
 
 
-def chat_usage(body: dict[str, Any], reply: ScriptedReply) -> dict[str, int]:
+def chat_usage(body: dict[str, object], reply: ScriptedReply) -> dict[str, int]:
     """The usage of a reply given ``n`` times: each choice's completion tokens count."""
     counted = usage(body, reply_text(reply))
     n = choice_count(body)
@@ -218,9 +218,9 @@ def chat_usage(body: dict[str, Any], reply: ScriptedReply) -> dict[str, int]:
     return counted
 
 
-def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> dict[str, Any]:
+def chat_completion(body: dict[str, object], reply: ScriptedReply, model: str) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object with ``n`` identical choices (1 by default)."""
-    message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else reply.content,
+    message: dict[str, object] = {"role": "assistant", "content": None if reply.refusal else reply.content,
                                "refusal": reply.refusal}
     if reply.tool_calls:
         message["content"] = reply.content or None
@@ -240,7 +240,7 @@ def chat_completion(body: dict[str, Any], reply: ScriptedReply, model: str) -> d
 
 
 def stream_events(
-    body: dict[str, Any], reply: ScriptedReply, model: str, words_per_chunk: int = 1
+    body: dict[str, object], reply: ScriptedReply, model: str, words_per_chunk: int = 1
 ) -> list[bytes]:
     """The SSE events of a streamed reply, ``data: {chunk}\\n\\n`` each, ending with ``data: [DONE]``.
 
@@ -253,8 +253,8 @@ def stream_events(
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
 
-    def chunk(choices: list[dict[str, Any]], usage_value: dict[str, int] | None = None) -> bytes:
-        obj: dict[str, Any] = {
+    def chunk(choices: list[dict[str, object]], usage_value: dict[str, int] | None = None) -> bytes:
+        obj: dict[str, object] = {
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
@@ -268,7 +268,7 @@ def stream_events(
 
     n = choice_count(body)
 
-    def choice(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
+    def choice(delta: dict[str, object], finish: str | None = None) -> list[dict[str, Any]]:
         return [{"index": i, "delta": delta, "logprobs": None, "finish_reason": finish} for i in range(n)]
 
     events = [chunk(choice({"role": "assistant", "content": "", "refusal": None}))]

@@ -104,7 +104,7 @@ def error_response(
 
 
 def chat_endpoint(
-    body: Any,
+    body: object,
     reply_spec: ReplySpec,
     *,
     models: Mapping[str, str],

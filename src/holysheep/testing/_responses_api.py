@@ -18,7 +18,7 @@ from ._responses import Response, StreamReply, error_response, unknown_model
 __all__ = ["chat_body", "responses_endpoint"]
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _messages(body: Mapping[str, object]) -> list[dict[str, object]]:
     messages: list[dict[str, Any]] = []
     if isinstance(body.get("instructions"), str):
         messages.append({"role": "system", "content": body["instructions"]})
@@ -49,7 +49,7 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def chat_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """The chat completions request equivalent to a Responses API request."""
-    chat: dict[str, Any] = {"model": body.get("model"), "messages": _messages(body)}
+    chat: dict[str, object] = {"model": body.get("model"), "messages": _messages(body)}
     tools = [{"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters") if k in t}}
              for t in body.get("tools") or () if isinstance(t, Mapping) and t.get("type") == "function"]
     if tools:
@@ -71,22 +71,22 @@ def chat_body(body: Mapping[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def _message_item(reply: ScriptedReply, item_id: str, text: str | None = None) -> dict[str, Any]:
+def _message_item(reply: ScriptedReply, item_id: str, text: str | None = None) -> dict[str, object]:
     if reply.refusal:
-        part: dict[str, Any] = {"type": "refusal", "refusal": reply.refusal if text is None else text}
+        part: dict[str, object] = {"type": "refusal", "refusal": reply.refusal if text is None else text}
     else:
         part = {"type": "output_text", "text": reply.content if text is None else text, "annotations": [],
                 "logprobs": []}
     return {"id": item_id, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
 
 
-def _call_item(call: Mapping[str, str], item_id: str, arguments: str | None = None) -> dict[str, Any]:
+def _call_item(call: Mapping[str, str], item_id: str, arguments: str | None = None) -> dict[str, object]:
     return {"id": item_id, "type": "function_call", "status": "completed", "call_id": call["id"],
             "name": call["name"], "arguments": call["arguments"] if arguments is None else arguments}
 
 
 def responses_endpoint(
-    body: Any, reply_spec: ReplySpec, *, models: Mapping[str, str], strict_models: bool = False,
+    body: object, reply_spec: ReplySpec, *, models: Mapping[str, str], strict_models: bool = False,
     words_per_chunk: int = 1,
 ) -> tuple[Response | StreamReply, int]:
     """Answer ``POST /responses``: the response and the tokens it used (0 on error)."""
@@ -106,13 +106,13 @@ def responses_endpoint(
     used = {"input_tokens": counted["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": counted["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": counted["total_tokens"]}
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, object]] = []
     if reply.refusal or reply.content or not reply.tool_calls:
         items.append(_message_item(reply, new_id("msg_")))
     items.extend(_call_item(call, new_id("fc_")) for call in reply.tool_calls)
     cut = reply.finish_reason == "length"
     created = int(time.time())
-    response: dict[str, Any] = {
+    response: dict[str, object] = {
         "id": new_id("resp_"), "object": "response", "created_at": created,
         "status": "incomplete" if cut else "completed", "completed_at": created,
         "error": None, "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
@@ -133,7 +133,7 @@ def _stream(response: dict[str, Any], reply: ScriptedReply, words_per_chunk: int
     deltas, done), then ``response.completed`` (or ``response.incomplete``)."""
     events: list[bytes] = []
 
-    def emit(kind: str, **fields: Any) -> None:
+    def emit(kind: str, **fields: object) -> None:
         obj = {"type": kind, "sequence_number": len(events), **fields}
         events.append(f"event: {kind}\n".encode() + b"data: " + dumps(obj) + b"\n\n")
 
@@ -161,7 +161,7 @@ def _stream(response: dict[str, Any], reply: ScriptedReply, words_per_chunk: int
             ids = {"item_id": item["id"], "output_index": index, "content_index": 0}
             emit("response.content_part.added", **ids, part={**part, key: ""})
             first_content = first_content or len(events)
-            extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
+            extra: dict[str, object] = {"logprobs": []} if kind == "output_text" else {}
             for piece in split_pieces(part[key], words_per_chunk) or [""]:
                 emit(f"response.{kind}.delta", **ids, delta=piece, **extra)
                 content += 1

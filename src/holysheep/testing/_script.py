@@ -25,7 +25,8 @@ TOOL_RESULTS = "{tool_results}"
 """In a scripted reply's content: replaced by the tool results sent since the model's last turn."""
 
 
-def tool_call(name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None) -> dict[str, str]:
+def tool_call(name: str, arguments: Mapping[str, object] | str | None = None, *,
+              id: str | None = None) -> dict[str, str]:
     """One tool call for `tool_reply`: ``arguments`` as a dict (sent as compact JSON) or a raw string
     (to test arguments that are not valid JSON); ``id`` defaults to ``call_`` + 24 hex characters."""
     raw = arguments if isinstance(arguments, str) else json.dumps(
@@ -44,17 +45,17 @@ def tool_reply(*calls: Mapping[str, Any], content: str = "") -> ScriptedReply:
 
 
 # ------------------------------------------------------------------ reading a request's messages
-def _messages(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _messages(body: Mapping[str, Any]) -> list[Mapping[str, object]]:
     return [m for m in body.get("messages", ()) if isinstance(m, Mapping)]
 
 
-def last_user_text(body: Mapping[str, Any]) -> str:
+def last_user_text(body: Mapping[str, object]) -> str:
     """The text of the last user message ("" when there is none)."""
     users = [m for m in _messages(body) if m.get("role") == "user"]
     return _text(users[-1].get("content")) if users else ""
 
 
-def turns_since_user(body: Mapping[str, Any]) -> int:
+def turns_since_user(body: Mapping[str, object]) -> int:
     """How many assistant messages follow the last user message (0 on a fresh question)."""
     count = 0
     for message in reversed(_messages(body)):
@@ -64,7 +65,7 @@ def turns_since_user(body: Mapping[str, Any]) -> int:
     return count
 
 
-def tool_results(body: Mapping[str, Any]) -> list[str]:
+def tool_results(body: Mapping[str, object]) -> list[str]:
     """The contents of the ``tool`` messages at the end of the conversation (since the last assistant turn)."""
     out: list[str] = []
     for message in reversed(_messages(body)):
@@ -74,12 +75,12 @@ def tool_results(body: Mapping[str, Any]) -> list[str]:
     return out[::-1]
 
 
-def _request_tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _request_tools(body: Mapping[str, Any]) -> list[Mapping[str, object]]:
     tools = body.get("tools")
     return [t["function"] for t in tools or () if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)]
 
 
-def _schema_json(body: Mapping[str, Any]) -> ScriptedReply | None:
+def _schema_json(body: Mapping[str, object]) -> ScriptedReply | None:
     fmt = body.get("response_format")
     envelope = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
     schema = envelope.get("schema") if isinstance(envelope, Mapping) else None
@@ -102,7 +103,7 @@ def auto_reply(fallback: ReplySpec = "echo") -> Callable[[dict[str, Any]], Scrip
     - otherwise ``fallback`` (the last user message by default).
     """
 
-    def answer(body: dict[str, Any]) -> ScriptedReply:
+    def answer(body: dict[str, object]) -> ScriptedReply:
         results = tool_results(body)
         tools = _request_tools(body)
         choice = body.get("tool_choice")
@@ -123,7 +124,7 @@ def auto_reply(fallback: ReplySpec = "echo") -> Callable[[dict[str, Any]], Scrip
 
 
 # ------------------------------------------------------------------ scripts
-def _reply_of(spec: Any, body: Mapping[str, Any], where: str) -> ScriptedReply:
+def _reply_of(spec: object, body: Mapping[str, object], where: str) -> ScriptedReply:
     """One scripted reply: a string (content), or a dict with ``content``, ``tool_calls``, ``json``,
     ``schema: true``, ``finish_reason`` or ``refusal``."""
     if isinstance(spec, ScriptedReply):
@@ -165,9 +166,9 @@ class Script:
     "schema": true, "finish_reason", "refusal"}``. A request nothing answers gets ``fallback``.
     """
 
-    def __init__(self, entries: Iterable[Mapping[str, Any] | str], *, fallback: ReplySpec = "echo") -> None:
-        self.matched: list[tuple[str, list[Any]]] = []
-        self.ordered: list[Any] = []
+    def __init__(self, entries: Iterable[Mapping[str, object] | str], *, fallback: ReplySpec = "echo") -> None:
+        self.matched: list[tuple[str, list[object]]] = []
+        self.ordered: list[object] = []
         for n, entry in enumerate(entries):
             where = f"script entry {n + 1}"
             if isinstance(entry, str) or (isinstance(entry, Mapping) and "match" not in entry
@@ -193,7 +194,7 @@ class Script:
         Raises `ValueError` naming the file and what is wrong."""
         text = Path(path).read_text(encoding="utf-8")
         try:
-            data: Any = json.loads(text)
+            data: object = json.loads(text)
         except ValueError:
             try:
                 data = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -208,7 +209,7 @@ class Script:
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from exc
 
-    def __call__(self, body: dict[str, Any]) -> ScriptedReply:
+    def __call__(self, body: dict[str, object]) -> ScriptedReply:
         user = last_user_text(body).lower()
         for needle, replies in self.matched:
             if needle in user:
@@ -222,7 +223,7 @@ class Script:
         return resolve_reply(self.fallback, body)
 
 
-def script_from(value: str | os.PathLike[str] | Sequence[Mapping[str, Any] | str] | Script,
+def script_from(value: str | os.PathLike[str] | Sequence[Mapping[str, object] | str] | Script,
                 *, fallback: ReplySpec = "echo") -> Script:
     """A `Script` from a file path, a list of entries, or a Script."""
     if isinstance(value, Script):

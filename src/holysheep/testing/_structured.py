@@ -18,7 +18,7 @@ _FORMAT_EXAMPLES = {"date": "2025-01-01", "date-time": "2025-01-01T00:00:00Z", "
                     "00000000-0000-4000-8000-000000000000"}
 
 
-def json_reply(value: Any, *, finish_reason: str = "stop") -> ScriptedReply:
+def json_reply(value: object, *, finish_reason: str = "stop") -> ScriptedReply:
     """A reply whose content is ``value`` as compact JSON (``FakeServer(reply=json_reply({...}))``)."""
     return ScriptedReply(json.dumps(value, separators=(",", ":"), ensure_ascii=False), finish_reason)
 
@@ -28,7 +28,7 @@ def refusal_reply(text: str = "I can't help with that.") -> ScriptedReply:
     return ScriptedReply("", "stop", refusal=text)
 
 
-def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+def _resolve(node: Mapping[str, object], root: Mapping[str, object]) -> Mapping[str, Any]:
     ref = node.get("$ref")
     while isinstance(ref, str) and ref.startswith("#/"):
         target: Any = root
@@ -42,7 +42,7 @@ def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, A
 _MAX_DEPTH = 8  # a recursive schema (a tree of models) stops here: empty arrays, null where allowed
 
 
-def schema_example(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, _depth: int = 0) -> Any:
+def schema_example(schema: Mapping[str, object], root: Mapping[str, object] | None = None, _depth: int = 0) -> Any:
     """A small value that satisfies ``schema``: the first ``enum`` value, the first non-null ``anyOf``
     member, one array item, ``minimum`` (or 0) for numbers, ``"example"`` (or a sample of its ``format``)
     for strings, every property of an object. Recursive schemas end in empty arrays or ``null``."""
@@ -81,7 +81,7 @@ def schema_example(schema: Mapping[str, Any], root: Mapping[str, Any] | None = N
     return None
 
 
-def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _request_schema(body: Mapping[str, object]) -> Mapping[str, object] | None:
     fmt = body.get("response_format")
     envelope = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
     schema = envelope.get("schema") if isinstance(envelope, Mapping) else None
@@ -91,7 +91,7 @@ def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
 _SCHEMA_KEYS = ("properties", "$defs", "definitions", "anyOf", "oneOf", "items")
 
 
-def _looks_like_schema(value: Any) -> bool:
+def _looks_like_schema(value: object) -> bool:
     return isinstance(value, dict) and (value.get("type") == "object" or any(k in value for k in _SCHEMA_KEYS))
 
 
@@ -118,7 +118,7 @@ def prompt_schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _violation(schema: Mapping[str, Any] | None, valid: Any) -> Any:
+def _violation(schema: Mapping[str, Any] | None, valid: object) -> object:
     required = list(schema.get("required", ())) if schema is not None else []
     if isinstance(valid, dict) and required:
         broken = copy.deepcopy(valid)
@@ -127,13 +127,13 @@ def _violation(schema: Mapping[str, Any] | None, valid: Any) -> Any:
     return ["not", "an", "object"]
 
 
-def schema_reply(*, violate: bool = False, overrides: Mapping[str, Any] | None = None
+def schema_reply(*, violate: bool = False, overrides: Mapping[str, object] | None = None
                  ) -> Callable[[dict[str, Any]], ScriptedReply]:
     """A reply spec that reads the request's ``response_format`` schema and answers with a valid example
     (`schema_example`, with ``overrides`` merged into a top-level object), or, with ``violate=True``, the
     same example without its first required property (a JSON array when there is none)."""
 
-    def answer(body: dict[str, Any]) -> ScriptedReply:
+    def answer(body: dict[str, object]) -> ScriptedReply:
         schema = _request_schema(body)
         value = schema_example(schema) if schema is not None else {}
         if overrides and isinstance(value, dict):
@@ -150,7 +150,7 @@ def reply_sequence(*specs: ReplySpec) -> Callable[[dict[str, Any]], ScriptedRepl
         raise ValueError("reply_sequence needs at least one reply spec")
     counter = itertools.count()
 
-    def answer(body: dict[str, Any]) -> ScriptedReply:
+    def answer(body: dict[str, object]) -> ScriptedReply:
         return resolve_reply(specs[min(next(counter), len(specs) - 1)], body)
 
     return answer

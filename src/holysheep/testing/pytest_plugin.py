@@ -113,7 +113,7 @@ def holysheep_mock() -> Iterator[Any]:
         data, content_type = result.encode()
         return httpx.Response(result.status, headers={**headers, "content-type": content_type}, content=data)
 
-    def canned(payload: dict[str, Any]) -> httpx.Response:
+    def canned(payload: dict[str, object]) -> httpx.Response:
         return httpx.Response(200, json=payload, headers={"x-request-id": new_id("req_")})
 
     with respx.mock(base_url=MOCK_BASE_URL, assert_all_called=False) as router:

@@ -207,7 +207,7 @@ class _ResponseMeta(HolySheepModel):
         new._set_transport(self._transport)  # immutable: shared
         return new
 
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+    def __deepcopy__(self, memo: dict[int, object] | None = None) -> Any:
         new = super().__deepcopy__(memo)
         new._set_transport(self._transport)
         return new
@@ -217,7 +217,7 @@ class _ResponseMeta(HolySheepModel):
         state["__holysheep_transport__"] = self._transport
         return state
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
+    def __setstate__(self, state: dict[object, Any]) -> None:
         state = dict(state)
         facts = state.pop("__holysheep_transport__", None)
         super().__setstate__(state)

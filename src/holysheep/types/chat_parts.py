@@ -21,12 +21,12 @@ __all__ = [
 ]
 
 
-def object_or_none(value: Any) -> Any:
+def object_or_none(value: object) -> Any:
     """A JSON object as it is; anything else (an odd server's scalar or list) dropped to ``None``."""
     return value if value is None or isinstance(value, dict) else None
 
 
-def objects_or_none(value: Any) -> Any:
+def objects_or_none(value: object) -> Any:
     """A list of JSON objects as it is; anything else dropped to ``None`` (the optional parts openai declares
     must not make an odd server's whole reply fail validation)."""
     return value if isinstance(value, list) and all(isinstance(v, dict) for v in value) else None

@@ -24,7 +24,7 @@ class RequestParams(TypedDict, total=False):
 
     extra_headers: Mapping[str, str | None]
     extra_query: Mapping[str, Any]
-    extra_body: Mapping[str, Any]
+    extra_body: Mapping[str, object]
     timeout: TimeoutTypes
     max_retries: int
 

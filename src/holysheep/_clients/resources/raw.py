@@ -16,7 +16,7 @@ def _is_async(resource: Any) -> bool:
     return inspect.iscoroutinefunction(type(resource._client)._execute)
 
 
-def _raw_call(resource: Any, method: Callable[..., Any], args: Any, kwargs: Any, mode: RawMode) -> Any:
+def _raw_call(resource: Any, method: Callable[..., Any], args: Any, kwargs: Any, mode: RawMode) -> object:
     if _is_async(resource):
         async def run() -> Any:
             token = RAW.set(mode)  # read by the client's shell when the request is sent

@@ -22,8 +22,8 @@ T = TypeVar("T")
 Messages = Iterable[ChatCompletionMessageParam | Message]
 
 
-def stream_spec(model: Any, messages: Any, response_format: Any,
-                params: Mapping[str, Any]) -> tuple[RequestSpec, ResponseFormat[Any] | None, Any]:
+def stream_spec(model: Any, messages: Any, response_format: object,
+                params: Mapping[str, object]) -> tuple[RequestSpec, ResponseFormat[Any] | None, Any]:
     """The streamed request, the format its content is parsed as (a type passed as ``response_format``;
     a dict is sent as given and not parsed, as in openai) and the tools it sends (with a type, functions and
     models made strict tools, so their calls get ``parsed_arguments``). Raises `InvalidRequestError` before
@@ -65,7 +65,7 @@ class SyncStreamHelper:
                **params: Unpack[ChatParamsNoFormat]) -> ChatCompletionStreamManager[Any]: ...
 
     def stream(self, *, model: ModelName, messages: Messages, response_format: Any = None,
-               **params: Any) -> ChatCompletionStreamManager[Any]:
+               **params: object) -> ChatCompletionStreamManager[Any]:
         """Stream a chat completion as typed events; use it as ``with ... as stream: for event in stream``.
 
         openai-python's helper: the events are ``chunk``, ``content.delta``/``.done`` (``parsed`` with
@@ -94,7 +94,7 @@ class AsyncStreamHelper:
                **params: Unpack[ChatParamsNoFormat]) -> AsyncChatCompletionStreamManager[Any]: ...
 
     def stream(self, *, model: ModelName, messages: Messages, response_format: Any = None,
-               **params: Any) -> AsyncChatCompletionStreamManager[Any]:
+               **params: object) -> AsyncChatCompletionStreamManager[Any]:
         """Stream a chat completion as typed events: ``async with ... as stream: async for event in stream``.
         Same events and arguments as the sync ``Client.chat.completions.stream``."""
         from holysheep._clients.chat_stream import AsyncChatCompletionStreamManager

@@ -32,7 +32,7 @@ def _spec(request: Mapping[str, Any], *, stream: bool = False) -> RequestSpec:
                            parse=parse_chat_completion)
 
 
-def _raw_spec(plan: ParsePlan[Any], stream: bool) -> RequestSpec | None:
+def _raw_spec(plan: ParsePlan[object], stream: bool) -> RequestSpec | None:
     """Under ``with_raw_response`` / ``with_streaming_response``: the one request whose body ``parse()`` turns into
     the `ParsedChatCompletion` (as openai's ``with_raw_response.parse``); None for a plain call."""
     from holysheep._core.raw_response import RAW
@@ -52,7 +52,7 @@ def _raw_spec(plan: ParsePlan[Any], stream: bool) -> RequestSpec | None:
         try:
             steps.send(parse_chat_completion(content))
         except StopIteration as stop:
-            result: ParsedChatCompletion[Any] = stop.value
+            result: ParsedChatCompletion[object] = stop.value
             return result
         raise AssertionError("max_repairs=0 sends no re-ask")  # pragma: no cover
 
@@ -99,9 +99,9 @@ class SyncParse:
               max_repairs: int = 0,
               on_refusal: OnRefusal = "return", **params: Unpack[ChatParamsBase]) -> ParsedStream[Any]: ...
 
-    def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None, stream: bool = False,
+    def parse(self, *, model: ModelName, messages: Messages, response_format: object = None, stream: bool = False,
               max_repairs: int = 0,
-              on_refusal: OnRefusal = "return", **params: Any) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
+              on_refusal: OnRefusal = "return", **params: object) -> ParsedChatCompletion[Any] | ParsedStream[Any]:
         """Create a chat completion and validate its content as ``response_format``.
 
         ``response_format``: a pydantic model, a type pydantic understands (``list[Model]``,
@@ -137,7 +137,7 @@ class SyncParse:
             try:
                 request = steps.send(completion)
             except StopIteration as stop:
-                result: ParsedChatCompletion[Any] = stop.value
+                result: ParsedChatCompletion[object] = stop.value
                 return result
 
 
@@ -182,10 +182,10 @@ class AsyncParse:
                     max_repairs: int = 0,
                     on_refusal: OnRefusal = "return", **params: Unpack[ChatParamsBase]) -> AsyncParsedStream[Any]: ...
 
-    async def parse(self, *, model: ModelName, messages: Messages, response_format: Any = None,
+    async def parse(self, *, model: ModelName, messages: Messages, response_format: object = None,
                     stream: bool = False, max_repairs: int = 0,
                     on_refusal: OnRefusal = "return",
-                    **params: Any) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
+                    **params: object) -> ParsedChatCompletion[Any] | AsyncParsedStream[Any]:
         """Create a chat completion (``await`` it) and validate its content as ``response_format``.
 
         Same arguments, result and typed failures as the sync ``Client.chat.completions.parse``;
@@ -211,6 +211,6 @@ class AsyncParse:
             try:
                 request = steps.send(completion)
             except StopIteration as stop:
-                result: ParsedChatCompletion[Any] = stop.value
+                result: ParsedChatCompletion[object] = stop.value
                 return result
 

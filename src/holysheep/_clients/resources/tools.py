@@ -67,7 +67,7 @@ def request_spec(request: Mapping[str, Any]) -> RequestSpec:
                            params=params, parse=parse_chat_completion)
 
 
-def plan_tools(params: Mapping[str, Any], tools: Any, max_turns: int, tool_timeout: float | None) -> ToolLoop:
+def plan_tools(params: Mapping[str, object], tools: Any, max_turns: int, tool_timeout: float | None) -> ToolLoop:
     """Check ``run_tools`` arguments before any I/O."""
     from holysheep._core.tool_loop import ToolLoop  # lazy: `import holysheep` stays light
     from holysheep._core.tools import tool_set
@@ -118,7 +118,7 @@ async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
     step = next(steps)
     while True:
         if isinstance(step, RunTools):
-            answer: Any = await run_turn_async(step, hooks, pool=pool)
+            answer: object = await run_turn_async(step, hooks, pool=pool)
         else:
             answer = await client._execute(request_spec(step))
         try:

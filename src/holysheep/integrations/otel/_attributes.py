@@ -56,7 +56,7 @@ def capture_from_env() -> bool:
     return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
 
 
-def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None,
+def request_attributes(attrs: dict[str, object], body: Mapping[str, object] | None,
                        defaulted: frozenset[str] = frozenset()) -> None:
     """Add the request parameters the caller set (numbers, stop sequences, formats); ``defaulted``: body keys
     the SDK filled in itself, left out."""
@@ -88,7 +88,7 @@ def request_attributes(attrs: dict[str, Any], body: Mapping[str, Any] | None,
         attrs["gen_ai.output.type"] = "json" if kind in ("json_schema", "json_object") else kind
 
 
-def response_attributes(attrs: dict[str, Any], response: Any) -> tuple[int | None, int | None, int, str | None]:
+def response_attributes(attrs: dict[str, object], response: object) -> tuple[int | None, int | None, int, str | None]:
     """Add ``gen_ai.response.*`` and ``gen_ai.usage.*`` from a completion (or embeddings) response to ``attrs``;
     returns (input tokens, output tokens, cached input tokens, response model)."""
     rid = getattr(response, "id", None)
@@ -112,7 +112,7 @@ def response_attributes(attrs: dict[str, Any], response: Any) -> tuple[int | Non
     return inp, out, cached, model
 
 
-def usage_counts(usage: Any) -> tuple[int | None, int | None, int]:
+def usage_counts(usage: object) -> tuple[int | None, int | None, int]:
     """(input, output, cached input) tokens of a usage block (None where absent)."""
     if usage is None:
         return None, None, 0
@@ -124,7 +124,7 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int]:
             cached if isinstance(cached, int) else 0)
 
 
-def _text_parts(content: Any) -> list[dict[str, Any]]:
+def _text_parts(content: object) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "content": redact(content)}]
     if isinstance(content, list):
@@ -138,7 +138,7 @@ def _text_parts(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def input_messages(body: Mapping[str, Any] | None) -> str | None:
+def input_messages(body: Mapping[str, object] | None) -> str | None:
     """The request's messages as the convention's JSON (only with content capture on); key-shaped
     strings are masked."""
     messages = body.get("messages") if body else None
@@ -157,11 +157,11 @@ def input_messages(body: Mapping[str, Any] | None) -> str | None:
     return json.dumps(out, ensure_ascii=False)
 
 
-def _tool_call_part(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+def _tool_call_part(call_id: object, name: object, arguments: object) -> dict[str, object]:
     """A ``tool_call`` part: ``arguments`` parsed from JSON when they are JSON (as the official openai-v2
     instrumentation records them), else the string; key-shaped strings masked first."""
     text = redact(arguments) if isinstance(arguments, str) else ""
-    value: Any = None
+    value: object = None
     if text:
         try:
             value = json.loads(text)
@@ -176,7 +176,7 @@ def output_messages(choices: list[tuple[str | None, str | None, Any]]) -> str:
     ``.function.name/.arguments``, or their dict form)."""
     out = []
     for text, reason, calls in choices:
-        parts: list[dict[str, Any]] = [{"type": "text", "content": redact(text)}] if text else []
+        parts: list[dict[str, object]] = [{"type": "text", "content": redact(text)}] if text else []
         for call in calls or ():
             if isinstance(call, Mapping):
                 function = call.get("function") or {}

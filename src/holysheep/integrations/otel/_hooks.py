@@ -271,7 +271,7 @@ class OpenTelemetryHooks(Hooks):
     # ------------------------------------------------------------------ batch and tools
     def on_batch_start(self, event: BatchEvent) -> None:
         batch = event.batch
-        attrs: dict[str, Any] = {"holysheep.batch.concurrency": batch.concurrency}
+        attrs: dict[str, object] = {"holysheep.batch.concurrency": batch.concurrency}
         if batch.total is not None:
             attrs["holysheep.batch.total"] = batch.total
         if batch.model:
@@ -299,7 +299,7 @@ class OpenTelemetryHooks(Hooks):
         span.end()
 
     def on_tool_start(self, event: ToolEvent) -> None:
-        attrs: dict[str, Any] = {OPERATION: "execute_tool", "gen_ai.tool.name": event.name}
+        attrs: dict[str, object] = {OPERATION: "execute_tool", "gen_ai.tool.name": event.name}
         if event.call_id:
             attrs["gen_ai.tool.call.id"] = event.call_id
         if self.capture_content and event.arguments is not None:

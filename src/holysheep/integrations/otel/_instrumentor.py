@@ -32,7 +32,7 @@ class HolySheepInstrumentor:
     _lock = threading.Lock()
     _hooks: OpenTelemetryHooks | None = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> HolySheepInstrumentor:
+    def __new__(cls, *args: object, **kwargs: object) -> HolySheepInstrumentor:
         with cls._lock:
             if cls._instance is None:
                 cls._instance = super().__new__(cls)
@@ -65,7 +65,7 @@ class HolySheepInstrumentor:
         self._hooks = hooks
         register_global_hooks(hooks)
 
-    def uninstrument(self, **kwargs: Any) -> None:
+    def uninstrument(self, **kwargs: object) -> None:
         """Stop tracing (spans of calls already running still end)."""
         hooks, self._hooks = self._hooks, None
         if hooks is None:

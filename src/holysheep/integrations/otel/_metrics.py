@@ -59,7 +59,7 @@ class CallMetrics:
         self._cost_totals: dict[MetricKey, list[Any]] = {}
         meter.create_observable_counter(COST_METRIC, callbacks=[self._observe_cost], unit="USD",
                                         description="Cost of the calls at the SDK's price catalog")
-        self._attrs: dict[MetricKey, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+        self._attrs: dict[MetricKey, tuple[dict[str, object], dict[str, object], dict[str, object]]] = {}
         self._completion_cost: Callable[[str, int, int, int], float | None] | None = None
 
     def _observe_cost(self, options: CallbackOptions) -> Iterable[Observation]:
@@ -110,10 +110,10 @@ class CallMetrics:
         sets = self._attrs.get(key)
         return (sets if sets is not None else self._attrs_for(key))[0]
 
-    def _attrs_for(self, key: MetricKey) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def _attrs_for(self, key: MetricKey) -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
         """The metric attributes for ``key``: plain, and with ``gen_ai.token.type`` input / output (cached)."""
         op, request_model, response_model, host, port, error_type = key
-        attrs: dict[str, Any] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: host, SERVER_PORT: port}
+        attrs: dict[str, object] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: host, SERVER_PORT: port}
         if request_model:
             attrs[REQUEST_MODEL] = request_model
         if response_model:

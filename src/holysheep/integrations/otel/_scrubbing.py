@@ -15,7 +15,7 @@ from holysheep._egress import scrub, scrub_json
 __all__ = ["ScrubbingSpan", "ScrubbingTracer", "clean_attributes"]
 
 
-def clean_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def clean_attributes(attrs: Mapping[str, object] | None) -> dict[str, Any] | None:
     """``attrs`` with every string (inside sequences too) scrubbed; sequences stay tuples."""
     if attrs is None:
         return None
@@ -39,7 +39,8 @@ class ScrubbingSpan:
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self.span.set_attributes(clean_attributes(attributes) or {})
 
-    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None, timestamp: int | None = None) -> None:
+    def add_event(self, name: str, attributes: Mapping[str, object] | None = None,
+                  timestamp: int | None = None) -> None:
         self.span.add_event(scrub(name), clean_attributes(attributes), timestamp)
 
     def set_status(self, status: Status) -> None:
@@ -58,7 +59,8 @@ class ScrubbingTracer:
     def __init__(self, tracer: Tracer) -> None:
         self._tracer = tracer
 
-    def start_span(self, name: str, context: Any = None, kind: Any = None, attributes: Mapping[str, Any] | None = None,
+    def start_span(self, name: str, context: Any = None, kind: object = None,
+                   attributes: Mapping[str, object] | None = None,
                    start_time: int | None = None) -> ScrubbingSpan:
         options: dict[str, Any] = {} if kind is None else {"kind": kind}
         span = self._tracer.start_span(scrub(name), context=context, attributes=clean_attributes(attributes),

@@ -28,7 +28,7 @@ def _connect(ray: Any) -> None:
         ray.init(include_dashboard=False, log_to_driver=False)
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> object:
     """NaN (what a pandas-based reader gives for a missing value) becomes null: JSON has no NaN."""
     if isinstance(value, float) and value != value:
         return None

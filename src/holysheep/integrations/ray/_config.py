@@ -40,11 +40,11 @@ class ReplicaConfig:
     base_url: str | None
     timeout: float | None
     max_retries: int
-    fallbacks: Sequence[Any] | None
+    fallbacks: Sequence[object] | None
     rows: RowSpec
     concurrency: int
-    batch_options: Mapping[str, Any] = field(default_factory=dict)
-    client_options: Mapping[str, Any] = field(default_factory=dict)
+    batch_options: Mapping[str, object] = field(default_factory=dict)
+    client_options: Mapping[str, object] = field(default_factory=dict)
     limiter_name: str | None = None
     limiter_namespace: str | None = None
     chunk: int = 1

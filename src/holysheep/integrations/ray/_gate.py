@@ -30,7 +30,7 @@ __all__ = ["GatedSender", "LimiterLink", "LocalLink", "estimate_tokens"]
 _PERMIT_TTL_S = 1.0  # leased permits unused for this long are dropped, so no stale burst reaches the server
 
 
-def estimate_tokens(params: Mapping[str, Any] | None) -> int:
+def estimate_tokens(params: Mapping[str, object] | None) -> int:
     """The TPM charge of one request: the batch engine's estimate (prompt characters / 4 + `max_tokens`)."""
     return _batch_estimate(params or {})
 
@@ -97,7 +97,7 @@ class GatedSender:
         self._learned: tuple[float | None, float | None] = (None, None)
         self.sent = 0
 
-    def plan(self, params: Mapping[str, Any], *, idempotency_key: str | None = None) -> CallPlan:
+    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None) -> CallPlan:
         return self._inner.plan(params, idempotency_key=idempotency_key)
 
     async def quota(self) -> Any:

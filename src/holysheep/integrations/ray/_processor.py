@@ -27,12 +27,12 @@ class Processor:
     """Call it on a `ray.data.Dataset` to get the lazy dataset of results (see `build_processor`)."""
 
     def __init__(self, config: ReplicaConfig, *, replicas: int, num_cpus: float, batch_size: int,
-                 rpm: float | None, tpm: float | None, skip_done: Any = None) -> None:
+                 rpm: float | None, tpm: float | None, skip_done: object = None) -> None:
         self.config = config
         self.replicas, self.num_cpus, self.batch_size = replicas, num_cpus, batch_size
         self.rpm, self.tpm = rpm, tpm
         self.skip_done = skip_done
-        self.limiter: Any = None
+        self.limiter: object = None
         """The named limiter actor's handle, once the processor has been called (a detached actor that
         ends itself after 10 idle minutes, so a lazy dataset outlives this object safely)."""
 
@@ -62,7 +62,7 @@ class Processor:
                 f"rpm={self.rpm} tpm={self.tpm}>")
 
 
-def _positive(name: str, value: Any, *, integer: bool = False) -> None:
+def _positive(name: str, value: object, *, integer: bool = False) -> None:
     bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
     if bad or (integer and not isinstance(value, int)):
         kind = "an integer >= 1" if integer else "a number > 0"
@@ -79,12 +79,12 @@ def build_processor(
     prompt_column: str | None = "prompt",
     messages_column: str | None = None,
     id_column: str = "custom_id",
-    skip_done: Any = None,
+    skip_done: object = None,
     api_key: str | None = None,
     base_url: str | None = None,
     timeout: float | None = None,
     max_retries: int = 5,
-    fallbacks: Sequence[Any] | None = None,
+    fallbacks: Sequence[object] | None = None,
     num_cpus_per_replica: float = 0.125,
     batch_size: int | None = None,
     limiter_name: str | None = None,

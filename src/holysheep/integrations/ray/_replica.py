@@ -28,14 +28,14 @@ __all__ = ["Replica", "run_rows"]
 _T = TypeVar("_T")
 
 
-async def run_rows(rows: list[dict[str, Any]], config: ReplicaConfig, sender: GatedSender) -> list[BatchResult]:
+async def run_rows(rows: list[dict[str, object]], config: ReplicaConfig, sender: GatedSender) -> list[BatchResult]:
     """Run one block's rows through the batch engine; results in row order. A rejected key raises.
 
     The engine paces nothing itself (`rpm`/`tpm` None): the cluster limiter behind `sender` does, and
     learns the server's announced limits for every replica at once.
     """
     spec = config.rows
-    params: dict[str, Any] = {**spec.params, **config.batch_options, "concurrency": config.concurrency,
+    params: dict[str, object] = {**spec.params, **config.batch_options, "concurrency": config.concurrency,
                               "check_quota": False, "rpm": None, "tpm": None}
     results: list[BatchResult | None] = [None] * len(rows)
     it = iterator_for(sender, [spec.request(row) for row in rows], params, total=len(rows))
@@ -59,7 +59,7 @@ class Replica:
         self._thread.start()
         self._client, self._sender = self._on_loop(self._setup())
 
-    def _on_loop(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _on_loop(self, coro: Coroutine[object, object, _T]) -> _T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _setup(self) -> tuple[AsyncClient, GatedSender]:

@@ -36,7 +36,7 @@ class RowSpec:
     prompt_column: str | None = "prompt"
     messages_column: str | None = None
     id_column: str = "custom_id"
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)
     whole_row: bool = False
     """The row itself is the batch item (a JSONL job's line: prompt, messages or an OpenAI Batch API body)."""
 
@@ -50,7 +50,7 @@ class RowSpec:
         if self.messages_column is not None:
             value = row.get(self.messages_column)
             messages = _clean(value)
-            item: dict[str, Any] = {"messages": messages}
+            item: dict[str, object] = {"messages": messages}
         else:
             item = {"prompt": row.get(self.prompt_column or "prompt")}
         rid = row.get(self.id_column)
@@ -58,7 +58,7 @@ class RowSpec:
             item["custom_id"] = rid
         return item
 
-    def row_id(self, row: Mapping[str, Any]) -> str:
+    def row_id(self, row: Mapping[str, object]) -> str:
         """The row's `id_column` value, or `sha256:<hex>` of its request (model, messages and parameters)."""
         rid = row.get(self.id_column)
         if rid is not None:
@@ -71,11 +71,11 @@ class RowSpec:
         return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _missing(value: Any) -> bool:
+def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value)  # None, or NaN from a pandas reader
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """Arrow gives a struct every field of its type; drop the ones this value does not set (recursively)."""
     if isinstance(value, Mapping):
         return {k: _clean(v) for k, v in value.items() if not _missing(v)}

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["done_ids", "drop_done", "read_results"]
 
 
-def read_results(done: Any) -> ray.data.Dataset:
+def read_results(done: object) -> ray.data.Dataset:
     """Earlier results: a `ray.data.Dataset`, or a path (file or folder) of Parquet or JSON Lines files."""
     import ray.data
 
@@ -39,7 +39,7 @@ def read_results(done: Any) -> ray.data.Dataset:
     raise InvalidRequestError(f"skip_done={str(path)!r} holds no .parquet, .json or .jsonl files.", field="skip_done")
 
 
-def done_ids(done: Any, spec: RowSpec) -> pa.Array:
+def done_ids(done: object, spec: RowSpec) -> pa.Array:
     """The ids of the earlier results that succeeded (`error` null), as an Arrow string array.
 
     Rows without `error`/`response` columns are taken as done (any dataset of finished rows works).
@@ -72,11 +72,11 @@ def _keep_missing(table: pa.Table, *, done: pa.Array, spec: RowSpec) -> pa.Table
     return table.filter(pc.invert(pc.is_in(ids, value_set=done)))
 
 
-def drop_done(ds: ray.data.Dataset, done: Any, spec: RowSpec) -> ray.data.Dataset:
+def drop_done(ds: ray.data.Dataset, done: object, spec: RowSpec) -> ray.data.Dataset:
     """`ds` without the rows whose id is among the earlier results' successful ids."""
     ids = done_ids(done, spec)
     if len(ids) == 0:
         return ds
-    keep: Any = _keep_missing
+    keep: object = _keep_missing
     return ds.map_batches(keep, fn_kwargs={"done": ids, "spec": spec}, batch_format="pyarrow",
                           zero_copy_batch=True)
