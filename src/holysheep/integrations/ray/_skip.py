@@ -77,6 +77,6 @@ def drop_done(ds: ray.data.Dataset, done: object, spec: RowSpec) -> ray.data.Dat
     ids = done_ids(done, spec)
     if len(ids) == 0:
         return ds
-    keep: object = _keep_missing
+    keep: Any = _keep_missing  # Ray types map_batches with its own Any-typed batch unions
     return ds.map_batches(keep, fn_kwargs={"done": ids, "spec": spec}, batch_format="pyarrow",
                           zero_copy_batch=True)
