@@ -66,6 +66,7 @@ class BucketServer:
 
     def _run(self) -> None:
         loop = self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # the shutdown gather below looks it up
         server = loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024))
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()

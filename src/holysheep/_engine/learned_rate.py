@@ -11,13 +11,12 @@ with two changes for servers of a few requests per second:
   throttle, then probes upward slowly (`PROBE`: +1 % 2.8 s beyond it, +10 % 6 s beyond it);
 - until the second throttle whose meter has `METER_TAU_S` behind it, the pace grows by `SLOW_START` a second;
 - nothing is learned until `EVIDENCE` shows the 429s are many (a stray 429 is no limit);
-- a pace must work: below the last throttle's rate (while the pace recovers) a real limit refuses nothing, so
-  a 429 while the pace is clearly below it (`STRAY_BELOW`) lowers the pace only with `EVIDENCE` behind it.
-  Without, it is a stray, and the `STRAYS`-th since the pace was learned releases it (nothing learned
-  again): 429s that come whatever the pace (a server refusing a share of requests at any rate) are not a
-  limit, and pacing them would only cut the pace at every probe, down and down. After each release the
-  evidence must fill a window twice as long (`EVIDENCE`, up to `MAX_EVIDENCE_WINDOW`), so a background share
-  of 429s does not soon pass for a limit again.
+- a drop below `FLOOR_SHARE` of the rate the pace was first learned from releases the pace (nothing learned)
+  instead: 429s that come whatever the pace (a server refusing a share of requests at any rate) would cut it
+  at every probe, down and down, since the success meter reads the pace less the refusals; a limit does not
+  halve under a steady load. After each release the evidence must fill a window twice as long (up to
+  `MAX_EVIDENCE_WINDOW`), so a background share of 429s does not soon pass for a limit again. (A limit that
+  really fell by half is learned afresh from the evidence.)
 
 A throttle counts once: a 429 to a request sent before the last decrease says nothing new. The state is a
 list of floats (`STATE_FIELDS`) so a `LearnedBucket` can keep it in the key's shared file.
@@ -33,7 +32,8 @@ from collections import deque
 from holysheep._engine.key_limits import MAX_DEBT_S, STALE_S, Clock, SharedBucket, Sleep
 from holysheep._engine.private_state import warn_once
 
-__all__ = ["BETA", "LEARNED_BURST_S", "METER_TAU_S", "MIN_WINDOW_S", "PROBE", "RECOVER_S", "STATE_FIELDS", "STRAYS",
+__all__ = ["BETA", "FLOOR_SHARE", "LEARNED_BURST_S", "MAX_EVIDENCE_WINDOW", "METER_TAU_S", "MIN_WINDOW_S", "PROBE",
+           "RECOVER_S", "STATE_FIELDS",
            "LearnedBucket", "fresh_state", "measured_rate", "on_success", "on_throttle", "rate_at", "seed"]
 
 BETA = 0.9
@@ -53,22 +53,18 @@ SLOW_START = 0.25
 """Until the second throttle the pace grows by this share per second (the first throttle's measure is weak:
 it has seen the start's burst, not the server's refill)."""
 
-STRAYS = 3
-"""429s without `EVIDENCE`, to requests sent while the pace was clearly below the last throttle's rate, that
-release the pace (see `on_throttle`); counted from the moment the pace was learned."""
-STRAY_BELOW = (1.0 + BETA) / 2
-"""A pace under this share of the last throttle's rate is clearly below it (the first half of the recovery):
-a 429 there, without `EVIDENCE`, is a stray. Nearer the rate the meter's noise could be the limit's edge."""
+FLOOR_SHARE = 0.5
+"""A drop below this share of the rate the pace was first learned from releases the pace instead."""
 
 STATE_FIELDS = ("level", "stamp", "rate", "last_throttle", "last_max", "ok_count", "ok_stamp", "ok_first",
-                "throttles", "strays")
+                "throttles", "first_max")
 """The state: the bucket's level and time stamp, the pace (0: none learned yet), the time of the last
 decrease and the measured rate then, the success meter (decayed count, its stamp, its first success), the
-throttles that moved the pace, and the strays since the last decrease."""
-_RATE, _LAST, _MAX, _COUNT, _OK_STAMP, _OK_FIRST, _THROTTLES, _STRAYS = 2, 3, 4, 5, 6, 7, 8, 9
+throttles that moved the pace, and the rate the pace was first learned from."""
+_RATE, _LAST, _MAX, _COUNT, _OK_STAMP, _OK_FIRST, _THROTTLES, _FIRST = 2, 3, 4, 5, 6, 7, 8, 9
 EVIDENCE = (6, 20)
 """Nothing is learned until at least 6 of the last 20 replies were 429s (a stray 429 is no limit); once a pace
-is learned, every throttle while it probes moves it. After a release the window doubles, the share stays."""
+is learned, every throttle moves it. After a release the window doubles and the share stays."""
 MAX_EVIDENCE_WINDOW = 160
 """The longest evidence window (after three releases): 48 of the last 160 replies."""
 FLUSH_S = 0.1
@@ -120,30 +116,24 @@ def rate_at(state: list[float], now: float) -> float:
     return state[_MAX] * (1.0 + PROBE * t * t * t)
 
 
-def on_throttle(state: list[float], sent_at: float, now: float, evidence: bool = True) -> bool:
+def on_throttle(state: list[float], sent_at: float, now: float) -> bool:
     """A 429 (to a request sent at ``sent_at``): the pace drops to ``BETA`` of the measured rate (or of the
     pace, if lower). True when it dropped; False for a request sent before the last drop, or with no success
-    seen yet to measure (then nothing is learned).
-
-    ``evidence``: whether the recent replies hold `EVIDENCE` of a limit. A 429 without it, to a request sent
-    while the pace was clearly below the last throttle's rate, is a stray: it does not move the pace, and the
-    `STRAYS`-th since the pace was learned releases it (rate 0: nothing learned)."""
+    seen yet to measure (then nothing is learned), or when the drop would take the pace below `FLOOR_SHARE`
+    of the rate it was first learned from: then the pace is released (rate 0, nothing learned)."""
     if sent_at < state[_LAST]:
         return False
     measured = measured_rate(state, now)
     if measured <= 0:
         return False
-    if state[_RATE] > 0 and not evidence and rate_at(state, sent_at) < STRAY_BELOW * state[_MAX]:
-        state[_STRAYS] += 1
-        if state[_STRAYS] >= STRAYS:  # lowering the pace did not stop the 429s: they are not a rate
-            state[_RATE] = state[_MAX] = state[_THROTTLES] = state[_STRAYS] = 0.0
-            state[_LAST] = now
-            state[0] = 0.0
-        return False
-    if state[_RATE] <= 0:
-        state[_STRAYS] = 0.0  # learned afresh
     pace = rate_at(state, now) if state[_RATE] > 0 else 0.0
     top = measured if pace <= 0 else min(pace, max(measured, BETA * pace))
+    if pace <= 0:
+        state[_FIRST] = top
+    elif top < FLOOR_SHARE * state[_FIRST]:  # cut down and down: 429s no pace removes, not a steady limit
+        state[_RATE] = state[_MAX] = state[_THROTTLES] = state[_FIRST] = state[0] = 0.0
+        state[_LAST] = now
+        return False
     state[_MAX] = top
     state[_LAST] = now
     if state[_THROTTLES] == 0 or now - state[_OK_FIRST] >= METER_TAU_S:
@@ -184,7 +174,7 @@ class LearnedBucket(SharedBucket):
         self.throttles = 0
         """Throttles this process fed to the model (each lowered the pace)."""
         self.released = 0
-        """Times this process saw the pace released (429s that came whatever the pace)."""
+        """Times this process saw the pace released (429s that cut it below `FLOOR_SHARE`)."""
         if fd is not None:
             with self._locked(refill=False) as state:
                 now = clock()
@@ -208,7 +198,7 @@ class LearnedBucket(SharedBucket):
         ok = (math.isfinite(level) and math.isfinite(stamp) and math.isfinite(rate) and stamp <= now
               and state[_LAST] <= now and not state[_OK_STAMP] > now and not state[_OK_FIRST] > now
               and math.isfinite(state[_MAX]) and state[_MAX] >= 0 and 0 <= state[_THROTTLES] < 1e9
-              and 0 <= state[_STRAYS] < STRAYS
+              and math.isfinite(state[_FIRST]) and state[_FIRST] >= 0
               and (rate == 0 or (rate >= 1 / MAX_DEBT_S and -level / rate <= MAX_DEBT_S)))
         if not ok:
             warn_once("learned-state", "A shared rate-limit file held a learned pace no batch writes (a wait far "
@@ -276,21 +266,20 @@ class LearnedBucket(SharedBucket):
 
     def on_rate_limited(self, sent_at: float | None = None) -> bool:
         """A 429 to a request sent at ``sent_at``: lower the pace (see `on_throttle`) and empty the bucket.
-        True when the pace was lowered. When the 429s proved not to be a rate (the pace was released), the
-        evidence starts again from nothing."""
+        True when the pace was lowered. When it was released instead, the evidence starts afresh over a window
+        twice as long."""
         self._quiet = False
         self._remember(True)
-        evidence = self._refused >= self._evidence
-        if self._seen_rate <= 0 and not evidence:
+        if self._seen_rate <= 0 and self._refused < self._evidence:
             return False
         self._flush()
         with self._locked() as state:
             now = self._clock()
             was_learned = state[_RATE] > 0
-            lowered = on_throttle(state, now if sent_at is None else sent_at, now, evidence)
+            lowered = on_throttle(state, now if sent_at is None else sent_at, now)
             state[0] = min(state[0], 0.0)
             state[1] = now
-        if was_learned and self._seen_rate <= 0:  # released: the evidence starts afresh, over a longer window
+        if was_learned and self._seen_rate <= 0:
             window = min(MAX_EVIDENCE_WINDOW, 2 * (self._recent.maxlen or EVIDENCE[1]))
             self._recent = deque(maxlen=window)
             self._refused = 0
