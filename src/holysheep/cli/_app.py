@@ -16,6 +16,7 @@ from holysheep.cli._output import (
     exit_code_for,
     message_for,
     scrubbed_std_streams,
+    set_command,
 )
 
 __all__ = ["build_parser", "run"]
@@ -41,9 +42,10 @@ def docs_url() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line ``holysheep: error: ...`` (exit 2) instead of usage plus message."""
+    """argparse with one ``holysheep <command>: error: ...`` line (exit 2) instead of usage plus message."""
 
     def error(self, message: str) -> NoReturn:
+        set_command(self.prog.partition(" ")[2] or None)  # `holysheep batch`: the sub-command's parser
         error(f"{message} (see '{self.prog} --help')")
         raise SystemExit(EXIT_USAGE)
 
@@ -146,9 +148,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    set_command(None)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        set_command(args.command)
         _merge_globals(args)
         api_key_in_use(args.api_key)
         if args.command is None:

@@ -48,6 +48,11 @@ FLAG_SCOPES: dict[str, tuple[str, str]] = {
     "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
     "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
 }
+PYTHON_NAMES: dict[str, str] = {
+    "output": "output_path", "no_quota_check": "check_quota=False", "price": "prices", "max_cost": "max_cost_usd",
+}
+"""The flags whose `run_jsonl` option is spelled otherwise (the rest share their name): how a library message
+advising that option is rewritten to name the flag (`holysheep.cli._words`)."""
 
 
 def unhonoured_flags(args: argparse.Namespace) -> list[str]:
@@ -269,8 +274,10 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
 def run_batch_command(args: argparse.Namespace) -> int:
     """Run ``holysheep batch`` with parsed arguments; returns the exit status. ``-`` is stdin / stdout."""
     from holysheep.cli._batch_std import run_with_std_streams
+    from holysheep.cli._output import command_named
 
-    return run_with_std_streams(args, _run_batch)
+    with command_named("batch"):
+        return run_with_std_streams(args, _run_batch)
 
 
 def _run_batch(args: argparse.Namespace) -> int:
@@ -278,26 +285,26 @@ def _run_batch(args: argparse.Namespace) -> int:
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
     from holysheep.batch._jsonl_output import OutputWriteError
+    from holysheep.cli._output import error, message_for, warning
 
     if not args.output and not getattr(args, "dry_run", False):
-        print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
+        error("-o/--output OUTPUT.jsonl is required (except with --dry-run).")
         return 2
     unhonoured = unhonoured_flags(args)
     if unhonoured:
         names = ", ".join(unhonoured)
         if getattr(args, "ray", False):
-            print(f"holysheep batch: {names} cannot be used with --ray yet (the Ray front-end does not honour "
-                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.", file=sys.stderr)
+            error(f"{names} cannot be used with --ray yet (the Ray front-end does not honour "
+                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.")
         else:
-            print(f"holysheep batch: {names} needs --ray.", file=sys.stderr)
+            error(f"{names} needs --ray.")
         return 2
     if getattr(args, "ray", False):
         from holysheep.integrations.ray._cli import run_ray_batch
 
-        return run_ray_batch(args)
+        return run_ray_batch(args, error)
     if getattr(args, "no_quota_check", False) and args.require_quota:
-        print("holysheep batch: --no-quota-check and --require-quota contradict each other: drop one.",
-              file=sys.stderr)
+        error("--no-quota-check and --require-quota contradict each other: drop one.")
         return 2
     params: dict[str, Any] = {}
     if getattr(args, "no_quota_check", False):
@@ -310,12 +317,12 @@ def _run_batch(args: argparse.Namespace) -> int:
             params.update(_spend_params(args, cache=False))  # a dry run writes nothing, not even a cache file
             return _dry_run(args, params)
         except InvalidRequestError as exc:
-            print(f"holysheep batch: {exc}", file=sys.stderr)
+            error(str(exc))
             return 2
     try:
         client = Client(base_url=args.base_url, max_retries=0, proxy=getattr(args, "proxy", None))
     except HolySheepError as exc:
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(message_for(exc))
         return 2
     try:
         params.update(_structured_params(args))
@@ -326,7 +333,7 @@ def _run_batch(args: argparse.Namespace) -> int:
 
             check_cache_path(args.cache, Path(args.output))
         params.update(_spend_params(args))
-        with client, _stop_signals(), _cli_words():
+        with client, _stop_signals(), _cli_warnings():
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
@@ -337,26 +344,25 @@ def _run_batch(args: argparse.Namespace) -> int:
         _close_cache(params)
         what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
         where = getattr(args, "output_label", None) or args.output
-        print(f"\nholysheep batch: {what}; finished lines are in {where}. Run again with --resume to continue.",
-              file=sys.stderr)
+        print(file=sys.stderr)
+        error(f"{what}; finished lines are in {where}. Run again with --resume to continue.")
         return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         _close_cache(params)
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     except OutputWriteError as exc:  # a full disk: not bad input (exit 1), and --resume continues
         _close_cache(params)
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(str(exc))
         return 1
     _close_cache(params)
     for lineno, message in report.bad_lines[:20]:
-        print(f"holysheep batch: bad input line {lineno}: {message}", file=sys.stderr)
+        error(f"bad input line {lineno}: {message}", translate=False)
     if len(report.bad_lines) > 20:
-        print(f"holysheep batch: ... and {len(report.bad_lines) - 20} more bad lines (see {args.output})",
-              file=sys.stderr)
+        error(f"... and {len(report.bad_lines) - 20} more bad lines (see {args.output})")
     if args.output_format == "openai":  # its lines carry the server's error: the SDK's explanation goes here
         for cid, message in report.errors:
-            print(f"holysheep batch: {cid} failed: {message}", file=sys.stderr)
+            error(f"{cid} failed: {message}", translate=False)
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
@@ -365,12 +371,12 @@ def _run_batch(args: argparse.Namespace) -> int:
         if report.summary is not None:
             print("\n".join(str(report.summary).splitlines()[1:]), file=sys.stderr)
         if report.compaction_error:
-            print(f"holysheep batch: {report.compaction_error}.", file=sys.stderr)
+            warning(f"{report.compaction_error}.")
         if report.not_run:
             reason = report.summary.stop_reason if report.summary else None
             hint = ("run again with --resume (with a new --max-cost, or none) to finish the rest"
                     if reason and reason.startswith("max_cost_usd=") else "fix the cause and run again with --resume")
-            print(f"holysheep batch: stopped ({reason or '?'}); {hint}.", file=sys.stderr)
+            error(f"stopped ({reason or '?'}); {hint}.")
     return 0 if report.ok else 1
 
 
@@ -396,24 +402,23 @@ class StopSignal(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _cli_words() -> Iterator[None]:
-    """While the run lasts, the batch's log messages name this command's flags: the quota message's
-    ``check_quota=False`` reads ``--no-quota-check``."""
+def _cli_warnings() -> Iterator[None]:
+    """While the run lasts, the batch's log warnings (a skipped quota check) print as the CLI's warning lines,
+    in the CLI's words: ``Pass check_quota=False`` reads ``--no-quota-check``."""
     import logging
 
-    from holysheep._engine.quota_check import SKIP_OPTION
+    from holysheep.cli._output import warning
 
-    def name_the_flag(record: logging.LogRecord) -> bool:
-        if getattr(record, "skip_option", None) == SKIP_OPTION and isinstance(record.args, tuple):
-            record.args = tuple("--no-quota-check" if arg == SKIP_OPTION else arg for arg in record.args)
-        return True
+    class _CliWarnings(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warning(record.getMessage())
 
-    logger = logging.getLogger("holysheep.batch")
-    logger.addFilter(name_the_flag)
+    logger, handler = logging.getLogger("holysheep.batch"), _CliWarnings(logging.WARNING)
+    logger.addHandler(handler)
     try:
         yield
     finally:
-        logger.removeFilter(name_the_flag)
+        logger.removeHandler(handler)
 
 
 @contextlib.contextmanager
