@@ -153,6 +153,7 @@ def _run(argv: Sequence[str] | None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         set_command(args.command)
+        _use_flags(parser, args.command)
         _merge_globals(args)
         api_key_in_use(args.api_key)
         if args.command is None:
@@ -179,6 +180,15 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         error(f"unexpected {type(exc).__name__}: {exc}. Set HOLYSHEEP_DEBUG=1 for the traceback and report it.")
         return 1
+
+
+def _use_flags(parser: argparse.ArgumentParser, command: str | None) -> None:
+    """Errors name the running command's flags (`holysheep.cli._words`), read from its own parser."""
+    from holysheep.cli._words import use_flags_of
+
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    choices: dict[str, argparse.ArgumentParser] = subparsers[0].choices if subparsers else {}
+    use_flags_of(choices.get(command) if command else None)
 
 
 def _silence_stdout() -> None:

@@ -79,32 +79,6 @@ def _limit(text: str) -> float | str | None:
     return number
 
 
-def _whole(minimum: int) -> Any:
-    """An argparse type: a whole number >= ``minimum`` (refused with exit 2 before anything is sent)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text!r}")
-        return value
-    return parse
-
-
-def _number(*, positive: bool) -> Any:
-    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not (value > 0 if positive else value >= 0) or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
-        return value
-    return parse
-
-
 def _default_model() -> str:
     """The model `holysheep chat` and `bench` use when none is named (one definition, in the cli package)."""
     from holysheep.cli._chat import DEFAULT_MODEL
@@ -114,24 +88,25 @@ def _default_model() -> str:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
+    from holysheep.cli._common import number, whole
 
     parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params); "
                                       "- reads stdin")
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
                                                 "--dry-run); - writes them to stdout")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
-    parser.add_argument("--concurrency", type=_whole(1), default=DEFAULT_CONCURRENCY,
+    parser.add_argument("--concurrency", type=whole(1), default=DEFAULT_CONCURRENCY,
                         help=f"requests in flight at most (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--rpm", type=_limit, default="auto",
                         help="requests per minute: a number, 'auto' (the default: follow the server's "
                              "x-ratelimit-* headers) or 'off'")
     parser.add_argument("--tpm", type=_limit, default="auto",
                         help="tokens per minute (estimated, corrected by usage): a number, 'auto' (default) or 'off'")
-    parser.add_argument("--max-tokens", type=_whole(1), help="max_tokens for lines that do not set it")
-    parser.add_argument("--max-retries", type=_whole(0), default=None,
+    parser.add_argument("--max-tokens", type=whole(1), help="max_tokens for lines that do not set it")
+    parser.add_argument("--max-retries", type=whole(0), default=None,
                         help="retries per line for 5xx, connection errors and timeouts (default: until the line "
                              "succeeds, the batch stops on an outage, or --retry-window-s passes; 429s never count)")
-    parser.add_argument("--retry-window-s", type=_number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
+    parser.add_argument("--retry-window-s", type=number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
                         help="a line failing this long after its first attempt ends with its error "
                              f"(default {DEFAULT_RETRY_WINDOW_S:g})")
     parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
@@ -152,12 +127,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--ray", action="store_true",
                         help="run on a Ray cluster (the running one, else a local one); -o is then a folder")
-    parser.add_argument("--replicas", type=_whole(1), default=4, help="with --ray: replica actors (default 4)")
+    parser.add_argument("--replicas", type=whole(1), default=4, help="with --ray: replica actors (default 4)")
     parser.add_argument("--schema", help="structured output: module:Model or schema.json; each output line gets "
                                          "the validated object under \"parsed\"")
-    parser.add_argument("--max-repairs", type=_whole(0), help="with --schema: re-ask up to N times when the reply "
+    parser.add_argument("--max-repairs", type=whole(0), help="with --schema: re-ask up to N times when the reply "
                                                         "does not validate (default 0)")
-    parser.add_argument("--max-cost", type=_number(positive=False), metavar="USD",
+    parser.add_argument("--max-cost", type=number(positive=False), metavar="USD",
                         help="stop before this run's spend could pass USD (each request's worst case is reserved "
                              "first); unsent lines are left for --resume")
     parser.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -168,9 +143,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lines that would be refused")
     parser.add_argument("--cache", metavar="FILE", help="response cache file (SQLite): repeated requests are "
                                                         "answered from it without a request")
-    parser.add_argument("--cache-ttl", type=_number(positive=False), metavar="SECONDS",
+    parser.add_argument("--cache-ttl", type=number(positive=False), metavar="SECONDS",
                         help="with --cache: entries older than this are misses")
-    parser.add_argument("--cache-max-mb", type=_number(positive=True), metavar="MB",
+    parser.add_argument("--cache-max-mb", type=number(positive=True), metavar="MB",
                         help="with --cache: the oldest entries go when the file's responses pass MB")
     parser.set_defaults(batch_defaults={a.dest: a.default for a in parser._actions if a.dest != "help"})
 

@@ -190,11 +190,16 @@ def message_for(exc: BaseException) -> str:
         APIConnectionError,
         AuthenticationError,
         InsecureTransportError,
+        InvalidRequestError,
         NotFoundError,
         PermissionDeniedError,
     )
 
     text = str(exc) or type(exc).__name__
+    if isinstance(exc, InvalidRequestError):
+        from holysheep.cli._words import field_words
+
+        text = field_words(text, exc.field)
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
         return f"{text} Pass --api-key or set {ENV_API_KEY}."
     if isinstance(exc, NotFoundError):

@@ -5,17 +5,42 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import re
 
 from holysheep._core.batch_params import BATCH_OPTION_NAMES
 
-__all__ = ["cli_words", "option_flags"]
+__all__ = ["cli_words", "field_words", "option_flags", "use_flags_of"]
+
+_command_flags: dict[str, str] = {}
+
+
+def use_flags_of(parser: argparse.ArgumentParser | None) -> None:
+    """Translate with the running sub-command's own flags too (``plan``'s ``max_gpus`` is ``--max-gpus``)."""
+    _command_flags.clear()
+    for action in parser._actions if parser is not None else ():
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs and action.dest not in ("help", "version"):
+            _command_flags.setdefault(action.dest.removeprefix("g_"), longs[0])
+
+
+def option_flags() -> dict[str, str]:
+    """Python option (as a message writes it: ``resume``, ``check_quota=False``) -> CLI flag (``--resume``)."""
+    return {**_batch_flags(), **_command_flags}
+
+
+def field_words(text: str, field: str | None) -> str:
+    """An error about the argument ``field`` (`InvalidRequestError.field`) whose message begins with its
+    Python name (``max_gpus must be ...``) begins with the CLI flag instead (``--max-gpus must be ...``)."""
+    flag = option_flags().get(field) if field else None
+    if flag and field and re.match(rf"{re.escape(field)}\b(?![.\[=])", text):
+        return flag + text[len(field):]
+    return text
 
 
 @functools.cache
-def option_flags() -> dict[str, str]:
-    """Python option (as a message writes it: ``resume``, ``check_quota=False``) -> CLI flag (``--resume``)."""
+def _batch_flags() -> dict[str, str]:
     try:
         from holysheep.cli._batch import FLAG_SCOPES, PYTHON_NAMES
     except ImportError:  # an installation without holysheep.batch: nothing to translate
