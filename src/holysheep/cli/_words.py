@@ -1,7 +1,7 @@
 """The one translation from the library's Python wording to the CLI's: a message that advises a Python option
 (``resume=True``, ``check_quota=False``, ``prices=``) names the command-line flag instead (``--resume``,
 ``--no-quota-check``, ``--price``). The table is read from the batch command's own flag table
-(`holysheep.cli._batch.FLAG_SCOPES` and its `PYTHON_NAMES`), so a new flag is translated without a second list."""
+(`holysheep.cli._batch_flags`), so a new flag is translated without a second list."""
 
 from __future__ import annotations
 
@@ -41,10 +41,8 @@ def field_words(text: str, field: str | None) -> str:
 
 @functools.cache
 def _batch_flags() -> dict[str, str]:
-    try:
-        from holysheep.cli._batch import FLAG_SCOPES, PYTHON_NAMES
-    except ImportError:  # an installation without holysheep.batch: nothing to translate
-        return {}
+    from holysheep.cli._batch_flags import FLAG_SCOPES, PYTHON_NAMES
+
     table = {dest: flag.split("/")[-1] for dest, (flag, _) in FLAG_SCOPES.items() if flag.startswith("-")}
     for dest, python in PYTHON_NAMES.items():
         table[python] = table.pop(dest)
