@@ -75,7 +75,7 @@ def test_resume_with_another_file_of_line_n_ids_is_refused(tmp_path: Path, serve
     assert len(chat_requests(server)) == 3
     monkeypatch.setenv("HOLYSHEEP_API_KEY", server.api_key)
     assert cli_main([str(other), "-o", str(dst), "--base-url", server.url, "--resume", "--no-progress"]) == 2
-    assert capsys.readouterr().err.startswith(f"holysheep batch: {dst} holds results for a different input")
+    assert capsys.readouterr().err.startswith(f"holysheep batch: error: {dst} holds results for a different input")
     # --overwrite starts again with the new input
     assert cli_main([str(other), "-o", str(dst), "--base-url", server.url, "--overwrite", "--no-progress"]) == 0
     assert [json.loads(x)["response"]["choices"][0]["message"]["content"]

@@ -63,10 +63,10 @@ def test_bad_lines_have_one_prefix_and_one_line_number(tmp_path: Path, server: F
     assert cli_main([str(src), "-o", str(dst), "--base-url", server.url, "--no-progress"]) == 1
     bad = [line for line in capsys.readouterr().err.splitlines() if "bad input" in line]
     assert bad == [
-        "holysheep batch: bad input line 3: not valid JSON (Expecting ',' delimiter at column 9)",
-        "holysheep batch: bad input line 4: url must be '/v1/chat/completions' or '/v1/embeddings', got "
+        "holysheep batch: error: bad input line 3: not valid JSON (Expecting ',' delimiter at column 9)",
+        "holysheep batch: error: bad input line 4: url must be '/v1/chat/completions' or '/v1/embeddings', got "
         "'/v1/completions'.",
-        "holysheep batch: bad input line 5: expected a JSON object, got list",
+        "holysheep batch: error: bad input line 5: expected a JSON object, got list",
     ]
     errors = {r["custom_id"]: r["error"] for r in map(json.loads, dst.read_text().splitlines()) if "error" in r}
     assert errors["line-3"]["message"] == "line 3: not valid JSON (Expecting ',' delimiter at column 9)"

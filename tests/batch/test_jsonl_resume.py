@@ -202,7 +202,7 @@ def test_ctrl_c_exits_130_and_resume_completes(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
-        assert err.endswith(f"holysheep batch: interrupted; finished lines are in {dst}. "
+        assert err.endswith(f"holysheep batch: error: interrupted; finished lines are in {dst}. "
                             "Run again with --resume to continue.\n")
         assert not (tmp_path / "out.jsonl.lock").exists()
         rows = _out(dst)

@@ -71,4 +71,4 @@ def test_the_cli_prints_the_sdk_explanation_on_stderr(tmp_path: Path, monkeypatc
         assert cli_main([str(_input(tmp_path)), "-o", str(dst), "--base-url", server.url, "--model", MODEL,
                          "--no-progress", "--output-format", "openai", "--max-retries", "0"]) == 1
     err = capsys.readouterr().err
-    assert "holysheep batch: hot failed: " in err and "400" in err
+    assert "holysheep batch: error: hot failed: " in err and "400" in err

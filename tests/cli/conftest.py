@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -19,12 +20,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def assert_one_line_error(stderr: str) -> None:
-    """A user error: exactly one ``holysheep: error:`` line and no traceback."""
+ERROR_LINE = re.compile(r"holysheep(?: [a-z-]+)?: error: \S")
+"""The one error format of every sub-command: ``holysheep <command>: error: <message>`` (argparse's)."""
+
+
+def assert_one_line_error(stderr: str, command: str | None = None) -> None:
+    """A user error: exactly one ``holysheep <command>: error:`` line and no traceback."""
     assert "Traceback" not in stderr
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, stderr
-    assert lines[0].startswith("holysheep: error: "), stderr
+    assert ERROR_LINE.match(lines[0]), stderr
+    if command is not None:
+        assert lines[0].startswith(f"holysheep {command}: error: "), stderr
 
 
 def assert_no_key(text: str, key: str) -> None:

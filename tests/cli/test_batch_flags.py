@@ -37,15 +37,15 @@ def test_ray_refuses_a_flag_it_cannot_honour(dest: str, tmp_path: Path, capsys: 
     assert run_batch_command(args) == 2
     err = capsys.readouterr().err
     flag = FLAG_SCOPES[dest][0]
-    assert err == (f"holysheep batch: {flag} cannot be used with --ray yet (the Ray front-end does not honour it); "
-                   f"run without --ray, or drop {flag}.\n")
+    assert err == (f"holysheep batch: error: {flag} cannot be used with --ray yet (the Ray front-end does not "
+                   f"honour it); run without --ray, or drop {flag}.\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
 def test_the_local_runner_refuses_replicas_without_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args([str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out"), "--replicas", "2"])
     assert run_batch_command(args) == 2
-    assert capsys.readouterr().err == "holysheep batch: --replicas needs --ray.\n"
+    assert capsys.readouterr().err == "holysheep batch: error: --replicas needs --ray.\n"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -37,5 +37,5 @@ def test_stdout_refuses_what_it_cannot_do(flags: list[str], names: str, tmp_path
     source = tmp_path / "in.jsonl"
     source.write_text(LINES)
     assert main(["batch", str(source), "-o", "-", *flags]) == 2
-    assert capsys.readouterr().err == (f"holysheep batch: '-' (stdin/stdout) cannot be used with {names}: name a "
-                                       "file instead.\n")
+    assert capsys.readouterr().err == (f"holysheep batch: error: '-' (stdin/stdout) cannot be used with {names}: "
+                                       "name a file instead.\n")

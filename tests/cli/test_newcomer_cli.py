@@ -44,7 +44,7 @@ def test_models_404_without_v1_suggests_v1_not_holysheep_models(cli: Runner, ser
     assert done.returncode == 1
     assert_one_line_error(done.stderr)
     assert f"did you mean {root}/v1?" in done.stderr
-    assert "holysheep models" not in done.stderr
+    assert "Run 'holysheep models'" not in done.stderr
 
 
 def test_quota_404_says_no_quota_endpoint(cli: Runner) -> None:

@@ -16,6 +16,7 @@ from holysheep.cli._output import (
     exit_code_for,
     message_for,
     scrubbed_std_streams,
+    set_command,
 )
 
 __all__ = ["build_parser", "run"]
@@ -41,9 +42,10 @@ def docs_url() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line ``holysheep: error: ...`` (exit 2) instead of usage plus message."""
+    """argparse with one ``holysheep <command>: error: ...`` line (exit 2) instead of usage plus message."""
 
     def error(self, message: str) -> NoReturn:
+        set_command(self.prog.partition(" ")[2] or None)  # `holysheep batch`: the sub-command's parser
         error(f"{message} (see '{self.prog} --help')")
         raise SystemExit(EXIT_USAGE)
 
@@ -146,9 +148,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    set_command(None)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        set_command(args.command)
+        _use_flags(parser, args.command)
         _merge_globals(args)
         api_key_in_use(args.api_key)
         if args.command is None:
@@ -175,6 +180,15 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         error(f"unexpected {type(exc).__name__}: {exc}. Set HOLYSHEEP_DEBUG=1 for the traceback and report it.")
         return 1
+
+
+def _use_flags(parser: argparse.ArgumentParser, command: str | None) -> None:
+    """Errors name the running command's flags (`holysheep.cli._words`), read from its own parser."""
+    from holysheep.cli._words import use_flags_of
+
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    choices: dict[str, argparse.ArgumentParser] = subparsers[0].choices if subparsers else {}
+    use_flags_of(choices.get(command) if command else None)
 
 
 def _silence_stdout() -> None:

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from holysheep.cli._batch_flags import FLAG_SCOPES, LOCAL, RAY
+
 __all__ = ["add_batch_parser", "build_parser", "run_batch_command"]
 
 DESCRIPTION = """\
@@ -29,25 +31,6 @@ input (duplicate custom_ids, missing file, output exists without --resume, outpu
 another input, --resume on a file that is not a results file or in another --output-format,
 --cache naming the output file, output in use by another run); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM,
 129 stopped by SIGHUP (finished lines are kept and the lock removed: run again with --resume)."""
-
-
-# Where each flag of `holysheep batch` is honoured: by both front-ends, only the local runner (run_jsonl) or only
-# the Ray front-end (--ray). A flag set away from its default on a front-end that does not honour it is refused
-# before anything starts (exit 2, naming it), never dropped. A new flag is added here (a test checks that).
-BOTH, LOCAL, RAY = "both", "local", "ray"
-FLAG_SCOPES: dict[str, tuple[str, str]] = {
-    "input": ("INPUT", BOTH), "output": ("-o/--output", BOTH), "model": ("--model", BOTH),
-    "concurrency": ("--concurrency", BOTH), "rpm": ("--rpm", BOTH), "tpm": ("--tpm", BOTH),
-    "max_tokens": ("--max-tokens", BOTH), "max_retries": ("--max-retries", BOTH), "resume": ("--resume", BOTH),
-    "overwrite": ("--overwrite", BOTH), "base_url": ("--base-url", BOTH),
-    "retry_window_s": ("--retry-window-s", LOCAL), "output_format": ("--output-format", LOCAL),
-    "require_quota": ("--require-quota", LOCAL), "no_progress": ("--no-progress", LOCAL), "json": ("--json", LOCAL),
-    "schema": ("--schema", LOCAL), "max_repairs": ("--max-repairs", LOCAL), "max_cost": ("--max-cost", LOCAL),
-    "price": ("--price", LOCAL), "dry_run": ("--dry-run", LOCAL), "cache": ("--cache", LOCAL),
-    "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
-    "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
-    "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
-}
 
 
 def unhonoured_flags(args: argparse.Namespace) -> list[str]:
@@ -74,32 +57,6 @@ def _limit(text: str) -> float | str | None:
     return number
 
 
-def _whole(minimum: int) -> Any:
-    """An argparse type: a whole number >= ``minimum`` (refused with exit 2 before anything is sent)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text!r}")
-        return value
-    return parse
-
-
-def _number(*, positive: bool) -> Any:
-    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not (value > 0 if positive else value >= 0) or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
-        return value
-    return parse
-
-
 def _default_model() -> str:
     """The model `holysheep chat` and `bench` use when none is named (one definition, in the cli package)."""
     from holysheep.cli._chat import DEFAULT_MODEL
@@ -109,24 +66,25 @@ def _default_model() -> str:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
+    from holysheep.cli._common import number, whole
 
     parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params); "
                                       "- reads stdin")
     parser.add_argument("-o", "--output", help="JSONL file the results are appended to (required, except with "
                                                 "--dry-run); - writes them to stdout")
     parser.add_argument("--model", help=f"model for lines that do not name one (default {_default_model()})")
-    parser.add_argument("--concurrency", type=_whole(1), default=DEFAULT_CONCURRENCY,
+    parser.add_argument("--concurrency", type=whole(1), default=DEFAULT_CONCURRENCY,
                         help=f"requests in flight at most (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--rpm", type=_limit, default="auto",
                         help="requests per minute: a number, 'auto' (the default: follow the server's "
                              "x-ratelimit-* headers) or 'off'")
     parser.add_argument("--tpm", type=_limit, default="auto",
                         help="tokens per minute (estimated, corrected by usage): a number, 'auto' (default) or 'off'")
-    parser.add_argument("--max-tokens", type=_whole(1), help="max_tokens for lines that do not set it")
-    parser.add_argument("--max-retries", type=_whole(0), default=None,
+    parser.add_argument("--max-tokens", type=whole(1), help="max_tokens for lines that do not set it")
+    parser.add_argument("--max-retries", type=whole(0), default=None,
                         help="retries per line for 5xx, connection errors and timeouts (default: until the line "
                              "succeeds, the batch stops on an outage, or --retry-window-s passes; 429s never count)")
-    parser.add_argument("--retry-window-s", type=_number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
+    parser.add_argument("--retry-window-s", type=number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
                         help="a line failing this long after its first attempt ends with its error "
                              f"(default {DEFAULT_RETRY_WINDOW_S:g})")
     parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
@@ -147,12 +105,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--ray", action="store_true",
                         help="run on a Ray cluster (the running one, else a local one); -o is then a folder")
-    parser.add_argument("--replicas", type=_whole(1), default=4, help="with --ray: replica actors (default 4)")
+    parser.add_argument("--replicas", type=whole(1), default=4, help="with --ray: replica actors (default 4)")
     parser.add_argument("--schema", help="structured output: module:Model or schema.json; each output line gets "
                                          "the validated object under \"parsed\"")
-    parser.add_argument("--max-repairs", type=_whole(0), help="with --schema: re-ask up to N times when the reply "
+    parser.add_argument("--max-repairs", type=whole(0), help="with --schema: re-ask up to N times when the reply "
                                                         "does not validate (default 0)")
-    parser.add_argument("--max-cost", type=_number(positive=False), metavar="USD",
+    parser.add_argument("--max-cost", type=number(positive=False), metavar="USD",
                         help="stop before this run's spend could pass USD (each request's worst case is reserved "
                              "first); unsent lines are left for --resume")
     parser.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -163,9 +121,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lines that would be refused")
     parser.add_argument("--cache", metavar="FILE", help="response cache file (SQLite): repeated requests are "
                                                         "answered from it without a request")
-    parser.add_argument("--cache-ttl", type=_number(positive=False), metavar="SECONDS",
+    parser.add_argument("--cache-ttl", type=number(positive=False), metavar="SECONDS",
                         help="with --cache: entries older than this are misses")
-    parser.add_argument("--cache-max-mb", type=_number(positive=True), metavar="MB",
+    parser.add_argument("--cache-max-mb", type=number(positive=True), metavar="MB",
                         help="with --cache: the oldest entries go when the file's responses pass MB")
     parser.set_defaults(batch_defaults={a.dest: a.default for a in parser._actions if a.dest != "help"})
 
@@ -269,8 +227,10 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
 def run_batch_command(args: argparse.Namespace) -> int:
     """Run ``holysheep batch`` with parsed arguments; returns the exit status. ``-`` is stdin / stdout."""
     from holysheep.cli._batch_std import run_with_std_streams
+    from holysheep.cli._output import command_named
 
-    return run_with_std_streams(args, _run_batch)
+    with command_named("batch"):
+        return run_with_std_streams(args, _run_batch)
 
 
 def _run_batch(args: argparse.Namespace) -> int:
@@ -278,26 +238,26 @@ def _run_batch(args: argparse.Namespace) -> int:
     from holysheep._exceptions import HolySheepError, InvalidRequestError, QuotaExceededError, QuotaUnavailableError
     from holysheep.batch._jsonl import run_jsonl
     from holysheep.batch._jsonl_output import OutputWriteError
+    from holysheep.cli._output import error, message_for, warning
 
     if not args.output and not getattr(args, "dry_run", False):
-        print("holysheep batch: -o/--output OUTPUT.jsonl is required (except with --dry-run).", file=sys.stderr)
+        error("-o/--output OUTPUT.jsonl is required (except with --dry-run).")
         return 2
     unhonoured = unhonoured_flags(args)
     if unhonoured:
         names = ", ".join(unhonoured)
         if getattr(args, "ray", False):
-            print(f"holysheep batch: {names} cannot be used with --ray yet (the Ray front-end does not honour "
-                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.", file=sys.stderr)
+            error(f"{names} cannot be used with --ray yet (the Ray front-end does not honour "
+                  f"{'it' if len(unhonoured) == 1 else 'them'}); run without --ray, or drop {names}.")
         else:
-            print(f"holysheep batch: {names} needs --ray.", file=sys.stderr)
+            error(f"{names} needs --ray.")
         return 2
     if getattr(args, "ray", False):
         from holysheep.integrations.ray._cli import run_ray_batch
 
-        return run_ray_batch(args)
+        return run_ray_batch(args, error)
     if getattr(args, "no_quota_check", False) and args.require_quota:
-        print("holysheep batch: --no-quota-check and --require-quota contradict each other: drop one.",
-              file=sys.stderr)
+        error("--no-quota-check and --require-quota contradict each other: drop one.")
         return 2
     params: dict[str, object] = {}
     if getattr(args, "no_quota_check", False):
@@ -310,12 +270,12 @@ def _run_batch(args: argparse.Namespace) -> int:
             params.update(_spend_params(args, cache=False))  # a dry run writes nothing, not even a cache file
             return _dry_run(args, params)
         except InvalidRequestError as exc:
-            print(f"holysheep batch: {exc}", file=sys.stderr)
+            error(str(exc))
             return 2
     try:
         client = Client(base_url=args.base_url, max_retries=0, proxy=getattr(args, "proxy", None))
     except HolySheepError as exc:
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(message_for(exc))
         return 2
     try:
         params.update(_structured_params(args))
@@ -326,7 +286,7 @@ def _run_batch(args: argparse.Namespace) -> int:
 
             check_cache_path(args.cache, Path(args.output))
         params.update(_spend_params(args))
-        with client, _stop_signals(), _cli_words():
+        with client, _stop_signals(), _cli_warnings():
             report = run_jsonl(
                 client, args.input, args.output, model=args.model or _default_model(), concurrency=args.concurrency,
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
@@ -337,26 +297,25 @@ def _run_batch(args: argparse.Namespace) -> int:
         _close_cache(params)
         what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
         where = getattr(args, "output_label", None) or args.output
-        print(f"\nholysheep batch: {what}; finished lines are in {where}. Run again with --resume to continue.",
-              file=sys.stderr)
+        print(file=sys.stderr)
+        error(f"{what}; finished lines are in {where}. Run again with --resume to continue.")
         return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
         _close_cache(params)
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     except OutputWriteError as exc:  # a full disk: not bad input (exit 1), and --resume continues
         _close_cache(params)
-        print(f"holysheep batch: {exc}", file=sys.stderr)
+        error(str(exc))
         return 1
     _close_cache(params)
     for lineno, message in report.bad_lines[:20]:
-        print(f"holysheep batch: bad input line {lineno}: {message}", file=sys.stderr)
+        error(f"bad input line {lineno}: {message}", translate=False)
     if len(report.bad_lines) > 20:
-        print(f"holysheep batch: ... and {len(report.bad_lines) - 20} more bad lines (see {args.output})",
-              file=sys.stderr)
+        error(f"... and {len(report.bad_lines) - 20} more bad lines (see {args.output})")
     if args.output_format == "openai":  # its lines carry the server's error: the SDK's explanation goes here
         for cid, message in report.errors:
-            print(f"holysheep batch: {cid} failed: {message}", file=sys.stderr)
+            error(f"{cid} failed: {message}", translate=False)
     if args.json:
         data = report.to_dict()
         print(json.dumps(data, default=str))
@@ -365,12 +324,12 @@ def _run_batch(args: argparse.Namespace) -> int:
         if report.summary is not None:
             print("\n".join(str(report.summary).splitlines()[1:]), file=sys.stderr)
         if report.compaction_error:
-            print(f"holysheep batch: {report.compaction_error}.", file=sys.stderr)
+            warning(f"{report.compaction_error}.")
         if report.not_run:
             reason = report.summary.stop_reason if report.summary else None
             hint = ("run again with --resume (with a new --max-cost, or none) to finish the rest"
                     if reason and reason.startswith("max_cost_usd=") else "fix the cause and run again with --resume")
-            print(f"holysheep batch: stopped ({reason or '?'}); {hint}.", file=sys.stderr)
+            error(f"stopped ({reason or '?'}); {hint}.")
     return 0 if report.ok else 1
 
 
@@ -396,24 +355,23 @@ class StopSignal(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _cli_words() -> Iterator[None]:
-    """While the run lasts, the batch's log messages name this command's flags: the quota message's
-    ``check_quota=False`` reads ``--no-quota-check``."""
+def _cli_warnings() -> Iterator[None]:
+    """While the run lasts, the batch's log warnings (a skipped quota check) print as the CLI's warning lines,
+    in the CLI's words: ``Pass check_quota=False`` reads ``--no-quota-check``."""
     import logging
 
-    from holysheep._engine.quota_check import SKIP_OPTION
+    from holysheep.cli._output import warning
 
-    def name_the_flag(record: logging.LogRecord) -> bool:
-        if getattr(record, "skip_option", None) == SKIP_OPTION and isinstance(record.args, tuple):
-            record.args = tuple("--no-quota-check" if arg == SKIP_OPTION else arg for arg in record.args)
-        return True
+    class _CliWarnings(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warning(record.getMessage())
 
-    logger = logging.getLogger("holysheep.batch")
-    logger.addFilter(name_the_flag)
+    logger, handler = logging.getLogger("holysheep.batch"), _CliWarnings(logging.WARNING)
+    logger.addHandler(handler)
     try:
         yield
     finally:
-        logger.removeFilter(name_the_flag)
+        logger.removeHandler(handler)
 
 
 @contextlib.contextmanager

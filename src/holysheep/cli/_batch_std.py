@@ -26,8 +26,9 @@ def run_with_std_streams(args: argparse.Namespace, run: Callable[[argparse.Names
         ("--json", stdout and not dry and getattr(args, "json", False)),  # the report would mix with the results
     ) if on]
     if conflicts:
-        print(f"holysheep batch: '-' (stdin/stdout) cannot be used with {', '.join(conflicts)}: name a file "
-              "instead.", file=sys.stderr)
+        from holysheep.cli._output import error
+
+        error(f"'-' (stdin/stdout) cannot be used with {', '.join(conflicts)}: name a file instead.")
         return 2
     with tempfile.TemporaryDirectory(prefix="holysheep-batch-") as folder:
         if stdin:

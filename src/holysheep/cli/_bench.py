@@ -25,6 +25,7 @@ from holysheep.cli._output import (
     print_json,
     print_table,
     scrub,
+    warning,
 )
 
 if TYPE_CHECKING:
@@ -310,8 +311,8 @@ def run_bench(args: argparse.Namespace) -> int:
         error(message_for(fatal))
         return exit_code_for(fatal)
     if interrupted:
-        print(f"holysheep: bench interrupted after {len(samples)} of {args.requests * len(models)} requests; "
-              "results for those:", file=sys.stderr)
+        warning(f"interrupted after {len(samples)} of {args.requests * len(models)} requests; "
+                "results for those:")
     if args.json:
         config = {"models": models, "requests": args.requests, "concurrency": args.concurrency,
                   "max_tokens": args.max_tokens, "prompt_chars": len(prompt), "base_url": str(client.base_url)}

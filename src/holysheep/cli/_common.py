@@ -10,7 +10,7 @@ from holysheep.cli._output import api_key_in_use
 if TYPE_CHECKING:
     from holysheep import Client
 
-__all__ = ["add_connection_options", "make_client", "positive_seconds"]
+__all__ = ["add_connection_options", "make_client", "number", "positive_seconds", "whole"]
 
 
 def positive_seconds(text: str) -> float:
@@ -45,3 +45,32 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
 
     api_key_in_use(args.api_key)
     return Client(api_key=args.api_key, base_url=args.base_url, proxy=getattr(args, "proxy", None), **options)
+
+
+def whole(minimum: int, maximum: int | None = None) -> Any:
+    """An argparse type: a whole number >= ``minimum`` (and <= ``maximum``), refused with exit 2 before anything
+    is sent."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text!r}")
+        return value
+    return parse
+
+
+def number(*, positive: bool) -> Any:
+    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (value > 0 if positive else value >= 0) or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        return value
+    return parse

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from holysheep.cli._common import number, whole
 from holysheep.cli._output import EXIT_API, EXIT_OK, EXIT_USAGE, error, print_json
 
 __all__ = ["add_local_parsers"]
@@ -79,9 +80,9 @@ def add_local_parsers(sub: Any) -> None:
                                    "the last user message; --script and --structured script tool calls and "
                                    "schema-valid JSON.")
     m.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    m.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
-    m.add_argument("--latency-ms", type=float, default=0.0, help="delay before the first byte/token")
-    m.add_argument("--chunk-delay-ms", type=float, default=0.0, help="delay between streamed tokens")
+    m.add_argument("--port", type=whole(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
+    m.add_argument("--latency-ms", type=number(positive=False), default=0.0, help="delay before the first byte/token")
+    m.add_argument("--chunk-delay-ms", type=number(positive=False), default=0.0, help="delay between streamed tokens")
     m.add_argument("--fault-rate", type=float, default=0.0, help="share of chat requests that fail (0..1)")
     m.add_argument("--seed", type=int, help="seed for the fault draw")
     m.add_argument("--api-key", dest="server_api_key", metavar="KEY", help="the key to accept (default: random)")

@@ -15,15 +15,19 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "api_key_in_use",
+    "command_named",
     "error",
     "exit_code_for",
     "message_for",
     "print_json",
+    "prefix",
     "print_table",
     "scrub",
     "scrubbed_std_streams",
+    "set_command",
     "unscrubbed_std_streams",
     "use_rich",
+    "warning",
 ]
 
 EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -126,10 +130,49 @@ def unscrubbed_std_streams() -> Iterator[None]:
         sys.stdout, sys.stderr = out, err
 
 
-def error(message: str, *, file: IO[str] | None = None) -> None:
-    """Print ``holysheep: error: <message>`` as one scrubbed line on stderr."""
-    line = " ".join(scrub(str(message)).split())
-    print(f"holysheep: error: {line}", file=file or sys.stderr, flush=True)
+_command: str | None = None
+
+
+def set_command(name: str | None) -> None:
+    """Name the sub-command being run (``batch``): every error and warning line names it from then on."""
+    global _command
+    _command = name
+
+
+@contextlib.contextmanager
+def command_named(name: str) -> Iterator[None]:
+    """`set_command` for the time of one call (``holysheep batch`` run without the top-level parser)."""
+    global _command
+    before, _command = _command, name
+    try:
+        yield
+    finally:
+        _command = before
+
+
+def prefix() -> str:
+    """``holysheep batch`` while a sub-command runs, else ``holysheep`` (argparse's ``prog``)."""
+    return f"holysheep {_command}" if _command else "holysheep"
+
+
+def error(message: str, *, file: IO[str] | None = None, translate: bool = True) -> None:
+    """Print ``holysheep <command>: error: <message>`` as one scrubbed line on stderr: the one format of
+    every CLI error. The library's Python wording becomes the CLI's (`cli_words`) unless ``translate`` is
+    False (a result line's own error, which speaks of the JSONL line, not of a flag)."""
+    _line("error", message, file, translate)
+
+
+def warning(message: str, *, file: IO[str] | None = None) -> None:
+    """Print ``holysheep <command>: warning: <message>`` as one scrubbed line on stderr."""
+    _line("warning", message, file, True)
+
+
+def _line(kind: str, message: str, file: IO[str] | None, translate: bool) -> None:
+    from holysheep.cli._words import cli_words
+
+    text = cli_words(str(message)) if translate else str(message)
+    line = " ".join(scrub(text).split())
+    print(f"{prefix()}: {kind}: {line}", file=file or sys.stderr, flush=True)
 
 
 def exit_code_for(exc: BaseException) -> int:
@@ -147,11 +190,16 @@ def message_for(exc: BaseException) -> str:
         APIConnectionError,
         AuthenticationError,
         InsecureTransportError,
+        InvalidRequestError,
         NotFoundError,
         PermissionDeniedError,
     )
 
     text = str(exc) or type(exc).__name__
+    if isinstance(exc, InvalidRequestError):
+        from holysheep.cli._words import field_words
+
+        text = field_words(text, exc.field)
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
         return f"{text} Pass --api-key or set {ENV_API_KEY}."
     if isinstance(exc, NotFoundError):

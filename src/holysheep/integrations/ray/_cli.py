@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,13 @@ def _write_jsonl(results: Any, out_dir: Path) -> tuple[int, int]:
     return total, failed
 
 
-def run_ray_batch(args: argparse.Namespace) -> int:
-    """Run the batch command's parsed `args` on Ray; returns the exit status (0 ok, 1 failures, 2 bad input)."""
+def run_ray_batch(args: argparse.Namespace, error: Callable[[str], None]) -> int:
+    """Run the batch command's parsed `args` on Ray; returns the exit status (0 ok, 1 failures, 2 bad input).
+    Every error goes to `error` (the CLI's one error line)."""
     from holysheep._exceptions import AuthenticationError, HolySheepError
 
     def fail(message: str, status: int = 2) -> int:
-        print(f"holysheep batch: {message}", file=sys.stderr)
+        error(message)
         return status
 
     if getattr(args, "schema", None) is not None or getattr(args, "max_repairs", None) is not None:

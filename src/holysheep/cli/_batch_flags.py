@@ -1,0 +1,29 @@
+"""The flag table of `holysheep batch`: where each flag is honoured, and the `run_jsonl` option it stands for
+(read by `holysheep.cli._batch` and by the translation of library messages, `holysheep.cli._words`)."""
+
+from __future__ import annotations
+
+__all__ = ["BOTH", "FLAG_SCOPES", "LOCAL", "PYTHON_NAMES", "RAY"]
+
+# Where each flag of `holysheep batch` is honoured: by both front-ends, only the local runner (run_jsonl) or only
+# the Ray front-end (--ray). A flag set away from its default on a front-end that does not honour it is refused
+# before anything starts (exit 2, naming it), never dropped. A new flag is added here (a test checks that).
+BOTH, LOCAL, RAY = "both", "local", "ray"
+FLAG_SCOPES: dict[str, tuple[str, str]] = {
+    "input": ("INPUT", BOTH), "output": ("-o/--output", BOTH), "model": ("--model", BOTH),
+    "concurrency": ("--concurrency", BOTH), "rpm": ("--rpm", BOTH), "tpm": ("--tpm", BOTH),
+    "max_tokens": ("--max-tokens", BOTH), "max_retries": ("--max-retries", BOTH), "resume": ("--resume", BOTH),
+    "overwrite": ("--overwrite", BOTH), "base_url": ("--base-url", BOTH),
+    "retry_window_s": ("--retry-window-s", LOCAL), "output_format": ("--output-format", LOCAL),
+    "require_quota": ("--require-quota", LOCAL), "no_progress": ("--no-progress", LOCAL), "json": ("--json", LOCAL),
+    "schema": ("--schema", LOCAL), "max_repairs": ("--max-repairs", LOCAL), "max_cost": ("--max-cost", LOCAL),
+    "price": ("--price", LOCAL), "dry_run": ("--dry-run", LOCAL), "cache": ("--cache", LOCAL),
+    "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
+    "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
+    "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
+}
+PYTHON_NAMES: dict[str, str] = {
+    "output": "output_path", "no_quota_check": "check_quota=False", "price": "prices", "max_cost": "max_cost_usd",
+}
+"""The flags whose `run_jsonl` option is spelled otherwise (the rest share their name): how a library message
+advising that option is rewritten to name the flag (`holysheep.cli._words`)."""

@@ -1,0 +1,85 @@
+"""The one translation from the library's Python wording to the CLI's: a message that advises a Python option
+(``resume=True``, ``check_quota=False``, ``prices=``) names the command-line flag instead (``--resume``,
+``--no-quota-check``, ``--price``). The table is read from the batch command's own flag table
+(`holysheep.cli._batch_flags`), so a new flag is translated without a second list."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+
+from holysheep._core.batch_params import BATCH_OPTION_NAMES
+
+__all__ = ["cli_words", "field_words", "option_flags", "use_flags_of"]
+
+_command_flags: dict[str, str] = {}
+
+
+def use_flags_of(parser: argparse.ArgumentParser | None) -> None:
+    """Translate with the running sub-command's own flags too (``plan``'s ``max_gpus`` is ``--max-gpus``)."""
+    _command_flags.clear()
+    for action in parser._actions if parser is not None else ():
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs and action.dest not in ("help", "version"):
+            _command_flags.setdefault(action.dest.removeprefix("g_"), longs[0])
+
+
+def option_flags() -> dict[str, str]:
+    """Python option (as a message writes it: ``resume``, ``check_quota=False``) -> CLI flag (``--resume``)."""
+    return {**_batch_flags(), **_command_flags}
+
+
+def field_words(text: str, field: str | None) -> str:
+    """An error about the argument ``field`` (`InvalidRequestError.field`) whose message begins with its
+    Python name (``max_gpus must be ...``) begins with the CLI flag instead (``--max-gpus must be ...``)."""
+    flag = option_flags().get(field) if field else None
+    if flag and field and re.match(rf"{re.escape(field)}\b(?![.\[=])", text):
+        return flag + text[len(field):]
+    return text
+
+
+@functools.cache
+def _batch_flags() -> dict[str, str]:
+    from holysheep.cli._batch_flags import FLAG_SCOPES, PYTHON_NAMES
+
+    table = {dest: flag.split("/")[-1] for dest, (flag, _) in FLAG_SCOPES.items() if flag.startswith("-")}
+    for dest, python in PYTHON_NAMES.items():
+        table[python] = table.pop(dest)
+    return table
+
+
+def _flag(name: str, value: str = "") -> str | None:
+    table = option_flags()
+    return table.get(f"{name}={value}") or table.get(name)
+
+
+def cli_words(text: str) -> str:
+    """``text`` with every Python option it names written as the CLI flag; anything else is left as it is."""
+    if "=" not in text and "_" not in text:
+        return text
+
+    def keep_flag(m: re.Match[str]) -> str:  # `--flag X (name=X)` / `name=X (--flag X)`: the flag alone
+        return m.group("flag") if _flag(m.group("name")) else m.group(0)
+
+    # `prices={...} (note), or --price ...`: the Python spelling offered next to the flag goes
+    text = re.sub(r"\b(?P<name>\w+)=\{[^{}]*\}(?:\s*\([^()]*\))?,?\s+or\s+(?P<flag>--)", keep_flag, text)
+    text = re.sub(r"(?P<flag>--[\w-]+(?: [^\s()]+)?) \((?P<name>\w+)=[^()]*\)", keep_flag, text)
+    text = re.sub(r"\b(?P<name>\w+)=\S*?\s*\((?P<flag>--[^()]*)\)", keep_flag, text)
+    text = re.sub(r"\b(?P<name>\w+)=\s*/\s*(?P<flag>--[\w-]+)", keep_flag, text)
+
+    def assignment(m: re.Match[str]) -> str:  # what is left: `check_quota=False`, `max_cost_usd=$1`
+        name, value = m.group("name"), m.group("value")
+        flag = _flag(name, value)
+        if flag is None:
+            return m.group(0)
+        return flag if value == "True" or f"{name}={value}" in option_flags() else f"{flag} {value}"
+
+    def bare(m: re.Match[str]) -> str:  # `drop require_quota`; `max_cost_usd needs a price`
+        name = m.group("name")
+        engine = name in BATCH_OPTION_NAMES  # an engine option, never a request field such as max_tokens
+        flag = _flag(name) if engine or m.group("verb") else None
+        return f"{m.group('verb') or ''}{flag or name}"
+
+    text = re.sub(r"(?<![\w.\[-])(?P<name>[a-z]\w*)=(?P<value>True|False|[^\s,;:()]+)", assignment, text)
+    return re.sub(r"(?P<verb>\b(?:drop|pass|set|use) )?(?<![\w.\[-])(?P<name>[a-z]+_\w+)\b(?!=)", bare, text)

@@ -1,0 +1,201 @@
+"""One error format for every sub-command (``holysheep <command>: error: ...``, exit 2 before any request for a
+bad value) and errors in the CLI's words: a library message advising a Python option names the flag."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holysheep._engine import quota_check as _quota_check
+from holysheep.cli import main
+from holysheep.cli._words import cli_words
+from holysheep.testing import FakeServer
+
+from .conftest import ERROR_LINE
+
+PYTHON_KWARG = re.compile(r"\b\w+=(?:True|False)\b")
+STDERRS: list[str] = []  # every stderr of this module's scenarios, for the Python-kwarg check at the end
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def jsonl(tmp_path: Path) -> Path:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    STDERRS.append(err)
+    return code, out, err
+
+
+# One bad value per sub-command; {in} / {out} are a JSONL input and an output path.
+BAD_VALUES = [
+    ("chat", ["chat", "hi", "--max-tokens", "-3"], "--max-tokens"),
+    ("chat", ["chat", "hi", "--temperature", "9"], "--temperature"),
+    ("chat", ["chat", "hi", "--timeout", "0"], "--timeout"),
+    ("models", ["models", "--base-url", "ftp://x"], "--base-url"),
+    ("quota", ["quota", "--base-url", "ftp://x"], "--base-url"),
+    ("batch", ["batch", "{in}", "-o", "{out}", "--max-tokens", "-3"], "--max-tokens"),
+    ("batch", ["batch", "{in}", "-o", "{out}", "--rpm", "-5"], "--rpm"),
+    ("batch", ["batch", "{in}", "-o", "{out}", "--price", "bad"], "--price"),
+    ("batch", ["batch", "{in}"], "-o/--output"),
+    ("bench", ["bench", "-n", "0"], "--requests"),
+    ("bench", ["bench", "--max-tokens", "-3"], "--max-tokens"),
+    ("gpus", ["gpus", "--sort", "x"], "--sort"),
+    ("plan", ["plan", "70b", "--max-gpus", "0"], "--max-gpus"),
+    ("plan", ["plan", "70b", "--budget-per-hour", "-1"], "--budget-per-hour"),
+    ("mock-server", ["mock-server", "--port", "99999"], "--port"),
+    ("mock-server", ["mock-server", "--latency-ms", "-5"], "--latency-ms"),
+    ("cache", ["cache", "stats", "{out}"], "no cache file"),
+]
+
+
+@pytest.mark.parametrize(("command", "argv", "named"), BAD_VALUES, ids=[" ".join(a) for _, a, _ in BAD_VALUES])
+def test_a_bad_value_is_one_error_line_exit_2_and_no_request(
+        command: str, argv: list[str], named: str, server: FakeServer, jsonl: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.replace("{in}", str(jsonl)).replace("{out}", str(tmp_path / "out.jsonl")) for a in argv]
+    before = len(server.requests)
+    connection = ["--api-key", server.api_key, *([] if "--base-url" in argv else ["--base-url", server.url])]
+    code, _, err = _run([*argv, *connection], capsys)
+    assert code == 2, err
+    assert len(server.requests) == before  # refused before any request
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"holysheep {command}: error: "), err
+    assert named in lines[0]
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_error_before_the_command_is_known_has_the_bare_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["no-such-command"], capsys)
+    assert code == 2 and err.startswith("holysheep: error: argument COMMAND: invalid choice: 'no-such-command'")
+
+
+# Every library message that advises a Python option, as the CLI prints it.
+LIBRARY_ADVICE = [
+    ("rerun_changed=True (--rerun-changed) needs resume=True (--resume): it sends again",
+     "--rerun-changed needs --resume: it sends again"),
+    ("output file o already has results: pass resume=True (--resume) to continue it, or overwrite=True "
+     "(--overwrite) to start again.", "output file o already has results: pass --resume to continue it, or "
+     "--overwrite to start again."),
+    ("pass --rerun-changed (rerun_changed=True) with --resume; or use a new output file, or overwrite=True "
+     "(--overwrite) to start again", "pass --rerun-changed with --resume; or use a new output file, or --overwrite "
+     "to start again"),
+    ("Resume it with --output-format holysheep (output_format='holysheep'), or write",
+     "Resume it with --output-format holysheep, or write"),
+    ("no price (pass prices= / --price)", "no price (pass --price)"),
+    ("needs one: pass prices= (--price MODEL=IN,OUT)", "needs one: pass --price MODEL=IN,OUT"),
+    ("no price for model 'm', and max_cost_usd needs one: pass prices={'m': (input_per_m, output_per_m)} (USD per "
+     "million tokens) or --price m=IN,OUT. Not sent.", "no price for model 'm', and --max-cost needs one: pass "
+     "--price m=IN,OUT. Not sent."),
+    ("pass prices={'m': (input_per_m, output_per_m)} (USD per million tokens), or --price m=IN,OUT on the command "
+     "line.", "pass --price m=IN,OUT on the command line."),
+    ("x (require_quota=True: nothing was sent; drop it to run without a quota check.)",
+     "x (--require-quota: nothing was sent; drop it to run without a quota check.)"),
+    ("The quota check failed (boom); require_quota=True: nothing was sent. Try again, or drop require_quota.",
+     "The quota check failed (boom); --require-quota: nothing was sent. Try again, or drop --require-quota."),
+    ("quota check skipped. Pass check_quota=False to skip the quota check.",
+     "quota check skipped. Pass --no-quota-check to skip the quota check."),
+    ("max_cost_usd=$0.5000 reached: $0.4000 spent", "--max-cost $0.5000 reached: $0.4000 spent"),
+    # not options: request fields, JSON paths and words stay as they are
+    ("prompt chars/4 + max_tokens; custom_id a; messages[0].max_tokens=3 (type=invalid_request_error)",
+     "prompt chars/4 + max_tokens; custom_id a; messages[0].max_tokens=3 (type=invalid_request_error)"),
+]
+
+
+@pytest.mark.parametrize(("library", "cli"), LIBRARY_ADVICE)
+def test_library_advice_is_rendered_as_the_flag(library: str, cli: str) -> None:
+    assert cli_words(library) == cli
+
+
+def test_the_advice_in_the_library_sources_is_all_in_the_table() -> None:
+    """Each message above is the library's own text: a reworded one fails here, not silently in the CLI."""
+    src = Path(__file__).parents[2] / "src" / "holysheep"
+    text = "".join(p.read_text() for p in (src / "batch").glob("*.py")) + "".join(
+        (src / "_engine" / f).read_text() for f in ("quota_check.py", "spend.py", "attempts.py"))
+    text = re.sub(r"\"\s*\n\s*f?\"", "", text)  # join implicitly concatenated string literals
+    for piece in ("(--rerun-changed) needs resume=True (--resume)", "pass resume=True (--resume) to continue",
+                  "--rerun-changed (rerun_changed=True) with --resume", "(output_format={held!r})",
+                  "pass prices= / --price", "pass prices= (--price MODEL=IN,OUT)", "require_quota=True: nothing",
+                  "drop require_quota.", "Pass %s to skip the quota check", 'SKIP_OPTION = "check_quota=False"',
+                  "max_cost_usd=${self.limit_usd"):
+        assert piece in text, piece
+
+
+def _batch(server: FakeServer, jsonl: Path, out: Path, *flags: str) -> list[str]:
+    return ["batch", str(jsonl), "-o", str(out), "--base-url", server.url, "--api-key", server.api_key,
+            "--no-progress", *flags]
+
+
+def test_a_missing_quota_endpoint_warns_naming_no_quota_check(jsonl: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _quota_check._warned_no_quota.clear()
+    with FakeServer(quota_limit=None) as no_quota:
+        code, _, err = _run(_batch(no_quota, jsonl, tmp_path / "out.jsonl"), capsys)
+    assert code == 0, err
+    (line,) = [ln for ln in err.splitlines() if "quota check" in ln]
+    assert line.startswith("holysheep batch: warning: Batch quota check skipped: this server has no quota endpoint")
+    assert line.endswith("Pass --no-quota-check to skip the quota check.") and "check_quota" not in err
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_require_quota_without_quota_names_the_flag(json_flag: list[str], jsonl: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer(quota_limit=None) as no_quota:
+        code, out, err = _run(_batch(no_quota, jsonl, tmp_path / "out.jsonl", "--require-quota", *json_flag), capsys)
+        assert [r.path for r in no_quota.requests] == ["/v1/quota"]
+    assert code == 2 and out == ""  # --json too: the error is the same one line on stderr, stdout stays empty
+    assert err.startswith("holysheep batch: error: ") and len(err.splitlines()) == 1, err
+    assert "(--require-quota: nothing was sent; drop it to run without a quota check.)" in err
+    assert "require_quota" not in err
+
+
+def test_a_failing_quota_check_with_require_quota_names_the_flag(jsonl: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer(quota_limit=1) as tiny:  # 1 token left: the batch cannot be shown to fit
+        code, _, err = _run(_batch(tiny, jsonl, tmp_path / "out.jsonl", "--require-quota"), capsys)
+        assert [r.path for r in tiny.requests] == ["/v1/quota"]
+    assert code == 2 and err.startswith("holysheep batch: error: The batch needs about "), err
+    assert err.endswith("(--require-quota: nothing was sent.)\n") and "=True" not in err
+
+
+def test_resume_advice_names_flags(server: FakeServer, jsonl: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    assert _run(_batch(server, jsonl, out), capsys)[0] == 0
+    before = len(server.requests)
+    code, _, err = _run(_batch(server, jsonl, out), capsys)
+    assert code == 2 and len(server.requests) == before
+    assert err == (f"holysheep batch: error: output file {out} already has results: pass --resume to continue it, "
+                   "or --overwrite to start again.\n")
+    code, _, err = _run(_batch(server, jsonl, out, "--rerun-changed"), capsys)
+    assert code == 2 and err.startswith("holysheep batch: error: --rerun-changed needs --resume: ")
+
+
+def test_json_mode_errors_are_the_same_line(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = _run(["chat", "hi", "--max-tokens", "-3", "--base-url", server.url, "--api-key", server.api_key], capsys)
+    as_json = _run(["--json", "chat", "hi", "--max-tokens", "-3", "--base-url", server.url, "--api-key",
+                    server.api_key], capsys)
+    assert plain == as_json and plain[0] == 2 and plain[1] == ""
+    assert plain[2] == ("holysheep chat: error: --max-tokens: must be an integer >= 1, got -3. Pass --max-tokens 1 "
+                        "or more.\n")
+
+
+def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
+    """Runs last in this module: every stderr captured above, checked for ``name=True`` / ``name=False``."""
+    assert len(STDERRS) >= len(BAD_VALUES)
+    for err in STDERRS:
+        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
+        assert not PYTHON_KWARG.search(err), err
