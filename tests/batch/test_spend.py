@@ -163,7 +163,7 @@ def test_cli_max_cost_exits_1_and_resume_finishes(tmp_path: Path, server: FakeSe
     args = [str(src), "-o", str(dst), "--base-url", server.url, "--no-progress", "--concurrency", "4"]
     assert cli_main([*args, "--max-cost", "0.001"]) == 1
     err = capsys.readouterr().err
-    assert "max_cost_usd=$0.0010 reached" in err and "--resume" in err
+    assert "--max-cost $0.0010 reached" in err and "max_cost_usd" not in err and "--resume" in err
     assert cli_main([*args, "--resume", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["failed"] == 0 and report["skipped"] + report["succeeded"] == 30

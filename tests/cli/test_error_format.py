@@ -199,3 +199,15 @@ def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
     for err in STDERRS:
         assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
         assert not PYTHON_KWARG.search(err), err
+
+
+def test_a_global_api_key_does_not_stay_in_the_callers_environment(
+        capsys: pytest.CaptureFixture[str], jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`main([... "--api-key", k, "batch", ...])` called in-process (a notebook, a test) hands the key to the
+    batch for that command only: it used to stay in ``os.environ`` and reach every later client."""
+    monkeypatch.delenv("HOLYSHEEP_API_KEY", raising=False)
+    import os
+
+    code, _out, err = _run(["--api-key", "hs_test_0123456789abcdefABCDEF", "batch", str(tmp_path / "missing.jsonl"),
+                            "-o", str(tmp_path / "out")], capsys)
+    assert code == 2 and "missing.jsonl" in err and "HOLYSHEEP_API_KEY" not in os.environ

@@ -69,10 +69,20 @@ def _add_batch(sub: Any) -> None:
 
 
 def _run_batch(command: Any, args: argparse.Namespace) -> int:
-    # The batch command builds its own Client from the environment; hand it a global --api-key that way.
-    if args.api_key is not None:
-        os.environ["HOLYSHEEP_API_KEY"] = args.api_key
-    code: int = command(args)
+    # The batch command builds its own Client from the environment; hand it a global --api-key that way, for
+    # this command only (an in-process caller of `main`, a notebook or a test, keeps its own environment).
+    if args.api_key is None:
+        code: int = command(args)
+        return code
+    before = os.environ.get("HOLYSHEEP_API_KEY")
+    os.environ["HOLYSHEEP_API_KEY"] = args.api_key
+    try:
+        code = command(args)
+    finally:
+        if before is None:
+            os.environ.pop("HOLYSHEEP_API_KEY", None)
+        else:
+            os.environ["HOLYSHEEP_API_KEY"] = before
     return code
 
 
