@@ -88,3 +88,14 @@ def test_the_planner_quotes_the_slower_release() -> None:
         return opt.decode_tokens_per_s_batch1
 
     assert round(rate("v1"), 1) > 1.5 * round(rate("0.4"), 1)
+
+
+def test_a_transformers_table_outside_the_set() -> None:
+    """Qwen1.5-7B (MHA, same shape as Llama-2-7B) on an A100 under transformers, without FA2, batch 1, 2,048
+    new tokens (QwenLM/Qwen2.5 docs/source/benchmark/hf_infer.rst at 14544eb): 40.05 / 26.95 / 16.18 / 8.89."""
+    published = {2049: 40.05, 8193: 26.95, 16385: 16.18, 32769: 8.89}
+    for context, rate in published.items():
+        est = estimate_inference_memory("llama-2-7b", "bf16", context, runtime="hf")
+        (opt,) = pick_hardware(est, gpus=["a100-80-sxm"], gpu_count=1)
+        assert opt.decode_tokens_per_s_batch1 is not None
+        assert -0.15 < opt.decode_tokens_per_s_batch1 / rate - 1 < 0.01, (context, opt.decode_tokens_per_s_batch1)
