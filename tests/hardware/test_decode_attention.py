@@ -99,3 +99,24 @@ def test_a_transformers_table_outside_the_set() -> None:
         (opt,) = pick_hardware(est, gpus=["a100-80-sxm"], gpu_count=1)
         assert opt.decode_tokens_per_s_batch1 is not None
         assert -0.15 < opt.decode_tokens_per_s_batch1 / rate - 1 < 0.01, (context, opt.decode_tokens_per_s_batch1)
+
+
+def test_transformers_fp8_linears_pay_two_triton_launches_each() -> None:
+    from holysheep.hardware._overheads import TRITON_LAUNCH_S, runtime_cost
+
+    assert TRITON_LAUNCH_S == 49e-6
+    assert runtime_cost("hf", "nvidia", fp8=True).host_linear_s == 98e-6
+    assert runtime_cost("hf", "nvidia").host_linear_s == runtime_cost("vllm", "nvidia", fp8=True).host_linear_s == 0
+
+    def shape(model: str, quant: str = "fp8") -> dict[str, object]:
+        return decode_inputs(estimate_inference_memory(model, quant, 2048, runtime="hf"))
+
+    assert (shape("qwen3-8b")["linears"], shape("qwen3-8b")["fp8"]) == (252, True)  # 36 layers x 7
+    assert shape("qwen3-8b", "bf16")["fp8"] is False
+    assert shape("qwen3-30b-a3b")["linears"] == 4 * 48 + 3 * 48 * 8  # attention + the 8 routed experts' MLPs
+    # host-bound: 28 layers x 0.75 ms + 196 linears x 98 us + 1 ms a step
+    kw = {**shape("qwen3-0.6b"), "batch": 1}
+    got = decode_tokens_per_s(gpu("H20"), 1, **kw)  # type: ignore[arg-type]
+    assert got == pytest.approx(1 / (28 * 0.75e-3 + 196 * 98e-6 + 1e-3))
+    row = _row(model="Qwen3-0.6B", quant="fp8", runtime="hf")
+    assert -0.06 < _modelled(row) / float(row["tokens_per_s"]) - 1 < 0.04  # type: ignore[arg-type]  # was +85 %

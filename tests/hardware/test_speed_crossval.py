@@ -44,11 +44,11 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (237, 0.738, 0.137)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.789, 0.122)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (237, 0.759, 0.128)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.81, 0.12)
     assert h.median <= 0.15 and h.within < 0.85  # median met, share within ±35 % not: docs/estimator.md says why
     below = sorted(g for g, s in held.items() if s.within < 0.6)
-    assert below == ["QwenLM/Qwen3", "mlc-ai/llm-perf-bench", "sgl-project/sglang#2643"]  # each explained there
+    assert below == ["mlc-ai/llm-perf-bench", "sgl-project/sglang#2643"]  # each explained there
     text = DOC.read_text(encoding="utf-8")
     start = text.index("| source (publication) | rows |")
     assert text[start:text.index("\n\n", start)].splitlines() == table()

@@ -187,6 +187,8 @@ def decode_tokens_per_s(
     marlin: bool = True,
     kv_passes: float = 1.0,
     kv_repeats: float = 0.0,
+    fp8: bool = False,
+    linears: int = 0,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
@@ -197,9 +199,10 @@ def decode_tokens_per_s(
     GPU (the most loaded GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer). With
     ``layers`` the runtime's fixed costs are added
     (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
-    AutoAWQ's host cost). ``kv_passes`` is how many times the runtime's attention streams the KV cache from memory per
-    step, at ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more
-    reads L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``.
+    AutoAWQ's host cost, ``fp8`` transformers' Triton FP8 linears, ``linears`` the linear layers one step runs).
+    ``kv_passes`` is how many times the runtime's attention streams the KV cache from memory per step, at
+    ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more reads
+    L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``.
     """
     devices = count * gpu.devices_per_package
     eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
@@ -235,9 +238,10 @@ def decode_tokens_per_s(
         else:
             comm += layers * 2 * collective_s(gpu, devices, batch * hidden * 2)
             t_comp = 2 * active_params * batch / (count * peak * 1e12 * eff.mfu) if peak else 0
-        cost = runtime_cost(runtime, gpu.vendor, awq=awq)
+        cost = runtime_cost(runtime, gpu.vendor, awq=awq, fp8=fp8)
         t_gpu = max(t_mem, t_comp) + comm + layers * cost.layer_s
-        t_host = layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
+        t_host = (layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
+                  + linears * cost.host_linear_s)
         return batch / (max(t_gpu, t_host) + cost.step_s)
     tp = _tp_factor(gpu, devices, eff)
     t_step = per_dev * devices / (count * bandwidth * 1e9 * eta * tp)

@@ -215,7 +215,12 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
         marlin, flash = prof.marlin and (prof.awq_marlin or not awq), prof.flash_decode
     mla = bool(getattr(arch, "kv_lora_rank", 0))
     group = 1 if mla else int(arch.num_attention_heads) // max(1, int(arch.num_key_value_heads))
+    mats = 3 if getattr(arch, "mlp_gated", True) else 2
+    moe_layers = int(arch.num_moe_layers) if getattr(arch, "is_moe", False) else 0
+    top_k = int(arch.num_experts_per_tok) if moe_layers else 0
     out: dict[str, Any] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
+                           "fp8": getattr(spec, "name", "") == "fp8",
+                           "linears": 4 * layers + mats * (layers - moe_layers + moe_layers * top_k),
                            **dict(zip(("kv_passes", "kv_repeats"), kv_passes(runtime, group, flash_decode=flash),
                                       strict=True)),
                            "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
