@@ -44,12 +44,12 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (237, 0.523, 0.323)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.772, 0.236)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (237, 0.527, 0.32)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.776, 0.235)
     assert not (h.within >= 0.85 and h.median <= 0.15)  # the target is not met: docs/estimator.md says why
     below = sorted(g for g, s in held.items() if s.within < 0.6)
-    assert below == ["QwenLM/Qwen2.5", "QwenLM/Qwen3", "johnmusgrave.com", "mlc-ai/llm-perf-bench",
-                     "sgl-project/sglang#2643"]  # each explained in docs/estimator.md
+    # each explained in docs/estimator.md
+    assert below == ["QwenLM/Qwen2.5", "QwenLM/Qwen3", "johnmusgrave.com", "sgl-project/sglang#2643"]
     text = DOC.read_text(encoding="utf-8")
     start = text.index("| source (publication) | rows |")
     assert text[start:text.index("\n\n", start)].splitlines() == table()
