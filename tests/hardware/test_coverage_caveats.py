@@ -34,8 +34,8 @@ def test_regime_runtime_and_architecture_outside_the_rows_are_named() -> None:
     assert m.caveats == ("speed: no published row for runtime mlx",)
     (moe,) = pick_hardware("mixtral-8x7b", runtime="vllm", gpus=["A100 80GB"], gpu_count=2)
     assert "speed: MoE across GPUs on vllm not checked by a published row" in moe.caveats
-    (cpp,) = pick_hardware("llama-3.1-8b", quant="q4_0", runtime="llama.cpp", gpus=["H100"], gpu_count=1)
-    assert "speed: no published llama.cpp row on a hopper GPU" in cpp.caveats
+    (cpp,) = pick_hardware("llama-3.1-8b", quant="q4_0", runtime="llama.cpp", gpus=["B200"], gpu_count=1)
+    assert "speed: no published llama.cpp row on a blackwell GPU" in cpp.caveats
     train = estimate_training_memory("llama-3.1-8b", method="lora", num_gpus=1)
     (t,) = pick_hardware(train, gpus=["H100"], gpu_count=1)
     assert t.caveats and t.caveats[0].startswith("training speed: no published row")

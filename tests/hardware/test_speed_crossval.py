@@ -44,8 +44,8 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (295, 0.607, 0.295)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.756, 0.169)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (317, 0.628, 0.284)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.77, 0.155)
     assert not (h.within >= 0.85 and h.median <= 0.15)  # the target is not met: docs/estimator.md says why
     below = sorted(g for g, s in held.items() if s.within < 0.6)
     # each explained in docs/estimator.md
