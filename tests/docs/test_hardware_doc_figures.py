@@ -231,3 +231,5 @@ def test_the_runtime_costs_table_is_the_code() -> None:
             host = (f"{cost.host_layer_s * 1e3:g} ms (AutoAWQ {awq * 1e3:.1f} ms) + {t(cost.host_expert_s)} per routed "
                     "expert of each MoE layer")
         assert rows[label][:3] == [t(cost.step_s), t(cost.layer_s), host], label
+    fp8 = runtime_cost("hf", "nvidia", fp8=True).host_linear_s
+    assert f"FP8 checkpoints add 2 x {fp8 / 2 * 1e6:g} us per linear layer" in rows["transformers (eager)"][3]

@@ -67,9 +67,9 @@ def cases() -> tuple[Case, ...]:
 def _scaled_costs(theta: dict[str, float]) -> Iterator[None]:
     real = _roofline.runtime_cost
 
-    def scaled(runtime: str, vendor: str, *, awq: bool = False) -> RuntimeCost:
-        cost, k = real(runtime, vendor, awq=awq), theta.get(runtime, 1.0)
-        return RuntimeCost(cost.step_s * k, cost.layer_s * k, cost.host_layer_s * k, cost.host_expert_s * k)
+    def scaled(runtime: str, vendor: str, *, awq: bool = False, fp8: bool = False) -> RuntimeCost:
+        cost, k = real(runtime, vendor, awq=awq, fp8=fp8), theta.get(runtime, 1.0)
+        return RuntimeCost(*(getattr(cost, f.name) * k for f in fields(RuntimeCost)))
 
     with mock.patch.object(_roofline, "runtime_cost", scaled):
         yield

@@ -27,25 +27,25 @@ def test_a_covered_option_has_no_caveat() -> None:
 
 
 def test_regime_runtime_and_architecture_outside_the_rows_are_named() -> None:
-    (o,) = pick_hardware("llama-3.1-8b", quant="bf16", runtime="vllm", batch=64, gpus=["L40S"], gpu_count=1)
-    assert o.caveats == ("speed: no published vllm row on an ada GPU",
-                         "speed: batch 64 above the largest published vllm batch (1)")
+    (o,) = pick_hardware("llama-3.1-8b", quant="bf16", runtime="vllm", batch=64, gpus=["B200"], gpu_count=1)
+    assert o.caveats == ("speed: no published vllm row on a blackwell GPU",
+                         "speed: batch 64 above the largest published vllm batch (32)")
     (m,) = pick_hardware("llama-3.1-8b", quant="bf16", runtime="mlx", gpus=["M4 Max"])
     assert m.caveats == ("speed: no published row for runtime mlx",)
     (moe,) = pick_hardware("mixtral-8x7b", runtime="vllm", gpus=["A100 80GB"], gpu_count=2)
     assert "speed: MoE across GPUs on vllm not checked by a published row" in moe.caveats
-    (cpp,) = pick_hardware("llama-3.1-8b", quant="q4_0", runtime="llama.cpp", gpus=["H100"], gpu_count=1)
-    assert "speed: no published llama.cpp row on a hopper GPU" in cpp.caveats
+    (cpp,) = pick_hardware("llama-3.1-8b", quant="q4_0", runtime="llama.cpp", gpus=["B200"], gpu_count=1)
+    assert "speed: no published llama.cpp row on a blackwell GPU" in cpp.caveats
     train = estimate_training_memory("llama-3.1-8b", method="lora", num_gpus=1)
     (t,) = pick_hardware(train, gpus=["H100"], gpu_count=1)
     assert t.caveats and t.caveats[0].startswith("training speed: no published row")
 
 
 def test_caveats_show_in_text_and_json() -> None:
-    text, data = run_plan("llama-3.1-8b", runtime="vllm", batch=64, gpus=["L40S"], gpu_count=1)
-    assert ("1x L40S 48GB: not validated: no published vllm row on an ada GPU; batch 64 above the largest "
-            "published vllm batch (1)") in text
-    assert data["options"][0]["caveats"] == ["speed: no published vllm row on an ada GPU",
-                                             "speed: batch 64 above the largest published vllm batch (1)"]
+    text, data = run_plan("llama-3.1-8b", runtime="vllm", batch=64, gpus=["B200"], gpu_count=1)
+    assert ("1x B200 (HGX) 180GB: not validated: no published vllm row on a blackwell GPU; batch 64 above the "
+            "largest published vllm batch (32)") in text
+    assert data["options"][0]["caveats"] == ["speed: no published vllm row on a blackwell GPU",
+                                             "speed: batch 64 above the largest published vllm batch (32)"]
     est = estimate_inference_memory("llama-3.1-8b", runtime="vllm")
     assert est.runtime == "vllm"

@@ -55,14 +55,14 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     errs = _errors(ROWS)
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
-    assert (len(errs), round(within, 3), round(median, 3)) == (237, 0.549, 0.258)
+    assert (len(errs), round(within, 3), round(median, 3)) == (329, 0.839, 0.113)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
-        219, 0.516, 0.326)
+        311, 0.833, 0.117)
     first = _errors(ROWS[:67])  # the rows the constants were chosen with: still within the old target
     assert (round(sum(abs(e) <= 0.35 for e in first) / 67, 3), round(statistics.median(abs(e) for e in first), 3)) == (
-        0.925, 0.06)
+        0.925, 0.056)
 
 
 def test_runtime_costs_are_sourced_and_exact() -> None:
@@ -159,7 +159,7 @@ def test_expected_max_load() -> None:
 
 def test_int4_kernels_follow_the_vllm_release_and_the_gpu() -> None:
     """Marlin (eta 0.60) needs compute capability 8.0+ and a vLLM with the kernels; else AWQ's GEMM (0.50)."""
-    from holysheep.hardware._roofline import uses_marlin
+    from holysheep.hardware._roofline import DEFAULT_EFFICIENCIES, bandwidth_efficiency, uses_marlin
 
     def rate(gpu_id: str, version: str) -> float:
         est = estimate_inference_memory("llama-3.1-8b", "int4-awq", 2048, runtime="vllm", vllm_version=version)
@@ -169,8 +169,10 @@ def test_int4_kernels_follow_the_vllm_release_and_the_gpu() -> None:
 
     assert uses_marlin(gpu("A100 80GB"), "vllm") and not uses_marlin(gpu("T4"), "vllm")
     assert not uses_marlin(gpu("A100 80GB"), "vllm", marlin=False) and not uses_marlin(gpu("MI300X"), "vllm")
-    assert (round(rate("a100-80-sxm", "v1"), 1), round(rate("a100-80-sxm", "0.2.5"), 1)) == (147.9, 131.3)
-    assert rate("t4", "v1") == rate("t4", "0.2.5")  # no Marlin on compute capability 7.5 in any release
+    # 0.2.5 also reads the KV cache once per query head (4 for Llama-3.1-8B, 3 from L2): 131.3 from the kernel alone
+    assert (round(rate("a100-80-sxm", "v1"), 1), round(rate("a100-80-sxm", "0.2.5"), 1)) == (147.9, 119.0)
+    # no Marlin on compute capability 7.5 in any release (0.2.5 is slower only by its decode attention)
+    assert bandwidth_efficiency(gpu("T4"), DEFAULT_EFFICIENCIES, weight_only_int4=True, runtime="vllm") == 0.5
 
 
 def test_vllm_0_4_runs_gptq_through_marlin_but_not_awq() -> None:
@@ -182,6 +184,6 @@ def test_vllm_0_4_runs_gptq_through_marlin_but_not_awq() -> None:
         assert opt.decode_tokens_per_s is not None
         return opt.decode_tokens_per_s
 
-    assert round(rate("int4-awq", "0.4"), 1) == round(rate("int4-awq", "0.2.5"), 1) == 131.3
-    assert rate("int4-gptq", "0.4") == rate("int4-gptq", "v1") > rate("int4-gptq", "0.2.5")
+    assert round(rate("int4-awq", "0.4"), 1) == round(rate("int4-awq", "0.2.5"), 1) == 119.0
+    assert rate("int4-gptq", "v1") > rate("int4-gptq", "0.4") > rate("int4-gptq", "0.2.5")
     assert sum(r.get("vllm_version") == "0.4" for r in ROWS) == 67  # the Qwen2 table's vLLM 0.4.2 rows

@@ -33,7 +33,7 @@ _FLOAT_FIELDS = ("memory_gb", "bandwidth_gb_s", "tdp_w", "gpu_link_gb_s", "unifi
                  "reported_mib", "cuda_total_gib")
 GIB_GB = (1 << 30) / 1e9
 """GB (1e9 bytes) in one GiB: a datasheet's "24 GB" card holds 24 GiB = 25.77 GB."""
-_INT_FIELDS = ("launch_year", "pcie_gen", "devices_per_package")
+_INT_FIELDS = ("launch_year", "pcie_gen", "devices_per_package", "sms")
 _STR_FIELDS = ("name", "vendor", "form_factor", "arch", "compute_capability", "memory_type", "interconnect",
                "source", "as_of", "notes", "cuda_total_source")
 _TRUE = {"1", "true", "yes", "y", "t"}

@@ -87,6 +87,9 @@ class GPU:
     the driver's figure. vLLM and SGLang size their budgets from it; ``memory_gb`` stays the driver's figure."""
     cuda_total_source: str = ""
     """Where ``cuda_total_gib`` was read (a public issue quoting the figure)."""
+    sms: int | None = None
+    """Streaming multiprocessors, where the part has fewer than its memory system is sized for (H20: 78);
+    the decode roofline caps streaming reads at what that many SMs keep in flight."""
 
     @property
     def cuda_total_gb(self) -> float | None:

@@ -32,6 +32,9 @@ class VLLMProfile:
     AWQ from 0.5.3, PR #6612); False for releases before them, whose AWQ/GPTQ GEMM kernels are slower."""
     awq_marlin: bool = True
     """AWQ too runs through Marlin (vLLM 0.5.3+, PR #6612); False where only GPTQ has it (0.4.1-0.5.2)."""
+    flash_decode: bool = True
+    """Decode attention through FlashAttention (PR #3648), which reads each KV head once for its whole query
+    group; False for vLLM's own paged-attention v1/v2 kernel (0.2-0.4.2), one thread block per query head."""
 
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
@@ -63,6 +66,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
         chunked_prefill=False,
         marlin=False,
+        flash_decode=False,
     ),
     # vLLM 0.2.5 after PR #2031: total - free, so memory outside PyTorch counts too. The non-PyTorch sizes are
     # what that PR measured: the drop in blocks when the profiler began counting it (7,449 -> 7,351 blocks of
@@ -82,6 +86,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
         chunked_prefill=False,
         marlin=False,
+        flash_decode=False,
     ),
     # vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
     # profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
@@ -112,11 +117,13 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         int(0.6 * GIB),
         0,
         "vLLM 0.4.1-0.5.2 (V0 engine, no chunked prefill): memory as `v0`; GPTQ INT4 through Marlin, AWQ "
-        "through its older GEMM kernel.",
-        "vllm-project/vllm PR #3922 (GPTQ Marlin, 0.4.1) and PR #6612 (AWQ Marlin, 0.5.3); "
+        "through its older GEMM kernel; decode attention through the paged-attention kernel of 0.4.1/0.4.2.",
+        "vllm-project/vllm PR #3922 (GPTQ Marlin, 0.4.1), PR #6612 (AWQ Marlin, 0.5.3) and PR #3648 "
+        "(FlashAttention decode, after 0.4.2); "
         "vllm/worker/worker.py determine_num_available_blocks",
         chunked_prefill=False,
         awq_marlin=False,
+        flash_decode=False,
     ),
 }
 

@@ -8,7 +8,8 @@ minimum duration of the many small kernels of each layer (llama.cpp, MLX), and i
 The model, per decode step on one replica::
 
     t_gpu  = max(t_mem, t_compute) + t_comm + layers * layer_s(runtime, backend)
-    t_host = layers * host_layer_s + moe_layers * experts * host_expert_s   (transformers only)
+    t_host = layers * host_layer_s + moe_layers * experts * host_expert_s
+             + linears * host_linear_s                                         (transformers only)
     t_step = max(t_gpu, t_host) + step_s(runtime)
 
 ``step_s`` and ``layer_s`` are per runtime; llama.cpp and MLX have one value per backend (CUDA,
@@ -34,12 +35,14 @@ __all__ = [
 class RuntimeCost:
     """Fixed costs of one decode step: ``step_s`` per step, ``layer_s`` per decoder layer on the GPU's
     timeline, and ``host_layer_s`` per layer for a host that issues kernels eagerly (``t = max(gpu, host)``),
-    plus ``host_expert_s`` per routed expert of each MoE layer for a host that loops over the experts."""
+    plus ``host_expert_s`` per routed expert of each MoE layer for a host that loops over the experts, and
+    ``host_linear_s`` per linear layer a step runs where each launches extra kernels from Python."""
 
     step_s: float = 0.0
     layer_s: float = 0.0
     host_layer_s: float = 0.0
     host_expert_s: float = 0.0
+    host_linear_s: float = 0.0
 
 
 #: vLLM 0.6 with CUDA graphs: one scheduler/prepare/sample round trip per step, independent of the model.
@@ -51,6 +54,11 @@ SGLANG = RuntimeCost(step_s=1.5e-3)
 #: each MoE layer in Python (80 us an expert), whether or not a token was routed to it.
 HF = RuntimeCost(step_s=1.0e-3, host_layer_s=0.75e-3, host_expert_s=80e-6)
 HF_AWQ = RuntimeCost(step_s=1.0e-3, host_layer_s=1.0e-3, host_expert_s=80e-6)
+#: One Triton kernel launch from Python (Triton 3.0+, after triton-lang/triton PR #3638).
+TRITON_LAUNCH_S = 49e-6
+#: transformers' block-FP8 linear (``integrations/finegrained_fp8.py``): two Triton launches per linear,
+#: the activation quantizer and the block-FP8 matmul.
+HF_FP8 = RuntimeCost(step_s=1.0e-3, host_layer_s=0.75e-3, host_expert_s=80e-6, host_linear_s=2 * TRITON_LAUNCH_S)
 #: llama.cpp per backend: per-layer kernel floor on the GPU timeline.
 LLAMA_CPP = {
     "cuda": RuntimeCost(step_s=0.0, layer_s=60e-6),
@@ -89,6 +97,11 @@ OVERHEAD_SOURCES: dict[str, str] = {
     "benchmark/hf_infer.rst): Qwen1.5-MoE-A2.7B 8.49 tok/s over 24 layers x 60 experts leaves 69 us an "
     "expert after 0.75 ms a layer; Qwen2's table (Qwen2-57B-A14B, 28 x 64 experts: GPTQ-Int4 5.55 tok/s on "
     "one A100, BF16 4.76 on two) leaves 88 and 105 us; 80 us is their middle.",
+    "hf_fp8_linear": "2 x 49 us per linear layer for FP8 checkpoints under transformers: its block-FP8 "
+    "FP8Linear (src/transformers/integrations/finegrained_fp8.py) quantizes the activation and multiplies in "
+    "two Triton kernels launched from Python, and a Triton launch costs 49 us on the host after "
+    "triton-lang/triton PR #3638 (https://github.com/triton-lang/triton/pull/3638: 108 -> 49 us; PR #3503 "
+    "measured 40-62 us) while the step is host-bound.",
     "hf_step": "1 ms per step for generate()'s logits processing and sampling (assumption, small next to the "
     "per-layer host time).",
     "llama_cpp_cuda": "60 us per layer (about 2 ms a step for 32 layers): llama-bench tg128 on an RTX 4090 "
@@ -116,14 +129,15 @@ def backend_of(vendor: str) -> str:
     return {"nvidia": "cuda", "amd": "rocm", "apple": "metal"}.get(vendor, "other")
 
 
-def runtime_cost(runtime: str, vendor: str, *, awq: bool = False) -> RuntimeCost:
-    """The fixed per-step costs of ``runtime`` on a GPU of ``vendor`` (see the module docstring)."""
+def runtime_cost(runtime: str, vendor: str, *, awq: bool = False, fp8: bool = False) -> RuntimeCost:
+    """The fixed per-step costs of ``runtime`` on a GPU of ``vendor`` (see the module docstring); ``awq`` and
+    ``fp8`` pick transformers' AutoAWQ host and its Triton block-FP8 linears."""
     if runtime == "vllm":
         return VLLM
     if runtime == "sglang":
         return SGLANG
     if runtime == "hf":
-        return HF_AWQ if awq else HF
+        return HF_AWQ if awq else HF_FP8 if fp8 else HF
     if runtime == "llama.cpp":
         return LLAMA_CPP[backend_of(vendor)]
     if runtime == "mlx":

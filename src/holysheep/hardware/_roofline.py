@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from ..accelerators import GPU
 from ._overheads import EP_DISPATCH_COMBINE_S, runtime_cost
-from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s, link_kind
+from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s, link_kind, stream_bandwidth_gb_s
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
@@ -185,6 +185,10 @@ def decode_tokens_per_s(
     awq: bool = False,
     expert_parallel: bool = False,
     marlin: bool = True,
+    kv_passes: float = 1.0,
+    kv_repeats: float = 0.0,
+    fp8: bool = False,
+    linears: int = 0,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
@@ -195,12 +199,17 @@ def decode_tokens_per_s(
     GPU (the most loaded GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer). With
     ``layers`` the runtime's fixed costs are added
     (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
-    AutoAWQ's host cost).
+    AutoAWQ's host cost, ``fp8`` transformers' Triton FP8 linears, ``linears`` the linear layers one step runs).
+    ``kv_passes`` is how many times the runtime's attention streams the KV cache from memory per step, at
+    ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more reads
+    L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``.
     """
     devices = count * gpu.devices_per_package
     eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
-    dev_bw = gpu.bandwidth_gb_s * 1e9 / gpu.devices_per_package * eta
-    kv_read = batch * kv_bytes_per_token * context
+    bandwidth = stream_bandwidth_gb_s(gpu)
+    dev_bw = bandwidth * 1e9 / gpu.devices_per_package * eta
+    kv_read = batch * kv_bytes_per_token * context * kv_passes
+    kv_cached = batch * kv_bytes_per_token * context * kv_repeats
     comm = 0.0
     if moe_experts and moe_layers and expert_bytes:
         routed = moe_experts * moe_layers * expert_bytes
@@ -219,7 +228,7 @@ def decode_tokens_per_s(
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
         per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)
-    per_dev += kv_read / (1 if layer_split else devices) * (1 / eff.kv_read - 1)  # KV reads stream slower
+    per_dev += (kv_read * (1 / eff.kv_read - 1) + kv_cached) / (1 if layer_split else devices)
     peak, _ = compute_peak(gpu, precision)
     if layers:
         t_mem = per_dev / dev_bw
@@ -229,12 +238,13 @@ def decode_tokens_per_s(
         else:
             comm += layers * 2 * collective_s(gpu, devices, batch * hidden * 2)
             t_comp = 2 * active_params * batch / (count * peak * 1e12 * eff.mfu) if peak else 0
-        cost = runtime_cost(runtime, gpu.vendor, awq=awq)
+        cost = runtime_cost(runtime, gpu.vendor, awq=awq, fp8=fp8)
         t_gpu = max(t_mem, t_comp) + comm + layers * cost.layer_s
-        t_host = layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
+        t_host = (layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
+                  + linears * cost.host_linear_s)
         return batch / (max(t_gpu, t_host) + cost.step_s)
     tp = _tp_factor(gpu, devices, eff)
-    t_step = per_dev * devices / (count * gpu.bandwidth_gb_s * 1e9 * eta * tp)
+    t_step = per_dev * devices / (count * bandwidth * 1e9 * eta * tp)
     if peak:
         t_step = max(t_step, 2 * active_params * batch / (count * peak * 1e12 * eff.mfu * tp))
     return batch / (t_step + comm)

@@ -29,6 +29,7 @@ from ..accelerators import GPU
 
 __all__ = [
     "MOE_LAYER_US",
+    "SM_STREAM_GB_S",
     "SPEED_SOURCES",
     "attention_dim",
     "collective_s",
@@ -36,13 +37,17 @@ __all__ = [
     "expected_max_load",
     "link_kind",
     "scale_up_domain",
+    "kv_passes",
     "speed_shape",
+    "stream_bandwidth_gb_s",
 ]
 
 NVLINK_US = (12.0, 6.0)
 PCIE_US = (30.0, 15.0)
 HOP_US = 20.0
 MOE_LAYER_US = 40.0
+#: Streaming read bandwidth one Hopper SM draws: an H200 feeds 4,800 GB/s to 132 SMs (NVIDIA datasheets).
+SM_STREAM_GB_S = 4800 / 132
 _PCIE_GB_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
 
 SPEED_SOURCES: dict[str, str] = {
@@ -63,7 +68,41 @@ SPEED_SOURCES: dict[str, str] = {
     "expert_parallel": "DeepSeek-V3 technical report arXiv:2412.19437 section 3.4: expert parallelism with "
     "all-to-all dispatch/combine; step time set by the most loaded GPU (expected maximum of k uniform draws "
     "over T GPUs); 40 us of routing/permute kernels per MoE layer (assumption)",
+    "sm_stream": "a part with fewer SMs than its memory system is sized for streams at most SMs x 36.4 GB/s, "
+    "what each of an H200's 132 SMs draws at its 4.8 TB/s (NVIDIA H200 datasheet, "
+    "https://www.nvidia.com/en-us/data-center/h200/): a memory read needs an SM to keep it in flight "
+    "(Little's law), so the H20's 78 SMs (Geekbench 6 listing) reach about 2.8 of its 4.0 TB/s",
+    "kv_passes": "KV-cache streams per decode step (group g = query heads per KV head): 1 for kernels that read "
+    "each KV head once for its query group (FlashAttention decode, vLLM PR #3648 "
+    "https://github.com/vllm-project/vllm/pull/3648; FlashInfer in SGLang; llama.cpp; gpt-fast's static cache); "
+    "g for vLLM's own paged-attention v1/v2 kernel (0.2-0.4.2: a thread block per query head, csrc/attention/"
+    "attention_kernels.cu; the g blocks of a KV head run side by side, so g - 1 of the reads are L2 hits, "
+    "counted at the weight-stream rate); 3 + 2g for eager transformers: DynamicCache.update torch.cat-s each "
+    "layer's cache (read + write) and repeat_kv expands K and V to g copies (read 1, write g) that SDPA reads "
+    "(src/transformers/cache_utils.py, models/qwen2/modeling_qwen2.py)",
 }
+
+
+def stream_bandwidth_gb_s(gpu: GPU) -> float:
+    """Bandwidth one package can stream: the datasheet figure, capped at ``sms x SM_STREAM_GB_S`` where the
+    part lists fewer SMs than its memory system is sized for (``SPEED_SOURCES["sm_stream"]``)."""
+    if gpu.sms:
+        return min(gpu.bandwidth_gb_s, gpu.sms * gpu.devices_per_package * SM_STREAM_GB_S)
+    return gpu.bandwidth_gb_s
+
+
+def kv_passes(runtime: str, group: int, *, flash_decode: bool = True) -> tuple[float, float]:
+    """How a decode step streams the KV cache, for ``group`` query heads per KV head
+    (``SPEED_SOURCES["kv_passes"]``): ``(passes from memory, repeats served by L2)``. Grouped-query kernels
+    read it once; vLLM's paged attention before FlashAttention decode (``flash_decode=False``) runs a block
+    per query head, whose ``group - 1`` repeats of each KV block hit L2; eager transformers copies and
+    expands it in memory, ``3 + 2 x group`` passes."""
+    g = max(1, group)
+    if runtime == "hf":
+        return 3.0 + 2.0 * g, 0.0
+    if runtime == "vllm" and not flash_decode:
+        return 1.0, float(g - 1)
+    return 1.0, 0.0
 
 
 def scale_up_domain(gpu: GPU) -> int:
@@ -168,14 +207,24 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if not layers:
         return {}
     runtime = str(getattr(est, "runtime", "default"))
-    marlin, awq = True, getattr(spec, "name", "") == "int4-awq"
+    marlin, awq, flash = True, getattr(spec, "name", "") == "int4-awq", True
     if runtime == "vllm":
         from ..estimator._vllm import vllm_profile
 
         prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
-        marlin = prof.marlin and (prof.awq_marlin or not awq)
+        marlin, flash = prof.marlin and (prof.awq_marlin or not awq), prof.flash_decode
+    mla = bool(getattr(arch, "kv_lora_rank", 0))
+    group = 1 if mla else int(arch.num_attention_heads) // max(1, int(arch.num_key_value_heads))
+    mats = 3 if getattr(arch, "mlp_gated", True) else 2
+    moe_layers = int(arch.num_moe_layers) if getattr(arch, "is_moe", False) else 0
+    top_k = int(arch.num_experts_per_tok) if moe_layers else 0
     out: dict[str, object] = {"runtime": runtime, "layers": layers, "marlin": marlin, "awq": awq,
-                           "hidden": int(arch.hidden_size), "layer_split": bool(getattr(est, "layer_split", False))}
+                              "fp8": getattr(spec, "name", "") == "fp8",
+                              "linears": 4 * layers + mats * (layers - moe_layers + moe_layers * top_k),
+                              **dict(zip(("kv_passes", "kv_repeats"), kv_passes(runtime, group, flash_decode=flash),
+                                         strict=True)),
+                              "hidden": int(arch.hidden_size),
+                              "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
         out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
