@@ -245,3 +245,26 @@ def test_hooks_hear_one_end_with_a_timeout_error(kind: str) -> None:
     release.set()
     time.sleep(0.05)  # the abandoned call returns now: it must not be reported a second time
     assert len(ends) == 1 and isinstance(ends[0], TimeoutError) and str(ends[0]) == TIMED_OUT
+
+
+def test_two_calls_and_one_idle_thread_run_at_once() -> None:
+    """A pool with one idle thread left by an earlier call: two calls submitted together each get a thread.
+    Before, the second submit notified the same idle thread again (it still counted as idle until it ran), no
+    thread was started, and the second call waited for the first: parallel tool calls ran one after the other
+    whenever a previous turn had left exactly one idle thread (the order-dependent failure of
+    test_two_parallel_calls_overlap_sync)."""
+    import threading
+
+    from holysheep._engine.tool_pool import ToolPool
+
+    pool = ToolPool(4)
+    assert pool.submit(lambda: "warm").result(timeout=5) == "warm"
+    for _ in range(500):  # until that thread waits for work (a fixed state, not a time band)
+        with pool._cond:
+            if pool._idle == 1:
+                break
+        threading.Event().wait(0.01)
+    barrier = threading.Barrier(2, timeout=5)
+    first, second = pool.submit(barrier.wait), pool.submit(barrier.wait)
+    assert sorted([first.result(timeout=10), second.result(timeout=10)]) == [0, 1]  # both were waiting at once
+    assert pool.counted == 2

@@ -66,9 +66,11 @@ class ToolPool:
         return task.future
 
     def _wake_or_start(self) -> None:  # holds the lock
+        # An idle thread takes one queued call; one notified a moment ago still counts as idle until it runs, so
+        # only as many calls as there are idle threads go to them (two calls and one idle thread: start one).
         if self._idle > 0:
             self._cond.notify()
-        elif self.counted < self.size:
+        if self._idle < len(self._queue) and self.counted < self.size:
             self.counted += 1
             threading.Thread(target=self._work, name="holysheep-tool", daemon=True).start()
 
