@@ -20,6 +20,22 @@ MODEL = "deepseek-v3.2"
 MESSAGES = [{"role": "user", "content": "Say something long."}]
 PAYLOAD = {"model": MODEL, "messages": MESSAGES, "max_tokens": 16}
 """The request the per-request CPU and instruction benchmarks send."""
+RESULTS = HERE / "results.json"
+"""Every benchmark's figures, one file; each script replaces only its own keys (`save_results`)."""
+
+
+def save_results(update: dict[str, Any], *, merge_sections: bool = False) -> Path:
+    """Write ``update``'s keys into `RESULTS`, keeping every other benchmark's. With ``merge_sections`` a
+    section that is a dict keeps the sub-keys this run did not measure (``inflight --rss`` on another day)."""
+    import json
+
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    for key, value in update.items():
+        old = data.get(key)
+        merge = merge_sections and isinstance(old, dict) and isinstance(value, dict)
+        data[key] = {**old, **value} if merge else value
+    RESULTS.write_text(json.dumps(data, indent=2) + "\n")
+    return RESULTS
 
 
 async def inflight(call: Callable[[], Awaitable[Any]], n: int, conc: int) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _common import KEY, pin_client
+from _common import KEY, pin_client, save_results
 
 HERE = Path(__file__).resolve().parent
 MODEL = "deepseek-v3.2"
@@ -135,10 +135,7 @@ def main() -> None:
     print(f"FakeServer {out['fake_server_s']} s vs canned {out['canned_server_s']} s (ideal {out['ideal_s']} s): "
           f"{ratio:.2f}x, target <= {TARGET}: {'ok' if ratio <= TARGET else 'MISSED'}")
     if not args.no_save:
-        path = HERE / "results.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data["fake_server"] = out
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        save_results({"fake_server": out})
 
 
 if __name__ == "__main__":

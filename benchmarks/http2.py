@@ -28,10 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from _common import save_results
+
 VARIANTS = ("aiohttp", "httpx-h1", "httpx-h2")
 MESSAGES = [{"role": "user", "content": "benchmark"}]
 REPLY = json.dumps({
@@ -177,10 +177,7 @@ def main() -> None:
                      "results": result}}
     print(json.dumps(out, indent=2))
     if not args.no_write and not args.quick:
-        path = HERE / "results.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data.update(out)
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        save_results(out)
 
 
 if __name__ == "__main__":

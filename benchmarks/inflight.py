@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import KEY, canned_server
+from _common import KEY, canned_server, save_results
 
 HERE = Path(__file__).resolve().parent
 MODEL = "deepseek-v3.2"
@@ -167,10 +167,7 @@ def main() -> None:
             out["rss_10000"] = rss(url, 10_000)
     print(json.dumps(out, indent=2))
     if not args.no_save:
-        path = HERE / "results.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data["inflight"] = out
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        save_results({"inflight": out}, merge_sections=True)  # a run without --rss keeps the last RSS figure
 
 
 if __name__ == "__main__":

@@ -26,10 +26,10 @@ import asyncio
 import json
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from _common import save_results
+
 KEY = "hs_bench0123456789abcdefABCDEF"
 REPLY = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
@@ -160,10 +160,7 @@ def main() -> None:
         out[name] = run_case(name)
         print(name, json.dumps(out[name]), flush=True)
     if not args.no_save:
-        path = HERE / "results.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data["rate_limits"] = {**data.get("rate_limits", {}), **out}
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        save_results({"rate_limits": out}, merge_sections=True)
 
 
 if __name__ == "__main__":

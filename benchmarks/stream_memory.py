@@ -26,10 +26,10 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from _common import save_results
+
 KEY = "hs_BenchKey0123456789abcdefABCDEF"
 CONTENT = "0123456789abcdefghijklmnopqrstuv"  # 32 ASCII bytes per event
 EVENT = (b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
@@ -187,10 +187,7 @@ def main() -> None:
            "runs": runs}
     print(json.dumps(out, indent=2))
     if not args.no_save:
-        path = HERE / "results.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data["stream_memory"] = out
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        save_results({"stream_memory": out})
 
 
 if __name__ == "__main__":
