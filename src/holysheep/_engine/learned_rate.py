@@ -173,8 +173,6 @@ class LearnedBucket(SharedBucket):
         """True once a pace was learned (here or, seen through the shared file, by another process)."""
         self.throttles = 0
         """Throttles this process fed to the model (each lowered the pace)."""
-        self.released = 0
-        """Times this process saw the pace released (429s that cut it below `FLOOR_SHARE`)."""
         if fd is not None:
             with self._locked(refill=False) as state:
                 now = clock()
@@ -284,7 +282,6 @@ class LearnedBucket(SharedBucket):
             self._recent = deque(maxlen=window)
             self._refused = 0
             self._evidence = EVIDENCE[0] * window // EVIDENCE[1]
-            self.released += 1
         self.active = self._seen_rate > 0
         if lowered:
             self.throttles += 1
