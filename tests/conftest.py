@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +47,25 @@ def _respx_tests_use_httpx(request: pytest.FixtureRequest, monkeypatch: pytest.M
     from holysheep import AsyncClient
 
     monkeypatch.setattr(AsyncClient, "_http_backends", ("httpx", "aiohttp"))  # the first is the default
+
+
+_TEST_NUMBER = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def _limits_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("limits")
+
+
+@pytest.fixture(autouse=True)
+def _own_rate_limit_state(_limits_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test gets its own rate-limit folder and forgets the buckets of this process afterwards.
+
+    Buckets are shared per (base URL, key) through files for two minutes. A test server that gets a port an
+    earlier test used (in any worker, or an earlier run) would otherwise start from that test's bucket. Tests
+    that need another folder set ``HOLYSHEEP_LIMITS_DIR`` themselves; the folder is made only when used."""
+    monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", str(_limits_root / f"t{next(_TEST_NUMBER)}"))
+    yield
+    key_limits = sys.modules.get("holysheep._engine.key_limits")
+    if key_limits is not None:
+        key_limits.forget_limits()

@@ -14,8 +14,9 @@ CLI = [sys.executable, "-m", "holysheep"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without any HolySheep settings of the developer's, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLYSHEEP_")}
+    """The test's environment without any HolySheep settings of the developer's (but with the test's own
+    rate-limit folder, see tests/conftest.py), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLYSHEEP_") or k == "HOLYSHEEP_LIMITS_DIR"}
     env.update(extra)
     return env
 

@@ -25,7 +25,7 @@ from holysheep.batch.__main__ import main as cli_main
 from holysheep.testing import FakeServer, Fault
 from holysheep.testing import _endpoints as endpoints
 
-from .._fakes import FakeClock
+from .._fakes import FakeClock, RecordingSender, Sent
 
 MODEL = "gpt-4.1"
 
@@ -97,9 +97,28 @@ def test_a_run_of_429s_pauses_the_batch_and_ends_no_item() -> None:
 def test_two_batches_in_one_process_share_the_keys_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two AsyncClients with one key, one batch each, against one shared 3,000 RPM limit. The engines and the
     server's limiter run on one injected clock, so the schedule is exact whatever the machine's load: the
-    two batches together stay within the limit (at most 5 % answered 429) and finish within 15 % of its pace."""
+    two batches together stay within the limit and finish within 15 % of its pace. One 429 may remain: both
+    batches send their first request before they know the limit, and the first reply's ``remaining`` (the burst
+    the shared bucket starts with) may not count the other batch's first request yet.
+
+    As in tests/engine/test_server_rate_limits.py, every sleep first waits until the server has answered every
+    request either engine handed over: a request takes real time to reach the server's thread, and a clock
+    moved on meanwhile would count it late, together with later ones (0 to 60 spurious 429s in 456)."""
     clock = FakeClock()
-    monkeypatch.setattr(engine_run, "BatchIterator", functools.partial(BatchIterator, clock=clock, sleep=clock.sleep))
+    sent: list[Sent] = []
+
+    def build(sender: Any, requests: Any, **kwargs: Any) -> BatchIterator:
+        return BatchIterator(RecordingSender(sender, clock, record=Sent, sent=sent), requests, clock=clock,
+                             sleep=sleep, **kwargs)
+
+    async def sleep(seconds: float) -> None:
+        deadline = time.monotonic() + 30.0
+        while sum(r.status is not None for r in _chat(server)) < len(sent):
+            assert time.monotonic() < deadline, "the server never saw a request an engine sent"
+            await asyncio.sleep(0.0005)
+        await clock.sleep(seconds)
+
+    monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter
     monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", "off")  # the bucket in this process's memory, on the same clock
     with FakeServer(rpm_limit=3000) as server:
@@ -116,8 +135,8 @@ def test_two_batches_in_one_process_share_the_keys_bucket(monkeypatch: pytest.Mo
         a, b = asyncio.run(main())
         chat = _chat(server)
     assert all(r.ok for r in a) and all(r.ok for r in b)
-    limited = sum(q.status == 429 for q in chat)
-    assert limited <= 0.05 * len(chat), (limited, len(chat))
+    limited = [i for i, q in enumerate(chat) if q.status == 429]
+    assert len(chat) == 400 + len(limited) and len(limited) <= 1, limited  # together never over the key's limit
     assert (400 - 50) / 50 <= clock.now <= 400 / 50 / 0.85, clock.now  # never faster than the limit allows
 
 
