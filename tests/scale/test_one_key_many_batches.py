@@ -5,7 +5,6 @@ one machine share the key's limit. All with the defaults."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import subprocess
