@@ -125,6 +125,22 @@ def test_vllm_v1_profile_row1_and_the_documented_row2_gap() -> None:
     assert v2 is not None and 1.40 < v2.num_gpu_blocks / 20865 < 1.55
 
 
+def test_vllm_profiles_share_their_memory_values() -> None:
+    """Each profile differs from the one it derives from only in what that release changed."""
+    from dataclasses import replace
+
+    from holysheep.estimator import VLLM_PROFILES as P
+
+    def same(a: str, b: str, **changed: object) -> bool:
+        return replace(P[a], name=b, description=P[b].description, source=P[b].source, **changed) == P[b]
+
+    assert same("v0", "0.4", awq_marlin=False, flash_decode=False)  # 0.4.1-0.5.2: the V0 profiler, older kernels
+    assert same("v1", "0.8", async_scheduling=False)  # V1 before async scheduling became the default (0.14)
+    assert same("0.2.5-pre", "0.2.5", non_torch_bytes=(7449 - 7351) * 16 * 524_288,
+                non_torch_bytes_tp=(31615 - 20865) * 16 * 81_920)
+    assert [n for n, p in P.items() if p.async_scheduling] == ["v1"]
+
+
 def test_vllm_fits_uses_the_pool() -> None:
     est = estimate_inference_memory("Llama-3.1-8B", "bf16", 131072, 8, runtime="vllm")
     assert est.vllm is None and any("gpu_memory_gb" in a for a in est.assumptions)

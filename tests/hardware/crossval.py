@@ -67,8 +67,8 @@ def cases() -> tuple[Case, ...]:
 def _scaled_costs(theta: dict[str, float]) -> Iterator[None]:
     real = _roofline.runtime_cost
 
-    def scaled(runtime: str, vendor: str, *, awq: bool = False, fp8: bool = False) -> RuntimeCost:
-        cost, k = real(runtime, vendor, awq=awq, fp8=fp8), theta.get(runtime, 1.0)
+    def scaled(runtime: str, vendor: str, **options: bool) -> RuntimeCost:
+        cost, k = real(runtime, vendor, **options), theta.get(runtime, 1.0)
         return RuntimeCost(*(getattr(cost, f.name) * k for f in fields(RuntimeCost)))
 
     with mock.patch.object(_roofline, "runtime_cost", scaled):

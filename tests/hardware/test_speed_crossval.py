@@ -44,12 +44,21 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (329, 0.802, 0.115)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.839, 0.113)
-    assert h.median <= 0.15 and h.within < 0.85  # median met, share within ±35 % not: docs/estimator.md says why
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (329, 0.851, 0.118)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.857, 0.106)
+    assert h.median <= 0.15 and h.within >= 0.85  # both targets met
     below = sorted(g for g, s in held.items() if s.within < 0.6)
-    # each explained in docs/estimator.md
-    assert below == ["ai.wmx.dev", "sgl-project/sglang#2643", "yobitelcomm.github.io"]
+    assert below == ["sgl-project/sglang#2643"]  # DeepSeek-V3 under SGLang: explained in docs/estimator.md
     text = DOC.read_text(encoding="utf-8")
     start = text.index("| source (publication) | rows |")
     assert text[start:text.index("\n\n", start)].splitlines() == table()
+
+
+def test_vllm_v1_sweeps_hold_out_through_the_release_input() -> None:
+    """vLLM 0.21-0.23 rows (async scheduling) are within ±35 % held out, whatever factor the others refit."""
+    held, _, _, _ = leave_one_source_out()
+    assert {g: held[g].within for g in ("ai.wmx.dev", "yobitelcomm.github.io", "ld-singh.github.io",
+                                        "johnmusgrave.com")} == dict.fromkeys(
+        ("ai.wmx.dev", "yobitelcomm.github.io", "ld-singh.github.io", "johnmusgrave.com"), 1.0)
+    every = cases()
+    assert fit(tuple(c for c in every if c.group != "yobitelcomm.github.io"))["vllm"] == 1.41  # 0.4.2 rows pull

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
@@ -35,93 +35,91 @@ class VLLMProfile:
     flash_decode: bool = True
     """Decode attention through FlashAttention (PR #3648), which reads each KV head once for its whole query
     group; False for vLLM's own paged-attention v1/v2 kernel (0.2-0.4.2), one thread block per query head."""
+    async_scheduling: bool = False
+    """The engine schedules step N+1 while the GPU runs step N, so the per-step host work overlaps the GPU
+    instead of following it (V1 with async scheduling, the default from vLLM 0.14, PR #27614)."""
 
+
+#: The V1 engine's current defaults (0.14+): chunked prefill, CUDA graphs sized before the KV pool, async scheduling.
+_V1 = VLLMProfile(
+    "v1",
+    0.9,
+    16,
+    8192,
+    256,
+    int(0.15 * GIB),
+    int(0.6 * GIB),
+    int(0.5 * GIB),
+    "vLLM V1 engine (0.14+): KV = total x util - (weights + torch activation peak of profile_run + "
+    "non-torch increase + CUDA-graph estimate); the CUDA context sits in the (1 - util) headroom. Scheduling "
+    "runs one step ahead of the GPU (async scheduling, the default from 0.14).",
+    "vllm/v1/worker/gpu_worker.py determine_available_memory; non-torch 0.09-0.65 GiB and CUDA graphs "
+    "0.4-1.0 GiB as printed by vLLM DEBUG memory-profiling logs; async scheduling on by default from v0.14.0 "
+    "(vllm-project/vllm PR #27614)",
+    async_scheduling=True,
+)
+# vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
+# profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
+_V0 = replace(
+    _V1,
+    name="v0",
+    max_num_batched_tokens=2048,
+    cuda_graph_bytes=0,
+    description="vLLM V0 engine without chunked prefill: profile_run over max(max_model_len, 2048) tokens, so "
+    "long contexts cost a large activation peak; CUDA graphs come out of the (1 - util) headroom.",
+    source="vllm/config.py SchedulerConfig (max_num_batched_tokens = max(max_model_len, 2048) when chunked "
+    "prefill is off); vllm/worker/worker.py determine_num_available_blocks",
+    chunked_prefill=False,
+    async_scheduling=False,
+)
+# vLLM 0.2.5 before PR #2031: the profiler counted only PyTorch's peak (max_memory_allocated).
+_V025_PRE = replace(
+    _V0,
+    name="0.2.5-pre",
+    non_torch_bytes=0,
+    non_torch_bytes_tp=0,
+    description="vLLM up to 0.2.4: peak = torch.cuda.max_memory_allocated() after profile_run (PyTorch memory only).",
+    source="vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
+    marlin=False,
+    flash_decode=False,
+)
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
-    "v1": VLLMProfile(
-        "v1",
-        0.9,
-        16,
-        8192,
-        256,
-        int(0.15 * GIB),
-        int(0.6 * GIB),
-        int(0.5 * GIB),
-        "vLLM V1 engine (0.8+): KV = total x util - (weights + torch activation peak of profile_run + "
-        "non-torch increase + CUDA-graph estimate); the CUDA context sits in the (1 - util) headroom.",
-        "vllm/v1/worker/gpu_worker.py determine_available_memory; non-torch 0.09-0.65 GiB and CUDA graphs "
-        "0.4-1.0 GiB as printed by vLLM DEBUG memory-profiling logs",
+    "v1": _V1,
+    # The V1 engine before async scheduling became its default (0.8-0.13): memory as `v1`, the per-step host
+    # work between GPU steps.
+    "0.8": replace(
+        _V1,
+        name="0.8",
+        description="vLLM V1 engine 0.8-0.13: memory as `v1`; the scheduler runs between GPU steps (async "
+        "scheduling was opt-in, --async-scheduling, PR #19970).",
+        source=_V1.source + "; vllm-project/vllm PR #19970 (--async-scheduling, experimental, 2025-06)",
+        async_scheduling=False,
     ),
-    # vLLM 0.2.5 before PR #2031: the profiler counted only PyTorch's peak (max_memory_allocated).
-    "0.2.5-pre": VLLMProfile(
-        "0.2.5-pre",
-        0.9,
-        16,
-        2048,
-        256,
-        0,
-        0,
-        0,
-        "vLLM up to 0.2.4: peak = torch.cuda.max_memory_allocated() after profile_run (PyTorch memory only).",
-        "vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
-        chunked_prefill=False,
-        marlin=False,
-        flash_decode=False,
-    ),
+    "0.2.5-pre": _V025_PRE,
     # vLLM 0.2.5 after PR #2031: total - free, so memory outside PyTorch counts too. The non-PyTorch sizes are
     # what that PR measured: the drop in blocks when the profiler began counting it (7,449 -> 7,351 blocks of
     # 8 MiB at TP1; 31,615 -> 20,865 blocks of 1.25 MiB per GPU at TP4).
-    "0.2.5": VLLMProfile(
-        "0.2.5",
-        0.9,
-        16,
-        2048,
-        256,
-        (7449 - 7351) * 16 * 524_288,
-        (31615 - 20865) * 16 * 81_920,
-        0,
-        "vLLM 0.2.5 after PR #2031: peak = total - free after profile_run, so non-PyTorch memory (NCCL and the "
-        "like) counts. Its size per GPU is the one PR #2031 measured (0.77 GiB at TP1, 13.1 GiB at TP4); the "
-        "PyTorch side is this estimator's own (checked by the '0.2.5-pre' profile against the pre-fix counts).",
-        "vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
-        chunked_prefill=False,
-        marlin=False,
-        flash_decode=False,
+    "0.2.5": replace(
+        _V025_PRE,
+        name="0.2.5",
+        non_torch_bytes=(7449 - 7351) * 16 * 524_288,
+        non_torch_bytes_tp=(31615 - 20865) * 16 * 81_920,
+        description="vLLM 0.2.5 after PR #2031: peak = total - free after profile_run, so non-PyTorch memory (NCCL "
+        "and the like) counts. Its size per GPU is the one PR #2031 measured (0.77 GiB at TP1, 13.1 GiB at TP4); "
+        "the PyTorch side is this estimator's own (checked by the '0.2.5-pre' profile against the pre-fix counts).",
+        source="vllm-project/vllm PR #2031 (2023-12-12): 7,449 -> 7,351 and 31,615 -> 20,865 GPU blocks",
     ),
-    # vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
-    # profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
-    "v0": VLLMProfile(
-        "v0",
-        0.9,
-        16,
-        2048,
-        256,
-        int(0.15 * GIB),
-        int(0.6 * GIB),
-        0,
-        "vLLM V0 engine without chunked prefill: profile_run over max(max_model_len, 2048) tokens, so long "
-        "contexts cost a large activation peak; CUDA graphs come out of the (1 - util) headroom.",
-        "vllm/config.py SchedulerConfig (max_num_batched_tokens = max(max_model_len, 2048) when chunked "
-        "prefill is off); vllm/worker/worker.py determine_num_available_blocks",
-        chunked_prefill=False,
-    ),
+    "v0": _V0,
     # vLLM 0.4.1-0.5.2: the same V0 profiler without chunked prefill, and GPTQ through Marlin (0.4.1, PR #3922)
     # while AWQ still runs its own GEMM kernel (awq_marlin arrived in 0.5.3, PR #6612).
-    "0.4": VLLMProfile(
-        "0.4",
-        0.9,
-        16,
-        2048,
-        256,
-        int(0.15 * GIB),
-        int(0.6 * GIB),
-        0,
-        "vLLM 0.4.1-0.5.2 (V0 engine, no chunked prefill): memory as `v0`; GPTQ INT4 through Marlin, AWQ "
-        "through its older GEMM kernel; decode attention through the paged-attention kernel of 0.4.1/0.4.2.",
-        "vllm-project/vllm PR #3922 (GPTQ Marlin, 0.4.1), PR #6612 (AWQ Marlin, 0.5.3) and PR #3648 "
-        "(FlashAttention decode, after 0.4.2); "
-        "vllm/worker/worker.py determine_num_available_blocks",
-        chunked_prefill=False,
+    "0.4": replace(
+        _V0,
+        name="0.4",
+        description="vLLM 0.4.1-0.5.2 (V0 engine, no chunked prefill): memory as `v0`; GPTQ INT4 through Marlin, "
+        "AWQ through its older GEMM kernel; decode attention through the paged-attention kernel of 0.4.1/0.4.2.",
+        source="vllm-project/vllm PR #3922 (GPTQ Marlin, 0.4.1), PR #6612 (AWQ Marlin, 0.5.3) and PR #3648 "
+        "(FlashAttention decode, after 0.4.2); vllm/worker/worker.py determine_num_available_blocks",
         awq_marlin=False,
         flash_decode=False,
     ),

@@ -11,9 +11,11 @@ The model, per decode step on one replica::
     t_host = layers * host_layer_s + moe_layers * experts * host_expert_s
              + linears * host_linear_s                                         (transformers only)
     t_step = max(t_gpu, t_host) + step_s(runtime)
+    t_step = max(t_gpu, t_host + step_s(runtime))                              (vLLM 0.14+, async scheduling)
 
 ``step_s`` and ``layer_s`` are per runtime; llama.cpp and MLX have one value per backend (CUDA,
-ROCm/HIP, Metal). Mixture-of-experts layers spread over GPUs add an expert-parallel dispatch and combine
+ROCm/HIP, Metal); vLLM's release (``VLLMProfile.async_scheduling``) decides whether its host step follows the
+GPU's or overlaps it. Mixture-of-experts layers spread over GPUs add an expert-parallel dispatch and combine
 (``EP_DISPATCH_COMBINE_S``) instead of the tensor-parallel all-reduce. Every constant is in
 ``OVERHEAD_SOURCES`` (and docs/hardware.md) with where it comes from.
 """
@@ -45,7 +47,8 @@ class RuntimeCost:
     host_linear_s: float = 0.0
 
 
-#: vLLM 0.6 with CUDA graphs: one scheduler/prepare/sample round trip per step, independent of the model.
+#: vLLM 0.6 with CUDA graphs: one scheduler/prepare/sample round trip per step, independent of the model. From
+#: vLLM 0.14 (async scheduling) it overlaps the GPU's step instead of following it (``_roofline``, ``step_overlap``).
 VLLM = RuntimeCost(step_s=2.5e-3)
 #: SGLang 0.4 (CUDA graphs, overlap scheduler): a smaller host share per step.
 SGLANG = RuntimeCost(step_s=1.5e-3)
@@ -81,6 +84,11 @@ OVERHEAD_SOURCES: dict[str, str] = {
     "per-step host work (scheduler, input preparation, sampling) that vLLM's v0.6 performance post "
     "(https://blog.vllm.ai/2024/09/05/perf-update.html) describes as the main cost of small-model decode "
     "(https://github.com/QwenLM/Qwen2.5/blob/010c37c/docs/source/benchmark/speed_benchmark.rst).",
+    "vllm_async_scheduling": "vLLM's per-step host work overlaps the GPU from v0.14.0: 'Async scheduling is now "
+    "enabled by default ... Overlaps engine core scheduling with GPU execution' (release notes, vllm-project/vllm "
+    "PR #27614; the scheduler runs one step ahead of the GPU, PR #19970, https://github.com/vllm-project/vllm/"
+    "pull/19970). A step then takes max(GPU, host) instead of GPU + host: vllm_version 'v1' (0.14+); '0.8' (V1 "
+    "0.8-0.13), 'v0', '0.4' and '0.2.5' keep the sum.",
     "sglang_step": "1.5 ms per step: Qwen3 speed benchmark, SGLang 0.4.6 on H20, Qwen3-0.6B BF16 at 414.17 "
     "tok/s (2.41 ms a step, of which 0.5-0.9 ms is the weight read); SGLang overlaps its scheduler with the "
     "GPU (https://lmsys.org/blog/2024-12-04-sglang-v0-4/), so its share is below vLLM's "

@@ -189,6 +189,7 @@ def decode_tokens_per_s(
     kv_repeats: float = 0.0,
     fp8: bool = False,
     linears: int = 0,
+    step_overlap: bool = False,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
@@ -202,7 +203,9 @@ def decode_tokens_per_s(
     AutoAWQ's host cost, ``fp8`` transformers' Triton FP8 linears, ``linears`` the linear layers one step runs).
     ``kv_passes`` is how many times the runtime's attention streams the KV cache from memory per step, at
     ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more reads
-    L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``.
+    L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``. ``step_overlap``:
+    the runtime's per-step host work runs while the GPU computes the step before (vLLM's async scheduling),
+    so a step takes the longer of the two instead of their sum.
     """
     devices = count * gpu.devices_per_package
     eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
@@ -242,6 +245,8 @@ def decode_tokens_per_s(
         t_gpu = max(t_mem, t_comp) + comm + layers * cost.layer_s
         t_host = (layers * cost.host_layer_s + moe_layers * moe_experts * cost.host_expert_s
                   + linears * cost.host_linear_s)
+        if step_overlap:
+            return batch / max(t_gpu, t_host + cost.step_s)
         return batch / (max(t_gpu, t_host) + cost.step_s)
     tp = _tp_factor(gpu, devices, eff)
     t_step = per_dev * devices / (count * bandwidth * 1e9 * eta * tp)

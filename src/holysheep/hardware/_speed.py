@@ -207,12 +207,13 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if not layers:
         return {}
     runtime = str(getattr(est, "runtime", "default"))
-    marlin, awq, flash = True, getattr(spec, "name", "") == "int4-awq", True
+    marlin, awq, flash, overlap = True, getattr(spec, "name", "") == "int4-awq", True, False
     if runtime == "vllm":
         from ..estimator._vllm import vllm_profile
 
         prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
         marlin, flash = prof.marlin and (prof.awq_marlin or not awq), prof.flash_decode
+        overlap = prof.async_scheduling
     mla = bool(getattr(arch, "kv_lora_rank", 0))
     group = 1 if mla else int(arch.num_attention_heads) // max(1, int(arch.num_key_value_heads))
     mats = 3 if getattr(arch, "mlp_gated", True) else 2
@@ -223,7 +224,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
                               "linears": 4 * layers + mats * (layers - moe_layers + moe_layers * top_k),
                               **dict(zip(("kv_passes", "kv_repeats"), kv_passes(runtime, group, flash_decode=flash),
                                          strict=True)),
-                              "hidden": int(arch.hidden_size),
+                              "hidden": int(arch.hidden_size), "step_overlap": overlap,
                               "layer_split": bool(getattr(est, "layer_split", False))}
     if getattr(arch, "is_moe", False):
         mats = 3 if arch.mlp_gated else 2
