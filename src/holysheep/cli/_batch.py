@@ -67,6 +67,7 @@ def _default_model() -> str:
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
     from holysheep.cli._common import number, whole
+    from holysheep.cli._connection_flags import CONNECTION_OPTIONS
 
     parser.add_argument("input", help="JSONL file of requests (OpenAI Batch API lines or create() params); "
                                       "- reads stdin")
@@ -101,6 +102,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-quota-check", action="store_true",
                         help="skip the account quota check (servers without GET /quota)")
     parser.add_argument("--base-url", help="API base URL (default: HOLYSHEEP_BASE_URL or the HolySheep API)")
+    parser.add_argument("--allow-insecure-http", **dict(CONNECTION_OPTIONS)["--allow-insecure-http"])
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--ray", action="store_true",
@@ -220,7 +222,9 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
     if args.json:
         print(json.dumps(est.to_dict(), default=str))
     else:
-        print(str(est))  # the report is the output: `> file` keeps it
+        from holysheep.cli._words import cli_words
+
+        print(cli_words(str(est)))  # the report is the output (`> file` keeps it), in the CLI's words
     return 0
 
 
@@ -273,7 +277,8 @@ def _run_batch(args: argparse.Namespace) -> int:
             error(str(exc))
             return 2
     try:
-        client = Client(base_url=args.base_url, max_retries=0, proxy=getattr(args, "proxy", None))
+        client = Client(base_url=args.base_url, max_retries=0, proxy=getattr(args, "proxy", None),
+                        allow_insecure_http=args.allow_insecure_http)
     except HolySheepError as exc:
         error(message_for(exc))
         return 2

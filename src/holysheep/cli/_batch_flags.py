@@ -20,6 +20,7 @@ FLAG_SCOPES: dict[str, tuple[str, str]] = {
     "price": ("--price", LOCAL), "dry_run": ("--dry-run", LOCAL), "cache": ("--cache", LOCAL),
     "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
     "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
+    "allow_insecure_http": ("--allow-insecure-http", LOCAL),  # the Ray replicas' clients do not take it yet
     "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
 }
 PYTHON_NAMES: dict[str, str] = {

@@ -189,7 +189,6 @@ def message_for(exc: BaseException) -> str:
     from holysheep._exceptions import (
         APIConnectionError,
         AuthenticationError,
-        InsecureTransportError,
         InvalidRequestError,
         NotFoundError,
         PermissionDeniedError,
@@ -209,8 +208,6 @@ def message_for(exc: BaseException) -> str:
         return f"{text} Run 'holysheep models' to list the served models."
     if isinstance(exc, APIConnectionError):
         return f"{text} Pass --base-url or set HOLYSHEEP_BASE_URL."
-    if isinstance(exc, InsecureTransportError):
-        return f"{text} (Use an https:// --base-url.)"
     if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
         return f"{exc.strerror or text}: {exc.filename}" if exc.filename else text
     return text

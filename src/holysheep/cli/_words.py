@@ -11,7 +11,18 @@ import re
 
 from holysheep._core.batch_params import BATCH_OPTION_NAMES
 
-__all__ = ["cli_words", "field_words", "option_flags", "use_flags_of"]
+__all__ = ["PYTHON_ONLY_ADVICE", "cli_words", "field_words", "option_flags", "use_flags_of"]
+
+PYTHON_ONLY_ADVICE: tuple[tuple[str, str], ...] = (
+    ("api_key='hs_...' to the client", "--api-key hs_..."),
+    (", e.g. api_key=key.strip()", ""),  # the key of --api-key or the environment: nothing to call
+    (", or pass verify=... (trust_env=False ignores it)", ""),  # no CLI flag: fixing or unsetting is the way
+    ("Fix it, or pass trust_env=False.", "Fix or unset it, or pass --proxy URL."),  # --proxy: the env is not read
+    ("(set max_tokens= to make", "(set --max-tokens, or max_tokens in each line, to make"),
+    ("(batch(check_quota=False))", "(holysheep batch --no-quota-check)"),  # also what `holysheep quota` says
+)
+"""Library advice that has no one-to-one flag, as the CLI words it (library text, CLI text); applied before
+the flag table."""
 
 _command_flags: dict[str, str] = {}
 
@@ -40,6 +51,14 @@ def field_words(text: str, field: str | None) -> str:
 
 
 @functools.cache
+def _connection_names() -> frozenset[str]:
+    """``api_key``, ``base_url``, ...: the client options every networked command has a flag for."""
+    from holysheep.cli._connection_flags import CONNECTION_OPTIONS
+
+    return frozenset(flag[2:].replace("-", "_") for flag, _ in CONNECTION_OPTIONS)
+
+
+@functools.cache
 def _batch_flags() -> dict[str, str]:
     from holysheep.cli._batch_flags import FLAG_SCOPES, PYTHON_NAMES
 
@@ -58,6 +77,8 @@ def cli_words(text: str) -> str:
     """``text`` with every Python option it names written as the CLI flag; anything else is left as it is."""
     if "=" not in text and "_" not in text:
         return text
+    for python, cli in PYTHON_ONLY_ADVICE:
+        text = text.replace(python, cli)
 
     def keep_flag(m: re.Match[str]) -> str:  # `--flag X (name=X)` / `name=X (--flag X)`: the flag alone
         return m.group("flag") if _flag(m.group("name")) else m.group(0)
@@ -75,10 +96,11 @@ def cli_words(text: str) -> str:
             return m.group(0)
         return flag if value == "True" or f"{name}={value}" in option_flags() else f"{flag} {value}"
 
-    def bare(m: re.Match[str]) -> str:  # `drop require_quota`; `max_cost_usd needs a price`
+    def bare(m: re.Match[str]) -> str:  # `drop require_quota`; `max_cost_usd needs a price`; `in api_key`
         name = m.group("name")
-        engine = name in BATCH_OPTION_NAMES  # an engine option, never a request field such as max_tokens
-        flag = _flag(name) if engine or m.group("verb") else None
+        # an engine or connection option, never a request field such as max_tokens
+        option = name in BATCH_OPTION_NAMES or name in _connection_names()
+        flag = _flag(name) if option or m.group("verb") else None
         return f"{m.group('verb') or ''}{flag or name}"
 
     text = re.sub(r"(?<![\w.\[-])(?P<name>[a-z]\w*)=(?P<value>True|False|[^\s,;:()]+)", assignment, text)
