@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from holysheep.cli._batch import FLAG_SCOPES, LOCAL, build_parser, run_batch_command
+from holysheep.cli._batch import run_batch_command
+from holysheep.cli._batch_flags import FLAG_SCOPES, LOCAL
+from holysheep.cli._batch_parser import build_parser
 
 # A value away from the default for each flag only the local runner honours.
 LOCAL_VALUES = {
@@ -51,7 +53,7 @@ def test_the_local_runner_refuses_replicas_without_ray(tmp_path: Path, capsys: p
 
 
 def test_defaults_and_shared_flags_pass_the_check(tmp_path: Path) -> None:
-    from holysheep.cli._batch import unhonoured_flags
+    from holysheep.cli._batch_flags import unhonoured_flags
 
     base = [str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out")]
     shared = ["--concurrency", "4", "--rpm", "60", "--max-tokens", "9", "--resume", "--model", "m"]

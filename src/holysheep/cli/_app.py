@@ -60,7 +60,8 @@ def _missing_batch(args: argparse.Namespace) -> int:
 
 def _add_batch(sub: Any) -> None:
     try:
-        from holysheep.cli._batch import add_batch_parser, run_batch_command
+        from holysheep.cli._batch import run_batch_command
+        from holysheep.cli._batch_parser import add_batch_parser
     except ImportError:
         p = sub.add_parser("batch", help="run a JSONL file of chat requests (not available)", add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
