@@ -20,7 +20,8 @@ LOCAL_VALUES = {
     "price": ["--price", "m=1,2"], "dry_run": ["--dry-run"], "cache": ["--cache", "c.db"],
     "cache_ttl": ["--cache-ttl", "5"], "cache_max_mb": ["--cache-max-mb", "5"],
     "rerun_changed": ["--resume", "--rerun-changed"], "no_quota_check": ["--no-quota-check"],
-    "allow_insecure_http": ["--allow-insecure-http"],
+    "allow_insecure_http": ["--allow-insecure-http"], "outage_after_s": ["--outage-after-s", "5"],
+    "outage_failure_ratio": ["--outage-failure-ratio", "0.5"], "max_pause_s": ["--max-pause-s", "5"],
 }
 
 

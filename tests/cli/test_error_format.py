@@ -52,6 +52,7 @@ BAD_VALUES = [
     ("batch", ["batch", "{in}", "-o", "{out}", "--rpm", "-5"], "--rpm"),
     ("batch", ["batch", "{in}", "-o", "{out}", "--price", "bad"], "--price"),
     ("batch", ["batch", "{in}"], "-o/--output"),
+    ("batch", ["batch", "{in}", "-o", "{out}", "--outage-failure-ratio", "2"], "--outage-failure-ratio: must be <= 1"),
     ("bench", ["bench", "-n", "0"], "--requests"),
     ("bench", ["bench", "--max-tokens", "-3"], "--max-tokens"),
     ("gpus", ["gpus", "--sort", "x"], "--sort"),
@@ -282,3 +283,19 @@ def test_the_dry_run_report_names_flags(jsonl: Path, capsys: pytest.CaptureFixtu
     assert code == 0 and out.endswith("refused line 1 (a): model 'no-such-priced-model' has no price, and --max-cost "
                                       "needs one: pass --price MODEL=IN,OUT\n"), out
     assert not PYTHON_KWARG.search(out)
+
+
+def test_a_stop_names_the_flag_that_sets_its_limit(jsonl: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A `Retry-After` longer than --max-pause-s stops the batch (resumable): the warning and the error name the
+    flag and its value, as set, not `max_pause_s=`."""
+    from holysheep.testing._fault import Fault
+
+    with FakeServer(faults=[Fault.status(429, retry_after=100)]) as server:
+        code, _, err = _run([*_batch(server, jsonl, tmp_path / "out.jsonl", "--no-quota-check", "--max-pause-s",
+                                     "50")], capsys)
+        assert len(server.requests) == 1
+    assert code == 1
+    assert err.endswith("holysheep batch: error: stopped (the server asked to wait 100 s, longer than --max-pause-s "
+                        "50); fix the cause and run again with --resume.\n"), err
+    assert "max_pause_s" not in err and not PYTHON_KWARG.search(err)

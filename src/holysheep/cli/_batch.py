@@ -101,6 +101,8 @@ def _run_batch(args: argparse.Namespace) -> int:
                 rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
                 rerun_changed=args.rerun_changed,
                 retry_window_s=args.retry_window_s, output_format=args.output_format,
+                outage_after_s=args.outage_after_s, outage_failure_ratio=args.outage_failure_ratio,
+                max_pause_s=args.max_pause_s,
                 require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
     except KeyboardInterrupt as exc:
         close_cache(params)

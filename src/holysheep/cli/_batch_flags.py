@@ -24,6 +24,8 @@ FLAG_SCOPES: dict[str, tuple[str, str]] = {
     "cache_ttl": ("--cache-ttl", LOCAL), "cache_max_mb": ("--cache-max-mb", LOCAL),
     "rerun_changed": ("--rerun-changed", LOCAL), "no_quota_check": ("--no-quota-check", LOCAL),
     "allow_insecure_http": ("--allow-insecure-http", LOCAL),  # the Ray replicas' clients do not take it yet
+    "outage_after_s": ("--outage-after-s", LOCAL), "outage_failure_ratio": ("--outage-failure-ratio", LOCAL),
+    "max_pause_s": ("--max-pause-s", LOCAL),
     "ray": ("--ray", RAY), "replicas": ("--replicas", RAY),
 }
 PYTHON_NAMES: dict[str, str] = {

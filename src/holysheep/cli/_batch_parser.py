@@ -52,6 +52,7 @@ def default_model() -> str:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from holysheep._core.batch_params import DEFAULT_CONCURRENCY, DEFAULT_RETRY_WINDOW_S  # the API's defaults
+    from holysheep._engine.options import DEFAULTS
     from holysheep.cli._common import number, whole
     from holysheep.cli._connection_flags import CONNECTION_OPTIONS
 
@@ -74,6 +75,16 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-window-s", type=number(positive=False), default=DEFAULT_RETRY_WINDOW_S,
                         help="a line failing this long after its first attempt ends with its error "
                              f"(default {DEFAULT_RETRY_WINDOW_S:g})")
+    stops = DEFAULTS["outage_after_s"], DEFAULTS["outage_failure_ratio"], DEFAULTS["max_pause_s"]
+    parser.add_argument("--outage-after-s", type=number(positive=False), default=stops[0], metavar="SECONDS",
+                        help=f"stop the batch (resumable) when nothing succeeded for this long (default {stops[0]:g})")
+    parser.add_argument("--outage-failure-ratio", type=number(positive=True, at_most=1), default=stops[1],
+                        metavar="SHARE",
+                        help="stop the batch (resumable) when this share of the recent attempts failed, in (0, 1] "
+                             f"(default {stops[1]:g})")
+    parser.add_argument("--max-pause-s", type=number(positive=False), default=stops[2], metavar="SECONDS",
+                        help="the longest pause of the whole batch for a server's Retry-After; a longer one stops "
+                             f"the batch (resumable) (default {stops[2]:g})")
     parser.add_argument("--output-format", choices=("holysheep", "openai"), default="holysheep",
                         help="result lines: holysheep's (default) or OpenAI Batch output lines "
                              "({id, custom_id, response: {status_code, request_id, body}, error})")

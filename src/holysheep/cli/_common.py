@@ -64,8 +64,8 @@ def whole(minimum: int, maximum: int | None = None) -> Any:
     return parse
 
 
-def number(*, positive: bool) -> Any:
-    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
+def number(*, positive: bool, at_most: float | None = None) -> Any:
+    """An argparse type: a finite number > 0 (``positive``) or >= 0, and <= ``at_most`` when given."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -73,5 +73,7 @@ def number(*, positive: bool) -> Any:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
         if not (value > 0 if positive else value >= 0) or value == float("inf"):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        if at_most is not None and value > at_most:
+            raise argparse.ArgumentTypeError(f"must be <= {at_most:g}, got {text!r}")
         return value
     return parse
