@@ -10,6 +10,7 @@ import functools
 import re
 
 from holysheep._core.batch_params import BATCH_OPTION_NAMES
+from holysheep._core.request import CHAT_PARAM_NAMES
 
 __all__ = ["PYTHON_ONLY_ADVICE", "cli_words", "field_words", "option_flags", "use_flags_of"]
 
@@ -20,6 +21,9 @@ PYTHON_ONLY_ADVICE: tuple[tuple[str, str], ...] = (
     ("Fix it, or pass trust_env=False.", "Fix or unset it, or pass --proxy URL."),  # --proxy: the env is not read
     ("(set max_tokens= to make", "(set --max-tokens, or max_tokens in each line, to make"),
     ("(batch(check_quota=False))", "(holysheep batch --no-quota-check)"),  # also what `holysheep quota` says
+    ("use method='lora'", "use --train lora"),  # plan: `--method` is a hidden alias
+    ("Add one with holysheep.pricing.set_price(model, input_per_m=..., output_per_m=...).",  # plan --api-model
+     "Name a model of the price catalog (docs/hardware.md, API prices)."),
 )
 """Library advice that has no one-to-one flag, as the CLI words it (library text, CLI text); applied before
 the flag table."""
@@ -34,6 +38,8 @@ def use_flags_of(parser: argparse.ArgumentParser | None) -> None:
         longs = [o for o in action.option_strings if o.startswith("--")]
         if longs and action.dest not in ("help", "version"):
             _command_flags.setdefault(action.dest.removeprefix("g_"), longs[0])
+            for flag in longs:  # an alias names its own option too: plan's `--seq-len` for `seq_len`
+                _command_flags.setdefault(flag[2:].replace("-", "_"), flag)
 
 
 def option_flags() -> dict[str, str]:
@@ -73,8 +79,10 @@ def _flag(name: str, value: str = "") -> str | None:
     return table.get(f"{name}={value}") or table.get(name)
 
 
-def cli_words(text: str) -> str:
-    """``text`` with every Python option it names written as the CLI flag; anything else is left as it is."""
+def cli_words(text: str, *, report: bool = False) -> str:
+    """``text`` with every Python option it names written as the CLI flag; anything else is left as it is.
+    A ``report`` (`holysheep plan`'s, whose labels are the planner's words: ``seq_len 2048``) has only its
+    advice translated (``at seq_len=128``), not the names it mentions."""
     if "=" not in text and "_" not in text:
         return text
     for python, cli in PYTHON_ONLY_ADVICE:
@@ -98,8 +106,10 @@ def cli_words(text: str) -> str:
 
     def bare(m: re.Match[str]) -> str:  # `drop require_quota`; `max_cost_usd needs a price`; `in api_key`
         name = m.group("name")
-        # an engine or connection option, never a request field such as max_tokens
-        option = name in BATCH_OPTION_NAMES or name in _connection_names()
+        # an engine or connection option, or one of the command's own (plan's `zero_stage`), never a request
+        # field such as max_tokens
+        option = name in BATCH_OPTION_NAMES or name in _connection_names() or (
+            not report and name in _command_flags and name not in CHAT_PARAM_NAMES)
         flag = _flag(name) if option or m.group("verb") else None
         return f"{m.group('verb') or ''}{flag or name}"
 
