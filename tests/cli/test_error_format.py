@@ -150,6 +150,8 @@ CONNECTION_ADVICE = [
      "(set max_tokens= to make the cap a hard bound)", "--max-cost: item 3 sets no max_tokens: reserving 4096 "
      "output tokens for each such item, an assumption (set --max-tokens, or max_tokens in each line, to make the "
      "cap a hard bound)"),
+    ("The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or api_key=) holds a current key.",
+     "The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or --api-key) holds a current key."),
     ("This server has no quota endpoint (GET /quota answered 404). Skip the quota check (batch(check_quota=False)).",
      "This server has no quota endpoint (GET /quota answered 404). Skip the quota check (holysheep batch "
      "--no-quota-check)."),
@@ -254,14 +256,6 @@ def test_json_mode_errors_are_the_same_line(server: FakeServer, capsys: pytest.C
                         "or more.\n")
 
 
-def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
-    """Runs last in this module: every stderr captured above, checked for ``name=True`` / ``name=False``."""
-    assert len(STDERRS) >= len(BAD_VALUES)
-    for err in STDERRS:
-        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
-        assert not PYTHON_KWARG.search(err), err
-
-
 def test_a_global_api_key_does_not_stay_in_the_callers_environment(
         capsys: pytest.CaptureFixture[str], jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`main([... "--api-key", k, "batch", ...])` called in-process (a notebook, a test) hands the key to the
@@ -299,3 +293,27 @@ def test_a_stop_names_the_flag_that_sets_its_limit(jsonl: Path, tmp_path: Path,
     assert err.endswith("holysheep batch: error: stopped (the server asked to wait 100 s, longer than --max-pause-s "
                         "50); fix the cause and run again with --resume.\n"), err
     assert "max_pause_s" not in err and not PYTHON_KWARG.search(err)
+
+
+def test_a_rejected_key_and_an_unknown_model_name_flags(jsonl: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A 401 says what to check once, in flags; a result line's own 404 (``--output-format openai`` prints each)
+    is not rewritten, but its advice to the caller is: `holysheep models` and --base-url, not
+    `client.models.list()` and the base_url."""
+    with FakeServer(strict_models=True) as server:
+        code, _, err = _run(["quota", "--base-url", server.url, "--api-key", "hs_wrongwrongwrongwrong"], capsys)
+        assert code == 1 and err.endswith("The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or "
+                                          "--api-key) holds a current key.\n"), err
+        code, _, err = _run(_batch(server, jsonl, tmp_path / "out.jsonl", "--output-format", "openai", "--model",
+                                   "no-such-model"), capsys)
+    assert code == 1
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("holysheep batch: error: a failed: HTTP 404")]
+    assert line.endswith("Check the model name ('holysheep models' shows what is served) and --base-url."), line
+
+
+def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
+    """Runs last in this module: every stderr captured above, checked for ``name=True`` and ``python_name=``."""
+    assert len(STDERRS) >= len(BAD_VALUES)
+    for err in STDERRS:
+        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
+        assert not PYTHON_KWARG.search(err), err

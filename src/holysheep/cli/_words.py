@@ -12,7 +12,7 @@ import re
 from holysheep._core.batch_params import BATCH_OPTION_NAMES
 from holysheep._core.request import CHAT_PARAM_NAMES
 
-__all__ = ["PYTHON_ONLY_ADVICE", "cli_words", "field_words", "option_flags", "use_flags_of"]
+__all__ = ["PYTHON_ONLY_ADVICE", "cli_phrases", "cli_words", "field_words", "option_flags", "use_flags_of"]
 
 PYTHON_ONLY_ADVICE: tuple[tuple[str, str], ...] = (
     ("api_key='hs_...' to the client", "--api-key hs_..."),
@@ -21,6 +21,9 @@ PYTHON_ONLY_ADVICE: tuple[tuple[str, str], ...] = (
     ("Fix it, or pass trust_env=False.", "Fix or unset it, or pass --proxy URL."),  # --proxy: the env is not read
     ("(set max_tokens= to make", "(set --max-tokens, or max_tokens in each line, to make"),
     ("(batch(check_quota=False))", "(holysheep batch --no-quota-check)"),  # also what `holysheep quota` says
+    ("(or api_key=)", "(or --api-key)"),
+    ("(client.models.list() shows what is served) and the base_url", "('holysheep models' shows what is served) "
+     "and --base-url"),
     ("use method='lora'", "use --train lora"),  # plan: `--method` is a hidden alias
     ("Add one with holysheep.pricing.set_price(model, input_per_m=..., output_per_m=...).",  # plan --api-model
      "Name a model of the price catalog (docs/hardware.md, API prices)."),
@@ -79,14 +82,21 @@ def _flag(name: str, value: str = "") -> str | None:
     return table.get(f"{name}={value}") or table.get(name)
 
 
+def cli_phrases(text: str) -> str:
+    """``text`` with the library's advice that has no one-to-one flag (`PYTHON_ONLY_ADVICE`) in the CLI's
+    words, and nothing else changed: for a result line's own error, which speaks of the JSONL line."""
+    for python, cli in PYTHON_ONLY_ADVICE:
+        text = text.replace(python, cli)
+    return text
+
+
 def cli_words(text: str, *, report: bool = False) -> str:
     """``text`` with every Python option it names written as the CLI flag; anything else is left as it is.
     A ``report`` (`holysheep plan`'s, whose labels are the planner's words: ``seq_len 2048``) has only its
     advice translated (``at seq_len=128``), not the names it mentions."""
+    text = cli_phrases(text)
     if "=" not in text and "_" not in text:
         return text
-    for python, cli in PYTHON_ONLY_ADVICE:
-        text = text.replace(python, cli)
 
     def keep_flag(m: re.Match[str]) -> str:  # `--flag X (name=X)` / `name=X (--flag X)`: the flag alone
         return m.group("flag") if _flag(m.group("name")) else m.group(0)
