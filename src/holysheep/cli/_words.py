@@ -1,7 +1,9 @@
 """The one translation from the library's Python wording to the CLI's: a message that advises a Python option
-(``resume=True``, ``check_quota=False``, ``prices=``) names the command-line flag instead (``--resume``,
-``--no-quota-check``, ``--price``). The table is read from the batch command's own flag table
-(`holysheep.cli._batch_flags`), so a new flag is translated without a second list."""
+(``resume=True``, ``check_quota=False``, ``prices=``, ``allow_insecure_http=True``) names the command-line flag
+instead (``--resume``, ``--no-quota-check``, ``--price``, ``--allow-insecure-http``). The flags are read from
+the batch command's flag table (`holysheep.cli._batch_flags`), the connection flags
+(`holysheep.cli._connection_flags`) and the running command's own parser, so a new flag is translated without
+a second list; advice with no one-to-one flag is `PYTHON_ONLY_ADVICE`."""
 
 from __future__ import annotations
 
