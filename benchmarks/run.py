@@ -26,6 +26,7 @@ TARGETS = {
     "sync_json_vs_openai": 0.5, "sync_json_vs_raw": 1.3, "stream_vs_openai": 0.4, "stream_vs_raw": 1.5,
     "async64_vs_openai_aiohttp": 0.5, "import_vs_openai": 0.35,
     "batch_64_vs_bare_aiohttp": 1.08, "batch_256_vs_bare_aiohttp": 1.3, "batch_httpx_64_vs_ideal": 3.0,
+    "batch_cpu_vs_openai_aiohttp": 0.5,
 }
 
 
@@ -85,6 +86,7 @@ def main() -> None:
                                             inflight.get("openai.AsyncOpenAI (aiohttp)")),
         "import_vs_openai": imports.get("ratio_import"),
         **_batch_ratios(batch),
+        "batch_cpu_vs_openai_aiohttp": batch.get("cpu_vs_openai_aiohttp"),
     }
     print("\nTargets (ratio ≤ target):")
     for name, target in TARGETS.items():

@@ -31,7 +31,7 @@ from holysheep.batch import (
 )
 from holysheep.batch.__main__ import main as cli_main
 from holysheep.batch._jsonl import _Writer
-from holysheep.cli._batch import build_parser
+from holysheep.cli._batch_parser import build_parser
 from holysheep.testing import FakeServer
 
 from .conftest import MODEL, async_client, chat_requests, sync_client

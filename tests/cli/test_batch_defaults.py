@@ -9,7 +9,7 @@ from typing import Any
 
 from holysheep._engine.options import DEFAULTS
 from holysheep.batch import run_jsonl
-from holysheep.cli._batch import build_parser
+from holysheep.cli._batch_parser import build_parser
 
 ALIASES = {"max_cost": "max_cost_usd"}  # CLI dest -> Python name, where they differ
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from holysheep.cli._batch import FLAG_SCOPES, LOCAL, build_parser, run_batch_command
+from holysheep.cli._batch import run_batch_command
+from holysheep.cli._batch_flags import FLAG_SCOPES, LOCAL
+from holysheep.cli._batch_parser import build_parser
 
 # A value away from the default for each flag only the local runner honours.
 LOCAL_VALUES = {
@@ -18,6 +20,8 @@ LOCAL_VALUES = {
     "price": ["--price", "m=1,2"], "dry_run": ["--dry-run"], "cache": ["--cache", "c.db"],
     "cache_ttl": ["--cache-ttl", "5"], "cache_max_mb": ["--cache-max-mb", "5"],
     "rerun_changed": ["--resume", "--rerun-changed"], "no_quota_check": ["--no-quota-check"],
+    "allow_insecure_http": ["--allow-insecure-http"], "outage_after_s": ["--outage-after-s", "5"],
+    "outage_failure_ratio": ["--outage-failure-ratio", "0.5"], "max_pause_s": ["--max-pause-s", "5"],
 }
 
 
@@ -50,7 +54,7 @@ def test_the_local_runner_refuses_replicas_without_ray(tmp_path: Path, capsys: p
 
 
 def test_defaults_and_shared_flags_pass_the_check(tmp_path: Path) -> None:
-    from holysheep.cli._batch import unhonoured_flags
+    from holysheep.cli._batch_flags import unhonoured_flags
 
     base = [str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out")]
     shared = ["--concurrency", "4", "--rpm", "60", "--max-tokens", "9", "--resume", "--model", "m"]

@@ -3,6 +3,7 @@ bad value) and errors in the CLI's words: a library message advising a Python op
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +12,12 @@ import pytest
 
 from holysheep._engine import quota_check as _quota_check
 from holysheep.cli import main
-from holysheep.cli._words import cli_words
+from holysheep.cli._words import PYTHON_ONLY_ADVICE, cli_words
 from holysheep.testing import FakeServer
 
 from .conftest import ERROR_LINE
 
-PYTHON_KWARG = re.compile(r"\b\w+=(?:True|False)\b")
+PYTHON_KWARG = re.compile(r"\b\w+=(?:True|False)\b|(?<![\w.-])(?!request_id=)[a-z]+_[a-z_]*=")  # `x=True`, `api_key=`
 STDERRS: list[str] = []  # every stderr of this module's scenarios, for the Python-kwarg check at the end
 
 
@@ -51,6 +52,7 @@ BAD_VALUES = [
     ("batch", ["batch", "{in}", "-o", "{out}", "--rpm", "-5"], "--rpm"),
     ("batch", ["batch", "{in}", "-o", "{out}", "--price", "bad"], "--price"),
     ("batch", ["batch", "{in}"], "-o/--output"),
+    ("batch", ["batch", "{in}", "-o", "{out}", "--outage-failure-ratio", "2"], "--outage-failure-ratio: must be <= 1"),
     ("bench", ["bench", "-n", "0"], "--requests"),
     ("bench", ["bench", "--max-tokens", "-3"], "--max-tokens"),
     ("gpus", ["gpus", "--sort", "x"], "--sort"),
@@ -59,6 +61,9 @@ BAD_VALUES = [
     ("mock-server", ["mock-server", "--port", "99999"], "--port"),
     ("mock-server", ["mock-server", "--latency-ms", "-5"], "--latency-ms"),
     ("cache", ["cache", "stats", "{out}"], "no cache file"),
+    *((command, [*argv, "--base-url", "http://example.test/v1"], "pass --allow-insecure-http if")  # a key over http
+      for command, argv in (("chat", ["chat", "hi"]), ("models", ["models"]), ("quota", ["quota"]),
+                            ("batch", ["batch", "{in}", "-o", "{out}"]), ("bench", ["bench"]))),
 ]
 
 
@@ -120,6 +125,54 @@ def test_library_advice_is_rendered_as_the_flag(library: str, cli: str) -> None:
     assert cli_words(library) == cli
 
 
+# Connection advice (the client's options), as every networked command prints it.
+CONNECTION_ADVICE = [
+    ("Refusing to send the API key over plain http:// to 'h', where anyone on the path can read it. Use https://, "
+     "or pass allow_insecure_http=True if this network is trusted.", "Refusing to send the API key over plain "
+     "http:// to 'h', where anyone on the path can read it. Use https://, or pass --allow-insecure-http if this "
+     "network is trusted."),
+    ("No API key: pass api_key='hs_...' to the client or set the HOLYSHEEP_API_KEY environment variable.",
+     "No API key: pass --api-key hs_... or set the HOLYSHEEP_API_KEY environment variable."),
+    ("The key in api_key ends with a newline (as a key read with open(path).read() does): strip it, e.g. "
+     "api_key=key.strip(). The SDK does not strip it for you. Nothing was sent.", "The key in --api-key ends with a "
+     "newline (as a key read with open(path).read() does): strip it. The SDK does not strip it for you. Nothing "
+     "was sent."),
+    ("Copy the key from your HolySheep dashboard into api_key=... or the HOLYSHEEP_API_KEY environment variable (a "
+     "self-hosted base_url accepts any key).", "Copy the key from your HolySheep dashboard into --api-key ... or the "
+     "HOLYSHEEP_API_KEY environment variable (a self-hosted --base-url accepts any key)."),
+    ("SSL_CERT_FILE='/x': no such file. The environment variable SSL_CERT_FILE names the CA bundle to trust; fix or "
+     "unset it, or pass verify=... (trust_env=False ignores it).", "SSL_CERT_FILE='/x': no such file. The "
+     "environment variable SSL_CERT_FILE names the CA bundle to trust; fix or unset it."),
+    ("The proxy in the environment (HTTP_PROXY / HTTPS_PROXY / ALL_PROXY) is unusable: x. Fix it, or pass "
+     "trust_env=False.", "The proxy in the environment (HTTP_PROXY / HTTPS_PROXY / ALL_PROXY) is unusable: x. Fix "
+     "or unset it, or pass --proxy URL."),
+    ("max_cost_usd: item 3 sets no max_tokens: reserving 4096 output tokens for each such item, an assumption "
+     "(set max_tokens= to make the cap a hard bound)", "--max-cost: item 3 sets no max_tokens: reserving 4096 "
+     "output tokens for each such item, an assumption (set --max-tokens, or max_tokens in each line, to make the "
+     "cap a hard bound)"),
+    ("The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or api_key=) holds a current key.",
+     "The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or --api-key) holds a current key."),
+    ("This server has no quota endpoint (GET /quota answered 404). Skip the quota check (batch(check_quota=False)).",
+     "This server has no quota endpoint (GET /quota answered 404). Skip the quota check (holysheep batch "
+     "--no-quota-check)."),
+]
+
+
+@pytest.mark.parametrize("command", ["chat", "models", "quota", "batch", "bench"])
+@pytest.mark.parametrize(("library", "cli"), CONNECTION_ADVICE, ids=[c[:24] for c, _ in CONNECTION_ADVICE])
+def test_connection_advice_is_rendered_as_the_flag(command: str, library: str, cli: str) -> None:
+    """With the running command's own flags (`use_flags_of`), as the CLI translates its errors."""
+    from holysheep.cli._app import build_parser
+    from holysheep.cli._words import use_flags_of
+
+    parser = build_parser()
+    use_flags_of(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command])
+    try:
+        assert cli_words(library) == cli
+    finally:
+        use_flags_of(None)
+
+
 def test_the_advice_in_the_library_sources_is_all_in_the_table() -> None:
     """Each message above is the library's own text: a reworded one fails here, not silently in the CLI."""
     src = Path(__file__).parents[2] / "src" / "holysheep"
@@ -132,6 +185,16 @@ def test_the_advice_in_the_library_sources_is_all_in_the_table() -> None:
                   "drop require_quota.", "Pass %s to skip the quota check", 'SKIP_OPTION = "check_quota=False"',
                   "max_cost_usd=${self.limit_usd"):
         assert piece in text, piece
+
+
+def test_advice_without_a_flag_of_its_own_is_the_librarys_text() -> None:
+    """`PYTHON_ONLY_ADVICE` (library wording -> CLI wording) quotes the library: a reworded message fails here."""
+    src = Path(__file__).parents[2] / "src" / "holysheep"
+    text = "".join(p.read_text() for p in src.rglob("*.py") if "cli" not in p.parts)
+    text = re.sub(r"\"\s*\n\s*f?\"", "", text)  # join implicitly concatenated string literals
+    for python, _ in PYTHON_ONLY_ADVICE:
+        assert python in text, python
+    assert "or pass allow_insecure_http=True if this network is trusted." in text
 
 
 def _batch(server: FakeServer, jsonl: Path, out: Path, *flags: str) -> list[str]:
@@ -193,14 +256,6 @@ def test_json_mode_errors_are_the_same_line(server: FakeServer, capsys: pytest.C
                         "or more.\n")
 
 
-def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
-    """Runs last in this module: every stderr captured above, checked for ``name=True`` / ``name=False``."""
-    assert len(STDERRS) >= len(BAD_VALUES)
-    for err in STDERRS:
-        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
-        assert not PYTHON_KWARG.search(err), err
-
-
 def test_a_global_api_key_does_not_stay_in_the_callers_environment(
         capsys: pytest.CaptureFixture[str], jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`main([... "--api-key", k, "batch", ...])` called in-process (a notebook, a test) hands the key to the
@@ -211,3 +266,54 @@ def test_a_global_api_key_does_not_stay_in_the_callers_environment(
     code, _out, err = _run(["--api-key", "hs_test_0123456789abcdefABCDEF", "batch", str(tmp_path / "missing.jsonl"),
                             "-o", str(tmp_path / "out")], capsys)
     assert code == 2 and "missing.jsonl" in err and "HOLYSHEEP_API_KEY" not in os.environ
+
+
+def test_the_dry_run_report_names_flags(jsonl: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The report is stdout, not an error line, and in the CLI's words too."""
+    code, out, _ = _run(["batch", str(jsonl), "--dry-run", "--model", "no-such-priced-model"], capsys)
+    assert code == 0 and re.search(r"\n  no-such-priced-model: 1 item\(s\), .*, no price \(pass --price\)\n", out), out
+    code, out, _ = _run(["batch", str(jsonl), "--dry-run", "--model", "no-such-priced-model", "--max-cost", "1"],
+                        capsys)
+    assert code == 0 and out.endswith("refused line 1 (a): model 'no-such-priced-model' has no price, and --max-cost "
+                                      "needs one: pass --price MODEL=IN,OUT\n"), out
+    assert not PYTHON_KWARG.search(out)
+
+
+def test_a_stop_names_the_flag_that_sets_its_limit(jsonl: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A `Retry-After` longer than --max-pause-s stops the batch (resumable): the warning and the error name the
+    flag and its value, as set, not `max_pause_s=`."""
+    from holysheep.testing._fault import Fault
+
+    with FakeServer(faults=[Fault.status(429, retry_after=100)]) as server:
+        code, _, err = _run([*_batch(server, jsonl, tmp_path / "out.jsonl", "--no-quota-check", "--max-pause-s",
+                                     "50")], capsys)
+        assert len(server.requests) == 1
+    assert code == 1
+    assert err.endswith("holysheep batch: error: stopped (the server asked to wait 100 s, longer than --max-pause-s "
+                        "50); fix the cause and run again with --resume.\n"), err
+    assert "max_pause_s" not in err and not PYTHON_KWARG.search(err)
+
+
+def test_a_rejected_key_and_an_unknown_model_name_flags(jsonl: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A 401 says what to check once, in flags; a result line's own 404 (``--output-format openai`` prints each)
+    is not rewritten, but its advice to the caller is: `holysheep models` and --base-url, not
+    `client.models.list()` and the base_url."""
+    with FakeServer(strict_models=True) as server:
+        code, _, err = _run(["quota", "--base-url", server.url, "--api-key", "hs_wrongwrongwrongwrong"], capsys)
+        assert code == 1 and err.endswith("The API key (hs_…rong) was rejected: check that HOLYSHEEP_API_KEY (or "
+                                          "--api-key) holds a current key.\n"), err
+        code, _, err = _run(_batch(server, jsonl, tmp_path / "out.jsonl", "--output-format", "openai", "--model",
+                                   "no-such-model"), capsys)
+    assert code == 1
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("holysheep batch: error: a failed: HTTP 404")]
+    assert line.endswith("Check the model name ('holysheep models' shows what is served) and --base-url."), line
+
+
+def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
+    """Runs last in this module: every stderr captured above, checked for ``name=True`` and ``python_name=``."""
+    assert len(STDERRS) >= len(BAD_VALUES)
+    for err in STDERRS:
+        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
+        assert not PYTHON_KWARG.search(err), err

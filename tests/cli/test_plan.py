@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from .conftest import Runner, assert_one_line_error
 
 
@@ -22,7 +24,7 @@ def test_70b_qlora_fits_one_48gb_gpu_at_1k(cli: Runner) -> None:
     assert opt["count"] == 1 and opt["gpu"] == "l40s" and data["mode"] == "training"
     done = cli("plan", "llama-3.1-70b", "--train", "qlora", "--gpus", "L40S", "--max-gpus", "1")  # checkpointing on
     assert "paged-adamw, checkpointing full, LoRA rank 16" in done.stdout
-    assert "45.9 GB usable" in done.stdout and "fits at seq_len=1024" in done.stdout  # 48.31 GB less 5 %
+    assert "45.9 GB usable" in done.stdout and "fits at --seq-len 1024" in done.stdout  # 48.31 GB less 5 %
 
 
 def test_8b_full_finetune_with_zero3_on_8_gpus(cli: Runner) -> None:
@@ -166,3 +168,24 @@ def test_expert_parallel_flag_changes_the_assumed_placement(cli: Runner) -> None
     (d,), (e,) = default["options"], ep["options"]  # type: ignore[misc]
     assert d["notes"][-1].startswith("experts tensor-parallel") and e["notes"][-1].startswith("expert parallel")
     assert e["decode_tokens_per_s"] < d["decode_tokens_per_s"]
+
+
+def test_the_plans_hints_and_errors_name_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The planner's hints (`fits with gradient_checkpointing='full'`, `at seq_len=128`, `use method='lora'`) and
+    errors (`unknown kv_dtype`, `needs zero_stage >= 1`, `set_price(...)`) are written with `plan`'s flags."""
+    from holysheep.cli import main
+
+    assert main(["plan", "70b", "--train", "qlora", "--gradient-checkpointing", "none"]) == 0
+    out = capsys.readouterr().out
+    for hint in ("fits with --gradient-checkpointing 'full' (", "fits at --seq-len 128 (", "use --train lora on TPU"):
+        assert hint in out, hint
+    assert not re.search(r"(?<![\w.-])[a-z]+_[a-z_]*=", out)
+    for argv, says in [
+        (["--kv-dtype", "bogus"], "unknown --kv-dtype 'bogus'; use one of "),
+        (["--train", "--offload-optimizer"], "--offload-optimizer needs --zero >= 1 (DeepSpeed ZeRO-Offload); set "
+                                             "--zero 1, 2 or 3\n"),
+        (["--api-model", "no-such-api-model"], "Name a model of the price catalog (docs/hardware.md, API prices).\n"),
+    ]:
+        assert main(["plan", "70b", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("holysheep plan: error: ") and says in err, err

@@ -214,7 +214,8 @@ async def test_plan_quota_and_close_go_to_the_inner_sender() -> None:
 
 def test_cli_refuses_schema_with_ray_before_starting_anything(tmp_path: Any,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from holysheep.cli._batch import build_parser, run_batch_command
+    from holysheep.cli._batch import run_batch_command
+    from holysheep.cli._batch_parser import build_parser
 
     source = tmp_path / "in.jsonl"
     source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')

@@ -173,7 +173,8 @@ def test_cli_runs_a_jsonl_job_on_ray_and_resumes(cluster: None, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from holysheep.cli._batch import build_parser, run_batch_command
+    from holysheep.cli._batch import run_batch_command
+    from holysheep.cli._batch_parser import build_parser
 
     source = tmp_path / "in.jsonl"
     lines = [{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",

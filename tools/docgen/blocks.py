@@ -6,11 +6,11 @@ new row or a changed default changes the block; none keeps a copy of a figure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
+
+from .bench_blocks import fake_server_table, http2_table, otel_cost, otel_peer, performance_results
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,89 +153,6 @@ def speed_crossval() -> str:
         return "\n".join(table())
 
 
-def _results() -> dict[str, Any]:
-    """benchmarks/results.json, which the benchmark scripts write."""
-    return dict(json.loads((ROOT / "benchmarks" / "results.json").read_text(encoding="utf-8")))
-
-
-def _2(x: float) -> str:
-    """`x` to 2 decimals, half up from the figure as results.json writes it (0.955 -> 0.96)."""
-    return str(Decimal(str(x)).quantize(Decimal("0.01"), ROUND_HALF_UP))
-
-
-OTEL_PEER_SIDES = {
-    "openai_traced": "openai-python + `opentelemetry-instrumentation-openai-v2`",
-    "holysheep_traced": "holysheep + `HolySheepInstrumentor`",
-    "openai_off": "openai-python, no instrumentation",
-    "holysheep_off": "holysheep, no instrumentation",
-}
-
-
-def otel_peer() -> str:
-    """Instructions per request, holysheep and its instrumentor against openai and the official one
-    (`otel_overhead.peer` of benchmarks/results.json)."""
-    peer = _results()["otel_overhead"]["peer"]
-    runs = (peer["instructions_concurrency_1"], peer["instructions_concurrency_64"])
-    lines = ["| Side | Instructions per request, concurrency 1 | concurrency 64 |", "| --- | --- | --- |"]
-    for side, label in OTEL_PEER_SIDES.items():
-        cells = [f"{round(r['k_instructions_per_request'][side]):,}k" for r in runs]
-        if side == "holysheep_traced":
-            cells = [f"{c} (**{_2(r['ratio'])}x**)" for c, r in zip(cells, runs, strict=True)]
-        lines.append(f"| {label} | {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
-OTEL_COST_SIDES = {
-    "traces_noop_tracer": "the instrumentation on the API's `NoOpTracerProvider`: every hook, attribute and metric "
-                          "call of holysheep's, no SDK span",
-    "bare_sdk_spans": "a hook that only starts and ends one bare SDK span per call (no attributes, no metrics)",
-    "traces_unsampled": "`instrument(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))`: a batch the sampler drops",
-    "traces": "`instrument(tracer_provider=TracerProvider())`, no exporter",
-    "traces_metrics": "the same with an SDK `MeterProvider` and a reader",
-}
-
-
-def otel_cost() -> str:
-    """Instructions per batch item with each instrumented side, against nothing registered
-    (`otel_overhead.instructions.reply_words_16.ratio` of benchmarks/results.json); the usual setup in bold."""
-    ratio = _results()["otel_overhead"]["instructions"]["reply_words_16"]["ratio"]
-    lines = ["| Side | Instructions per item vs off |", "| --- | --- |"]
-    for side, label in OTEL_COST_SIDES.items():
-        shown = f"{ratio[side]:.2f}x"
-        lines.append(f"| {label} | {f'**{shown}**' if side == 'traces' else shown} |")
-    return "\n".join(lines)
-
-
-HTTP2_SIDES = {"aiohttp": "`AsyncClient()` (aiohttp, HTTP/1.1)",
-               "httpx-h1": '`AsyncClient(http_backend="httpx")` (HTTP/1.1)',
-               "httpx-h2": "`AsyncClient(http2=True)` (httpx, HTTP/2)"}
-
-
-def http2_table() -> str:
-    """Each HTTP backend at each in-flight count (`http2.results` of benchmarks/results.json)."""
-    lines = ["| 2,000 × 50 ms | in flight | wall (ideal) | client CPU / request | connections |", "|" + "---|" * 5]
-    for key, shape in _results()["http2"]["results"].items():
-        in_flight = key.rsplit("_at_", 1)[1]
-        for side, label in HTTP2_SIDES.items():
-            m = shape[side]
-            wall = f"{m['wall_s']:.2f} s" + (f" ({shape['ideal_s']:.2f} s)" if side == "aiohttp" else "")
-            lines.append(f"| {label} | {in_flight} | {wall} | {round(m['cpu_us_per_request']):,} µs | "
-                         f"{m['connections']} |")
-    return "\n".join(lines)
-
-
-def fake_server_table() -> str:
-    """FakeServer against the canned server under batch-shaped load (`fake_server` of benchmarks/results.json)."""
-    fs = _results()["fake_server"]
-    pairs = ", ".join(_2(p) for p in fs["pairs"])
-    shape = f"{fs['requests']:,} requests × {fs['latency_s'] * 1000:g} ms, {fs['in_flight']} in flight"
-    return "\n".join([
-        "| shape | ideal | FakeServer | canned server | FakeServer / canned (pairs) | FakeServer / ideal | target |",
-        "|" + "---|" * 7,
-        f"| {shape} | {fs['ideal_s']:.2f} s | {fs['fake_server_s']:.2f} s | {fs['canned_server_s']:.2f} s | "
-        f"**{_2(fs['fake_vs_canned'])}x** ({pairs}) | {_2(fs['fake_vs_ideal'])}x | ≤ {fs['target_fake_vs_canned']}x |"])
-
-
 def _client_default(name: str) -> Any:
     """A client option's default: `Client`'s own, else `make_config`'s (which documents them as the clients')."""
     import inspect
@@ -310,6 +227,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "break-even-70b": break_even_70b,
     "speed-validation-rows": speed_validation_rows,
     "speed-crossval": speed_crossval,
+    "performance-results": performance_results,
     "otel-peer": otel_peer,
     "otel-cost": otel_cost,
     "http2-table": http2_table,

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from holysheep.cli._common import add_connection_options
+from holysheep.cli._connection_flags import CONNECTION_OPTIONS, JSON_OPTION
 from holysheep.cli._output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -58,7 +60,8 @@ def _missing_batch(args: argparse.Namespace) -> int:
 
 def _add_batch(sub: Any) -> None:
     try:
-        from holysheep.cli._batch import add_batch_parser, run_batch_command
+        from holysheep.cli._batch import run_batch_command
+        from holysheep.cli._batch_parser import add_batch_parser
     except ImportError:
         p = sub.add_parser("batch", help="run a JSONL file of chat requests (not available)", add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -99,12 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                      epilog=_EPILOG.format(docs=docs_url()),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"holysheep {__version__}")
-    parser.add_argument("--api-key", dest="g_api_key", metavar="KEY",
-                        help="API key (default: HOLYSHEEP_API_KEY); never printed")
-    parser.add_argument("--base-url", dest="g_base_url", metavar="URL",
-                        help="API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)")
-    parser.add_argument("--proxy", dest="g_proxy", metavar="URL", help=_PROXY_HELP)
-    parser.add_argument("--json", dest="g_json", action="store_true", help="machine-readable output on stdout")
+    for flag, kwargs in (*CONNECTION_OPTIONS, JSON_OPTION):
+        parser.add_argument(flag, dest="g_" + flag[2:].replace("-", "_"), **kwargs)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     add_chat_parser(sub)
     add_account_parsers(sub)
@@ -112,42 +111,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_local_parsers(sub)
     add_bench_parser(sub)
     add_cache_parser(sub)
-    for name, command in sub.choices.items():
-        _add_shared_options(command, offline=name in OFFLINE_COMMANDS)
+    for name, command in sub.choices.items():  # every sub-command takes the global options after its name too
+        add_connection_options(command, listed=name not in OFFLINE_COMMANDS)
     return parser
 
 
-_PROXY_HELP = ("send requests through this proxy (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, minus NO_PROXY); "
-               "credentials in it are never printed")
 OFFLINE_COMMANDS = frozenset({"plan", "gpus", "mock-server"})
-"""Commands that send no request: their help lists no --api-key, --base-url or --proxy (still accepted)."""
-_SHARED = (
-    ("--api-key", {"metavar": "KEY", "help": "API key (default: HOLYSHEEP_API_KEY); never printed"}),
-    ("--base-url", {"metavar": "URL",
-                    "help": "API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)"}),
-    ("--proxy", {"metavar": "URL", "help": _PROXY_HELP}),
-    ("--json", {"action": "store_true", "help": "machine-readable output on stdout"}),
-)
-_CONNECTION_FLAGS = frozenset({"--api-key", "--base-url", "--proxy"})
-
-
-def _add_shared_options(parser: argparse.ArgumentParser, *, offline: bool = False) -> None:
-    """Let every sub-command take the global options after its name too (``holysheep batch ... --api-key K``);
-    a sub-command's own option of the same name (mock-server's --api-key: the key it accepts) wins. Offline
-    commands accept the connection options but do not list them in their help."""
-    taken = {opt for action in parser._actions for opt in action.option_strings}
-    for flag, kwargs in _SHARED:
-        if flag not in taken:
-            if offline and flag in _CONNECTION_FLAGS:  # still accepted (scripts pass them everywhere), not listed
-                kwargs = {**kwargs, "help": argparse.SUPPRESS}
-            parser.add_argument(flag, default=None, **kwargs)  # type: ignore[arg-type]
+"""Commands that send no request: their help lists no connection options (`CONNECTION_OPTIONS`; still
+accepted)."""
 
 
 def _merge_globals(args: argparse.Namespace) -> None:
     for name in ("api_key", "base_url", "proxy"):
         if getattr(args, name, None) is None:
             setattr(args, name, getattr(args, f"g_{name}"))
-    args.json = bool(getattr(args, "json", None) or args.g_json)
+    for flag in ("json", "allow_insecure_http"):
+        setattr(args, flag, bool(getattr(args, flag, None) or getattr(args, f"g_{flag}")))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -291,7 +291,11 @@ def run_bench(args: argparse.Namespace) -> int:
     if problem:
         error(problem)
         return EXIT_USAGE
-    client = make_client(args, max_retries=args.max_retries, timeout=args.timeout)
+    with make_client(args, max_retries=args.max_retries, timeout=args.timeout) as client:  # closes its connections
+        return _bench(client, args)
+
+
+def _bench(client: Client, args: argparse.Namespace) -> int:
     try:
         prompt = _prompt(args)
         csv_file = open(args.csv, "w", newline="", encoding="utf-8") if args.csv else None  # noqa: SIM115

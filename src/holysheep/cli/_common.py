@@ -1,10 +1,12 @@
-"""What every networked command shares: the client built from ``--api-key``/``--base-url``/environment."""
+"""What every networked command shares: the connection flags and the client built from them (``--api-key``,
+``--base-url``, ``--proxy``, ``--allow-insecure-http``) and the environment."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from holysheep.cli._connection_flags import CONNECTION_OPTIONS, JSON_OPTION
 from holysheep.cli._output import api_key_in_use
 
 if TYPE_CHECKING:
@@ -26,17 +28,15 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """``--api-key``, ``--base-url``, ``--proxy`` and ``--json`` on a sub-command too (they override the global
-    ones)."""
-    parser.add_argument("--api-key", default=None, metavar="KEY",
-                        help="API key (default: HOLYSHEEP_API_KEY); never printed")
-    parser.add_argument("--base-url", default=None, metavar="URL",
-                        help="API base URL (default: HOLYSHEEP_BASE_URL or https://api.holysheep.ai/v1)")
-    parser.add_argument("--proxy", default=None, metavar="URL",
-                        help="send requests through this proxy (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, "
-                             "minus NO_PROXY); credentials in it are never printed")
-    parser.add_argument("--json", action="store_true", default=None, help="machine-readable output on stdout")
+def add_connection_options(parser: argparse.ArgumentParser, *, listed: bool = True) -> None:
+    """`CONNECTION_OPTIONS` and ``--json`` on a sub-command (``holysheep batch ... --api-key K``: they override
+    the global ones); a flag the sub-command already has wins (mock-server's ``--api-key``: the key it accepts).
+    Not ``listed`` (offline commands): accepted, as scripts pass them everywhere, but not in the help."""
+    taken = {opt for action in parser._actions for opt in action.option_strings}
+    for flag, kwargs in (*CONNECTION_OPTIONS, JSON_OPTION):
+        if flag not in taken:
+            hidden = not listed and flag != JSON_OPTION[0]
+            parser.add_argument(flag, default=None, **{**kwargs, **({"help": argparse.SUPPRESS} if hidden else {})})
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> Client:
@@ -44,7 +44,8 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
     from holysheep import Client
 
     api_key_in_use(args.api_key)
-    return Client(api_key=args.api_key, base_url=args.base_url, proxy=getattr(args, "proxy", None), **options)
+    return Client(api_key=args.api_key, base_url=args.base_url, proxy=getattr(args, "proxy", None),
+                  allow_insecure_http=bool(getattr(args, "allow_insecure_http", False)), **options)
 
 
 def whole(minimum: int, maximum: int | None = None) -> Any:
@@ -63,8 +64,8 @@ def whole(minimum: int, maximum: int | None = None) -> Any:
     return parse
 
 
-def number(*, positive: bool) -> Any:
-    """An argparse type: a finite number > 0 (``positive``) or >= 0."""
+def number(*, positive: bool, at_most: float | None = None) -> Any:
+    """An argparse type: a finite number > 0 (``positive``) or >= 0, and <= ``at_most`` when given."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -72,5 +73,7 @@ def number(*, positive: bool) -> Any:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
         if not (value > 0 if positive else value >= 0) or value == float("inf"):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>' if positive else '>='} 0, got {text!r}")
+        if at_most is not None and value > at_most:
+            raise argparse.ArgumentTypeError(f"must be <= {at_most:g}, got {text!r}")
         return value
     return parse

@@ -136,7 +136,9 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
     else:
-        print(text)
+        from holysheep.cli._words import cli_words
+
+        print(cli_words(text, report=True))  # its hints in the CLI's words: `--zero 3`, not `zero_stage=3`
     return EXIT_OK
 
 

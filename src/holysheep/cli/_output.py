@@ -157,8 +157,9 @@ def prefix() -> str:
 
 def error(message: str, *, file: IO[str] | None = None, translate: bool = True) -> None:
     """Print ``holysheep <command>: error: <message>`` as one scrubbed line on stderr: the one format of
-    every CLI error. The library's Python wording becomes the CLI's (`cli_words`) unless ``translate`` is
-    False (a result line's own error, which speaks of the JSONL line, not of a flag)."""
+    every CLI error. The library's Python wording becomes the CLI's (`cli_words`); with ``translate`` False
+    (a result line's own error, which speaks of the JSONL line, not of a flag) only its advice that has no
+    one-to-one flag does (`cli_phrases`)."""
     _line("error", message, file, translate)
 
 
@@ -168,9 +169,9 @@ def warning(message: str, *, file: IO[str] | None = None) -> None:
 
 
 def _line(kind: str, message: str, file: IO[str] | None, translate: bool) -> None:
-    from holysheep.cli._words import cli_words
+    from holysheep.cli._words import cli_phrases, cli_words
 
-    text = cli_words(str(message)) if translate else str(message)
+    text = cli_words(str(message)) if translate else cli_phrases(str(message))
     line = " ".join(scrub(text).split())
     print(f"{prefix()}: {kind}: {line}", file=file or sys.stderr, flush=True)
 
@@ -189,7 +190,6 @@ def message_for(exc: BaseException) -> str:
     from holysheep._exceptions import (
         APIConnectionError,
         AuthenticationError,
-        InsecureTransportError,
         InvalidRequestError,
         NotFoundError,
         PermissionDeniedError,
@@ -201,7 +201,8 @@ def message_for(exc: BaseException) -> str:
 
         text = field_words(text, exc.field)
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
-        return f"{text} Pass --api-key or set {ENV_API_KEY}."
+        # a 401 already says to check HOLYSHEEP_API_KEY (or api_key=, which the CLI calls --api-key)
+        return text if ENV_API_KEY in text else f"{text} Pass --api-key or set {ENV_API_KEY}."
     if isinstance(exc, NotFoundError):
         path = exc.request.url.path.rstrip("/") if exc.request is not None else ""
         if path.endswith(("/models", "/quota")) or "did you mean" in text.lower():
@@ -209,8 +210,6 @@ def message_for(exc: BaseException) -> str:
         return f"{text} Run 'holysheep models' to list the served models."
     if isinstance(exc, APIConnectionError):
         return f"{text} Pass --base-url or set HOLYSHEEP_BASE_URL."
-    if isinstance(exc, InsecureTransportError):
-        return f"{text} (Use an https:// --base-url.)"
     if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
         return f"{exc.strerror or text}: {exc.filename}" if exc.filename else text
     return text
