@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 __all__ = ["DESCRIPTION", "add_batch_parser", "build_parser", "default_model"]
 
@@ -127,7 +126,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(batch_defaults={a.dest: a.default for a in parser._actions if a.dest != "help"})
 
 
-def add_batch_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_batch_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add the ``batch`` sub-command to an ``argparse`` sub-parsers object; returns its parser (the caller sets
     its ``func``: `holysheep.cli._batch.run_batch_command`)."""
     parser: argparse.ArgumentParser = subparsers.add_parser(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from holysheep.cli._connection_flags import CONNECTION_OPTIONS, JSON_OPTION
@@ -48,7 +49,7 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
                   allow_insecure_http=bool(getattr(args, "allow_insecure_http", False)), **options)
 
 
-def whole(minimum: int, maximum: int | None = None) -> Any:
+def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number >= ``minimum`` (and <= ``maximum``), refused with exit 2 before anything
     is sent."""
     def parse(text: str) -> int:
@@ -64,7 +65,7 @@ def whole(minimum: int, maximum: int | None = None) -> Any:
     return parse
 
 
-def number(*, positive: bool, at_most: float | None = None) -> Any:
+def number(*, positive: bool, at_most: float | None = None) -> Callable[[str], float]:
     """An argparse type: a finite number > 0 (``positive``) or >= 0, and <= ``at_most`` when given."""
     def parse(text: str) -> float:
         try:
