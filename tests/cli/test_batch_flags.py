@@ -46,6 +46,20 @@ def test_ray_refuses_a_flag_it_cannot_honour(dest: str, tmp_path: Path, capsys: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
+def test_ray_refuses_a_proxy_given_before_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from holysheep.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
+    code = main(["--proxy", "http://127.0.0.1:9", "batch", str(source), "-o", str(tmp_path / "out"), "--ray"])
+    assert code == 2
+    assert capsys.readouterr().err == ("holysheep batch: error: --proxy cannot be used with --ray yet (the Ray "
+                                       "front-end does not honour it); run without --ray, or drop --proxy.\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
 def test_the_local_runner_refuses_replicas_without_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args([str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out"), "--replicas", "2"])
     assert run_batch_command(args) == 2

@@ -38,6 +38,10 @@ advising that option is rewritten to name the flag (`holysheep.cli._words`)."""
 def unhonoured_flags(args: argparse.Namespace) -> list[str]:
     """The flags set (away from their defaults) that the chosen front-end (``--ray`` or not) cannot honour."""
     defaults: dict[str, object] = getattr(args, "batch_defaults", {})
-    other = LOCAL if getattr(args, "ray", False) else RAY
-    return [flag for dest, (flag, scope) in FLAG_SCOPES.items()
-            if scope == other and dest in defaults and getattr(args, dest, defaults[dest]) != defaults[dest]]
+    ray = getattr(args, "ray", False)
+    other = LOCAL if ray else RAY
+    flags = [flag for dest, (flag, scope) in FLAG_SCOPES.items()
+             if scope == other and dest in defaults and getattr(args, dest, defaults[dest]) != defaults[dest]]
+    if ray and getattr(args, "proxy", None):  # a connection flag given before the command: the replicas' clients
+        flags.append("--proxy")               # read the proxy variables only
+    return flags
