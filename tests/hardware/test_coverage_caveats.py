@@ -3,22 +3,63 @@
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 from holysheep.estimator import estimate_inference_memory, estimate_training_memory
 from holysheep.hardware import pick_hardware
 from holysheep.hardware._cli import run_plan
-from holysheep.hardware._coverage import coverage
+from holysheep.hardware._coverage import TRITON_FUSED_MOE, coverage
+
+from .crossval import cases, log_errors
 
 ROWS = json.loads(resources.files("holysheep.hardware").joinpath("data/decode_benchmarks.json").read_text())["rows"]
+VALID = [r for r in ROWS if r.get("validates", True)]
 
 
 def test_coverage_is_read_from_the_validation_rows() -> None:
     cov = coverage()
-    assert set(cov.quants) == {r["runtime"] for r in ROWS}
+    assert set(cov.quants) == {r["runtime"] for r in VALID}
     for rt in cov.batch:
-        assert cov.batch[rt] == max(r["batch"] for r in ROWS if r["runtime"] == rt)
-    assert cov.moe_multi_gpu == {"sglang": 6}  # DeepSeek-V3 and Qwen3-235B-A22B: the only MoE rows on several GPUs
+        assert cov.batch[rt] == max(r["batch"] for r in VALID if r["runtime"] == rt)
+    assert cov.batch["sglang"] == 1  # its only rows above batch 1 (DeepSeek-V3, batch 8 and 32) validate nothing
+    assert cov.moe_multi_gpu == {"sglang": 3}  # Qwen3-235B-A22B on 4 and 8 H20s; DeepSeek-V3's rows are missed
+    assert cov.moe_experts == 128
+    assert cov.moe_missed == ("DeepSeek-V3 on 8x h200-sxm under sglang",)
+
+
+def test_rows_marked_as_not_validating_are_exactly_the_missed_multi_gpu_moe_rows() -> None:
+    """A ``"validates": false`` mark is true of the shipped model: each marked row is beyond ±35 %, and every
+    multi-GPU MoE row under a Triton fused-MoE runtime beyond ±35 % is marked, except GPTQ-Int4 (its MoE kernel
+    path is a separate known miss, docs/estimator.md)."""
+    moe = tuple(c for c in cases() if int(c.row["count"]) > 1 and c.inputs.get("moe_experts")
+                and c.row["runtime"] in TRITON_FUSED_MOE and c.row["quant"] != "int4-gptq")
+    errors = [math.exp(e) - 1 for e in log_errors({}, moe)]
+    assert [c.row["batch"] for c in moe if c.row["model"] == "DeepSeek-V3"] == [1, 8, 32]
+    assert [round(e, 2) for c, e in zip(moe, errors, strict=True) if c.row["model"] == "DeepSeek-V3"] == \
+        [2.71, 1.84, 0.76]
+    for c, e in zip(moe, errors, strict=True):
+        assert c.row.get("validates", True) == (abs(e) <= 0.35), (c.row["model"], c.row["count"], e)
+    assert {r["model"] for r in ROWS if not r.get("validates", True)} == {"DeepSeek-V3"}
+
+
+def test_many_experts_across_gpus_under_triton_fused_moe_carry_a_caveat() -> None:
+    many = ("speed: MoE with 256 experts across 8 GPUs under sglang's Triton fused MoE is outside what the "
+            "validation covers (validated up to 128 experts; published DeepSeek-V3 on 8x h200-sxm under sglang "
+            "decode far slower than modelled)")
+    (ds,) = pick_hardware("deepseek-v3", runtime="sglang", gpus=["H200"], gpu_count=8)
+    assert ds.caveats == (many,)
+    (ep,) = pick_hardware(estimate_inference_memory("deepseek-v3", runtime="sglang", expert_parallel=True),
+                          gpus=["H200"], gpu_count=8)
+    assert ep.caveats == (many,)
+    (v,) = pick_hardware("deepseek-v3", runtime="vllm", gpus=["H200"], gpu_count=8)
+    assert v.caveats[-1] == many.replace("under sglang's", "under vllm's")
+    # 128 experts at TP8 (Qwen3-235B-A22B on 8 H20s, -2 %) and 8 experts are inside; one GPU has no TP experts
+    for model, n in (("qwen3-235b-a22b", 8), ("mixtral-8x7b", 2)):
+        (o,) = pick_hardware(model, runtime="sglang", gpus=["H200"], gpu_count=n)
+        assert o.caveats == (), model
+    (cpp,) = pick_hardware("deepseek-v3", quant="q4_0", runtime="llama.cpp", gpus=["H200"], gpu_count=8)
+    assert not any("Triton fused MoE" in c for c in cpp.caveats)
 
 
 def test_a_covered_option_has_no_caveat() -> None:
@@ -39,6 +80,20 @@ def test_regime_runtime_and_architecture_outside_the_rows_are_named() -> None:
     train = estimate_training_memory("llama-3.1-8b", method="lora", num_gpus=1)
     (t,) = pick_hardware(train, gpus=["H100"], gpu_count=1)
     assert t.caveats and t.caveats[0].startswith("training speed: no published row")
+
+
+def test_many_experts_caveat_shows_in_text_and_json() -> None:
+    text, data = run_plan("deepseek-v3", runtime="sglang", gpus=["H200"], gpu_count=8)
+    line = ("8x H200 SXM 141GB: not validated: MoE with 256 experts across 8 GPUs under sglang's Triton fused MoE "
+            "is outside what the validation covers")
+    assert line in text
+    assert data["options"][0]["caveats"] == [next(c for c in coverage_caveats(data))]
+
+
+def coverage_caveats(data: dict[str, object]) -> list[str]:
+    opts = data["options"]
+    assert isinstance(opts, list)
+    return [c for c in opts[0]["caveats"] if "Triton fused MoE" in c]
 
 
 def test_caveats_show_in_text_and_json() -> None:

@@ -136,8 +136,9 @@ def speed_validation_rows() -> str:
             published = r["tokens_per_s"]
             shown = f"{published:,.0f}" if published == int(published) else f"{published:,}"
             error = f"{got:.1f} ({(got / published - 1) * 100:+.0f}%)"
+            role = r["role"] if r.get("validates", True) else f"{r['role']}, validates nothing"
             lines.append(f"| {r['model']} {r['quant']} | {r['count']}x {r['gpu']} | {r['runtime']} | {r['batch']:,} | "
-                         f"{r['context']:,} | {shown} | {error} | {r['role']} | "
+                         f"{r['context']:,} | {shown} | {error} | {role} | "
                          f"[{_source_label(r['source'])}]({r['source']}) {r['as_of']} |")
     return "\n".join(lines)
 

@@ -2,20 +2,26 @@
 
 An option whose runtime, weight format, GPU architecture, memory type, batch or MoE placement no published
 row checks carries a caveat (``HardwareOption.caveats``, printed under the options and in ``--json``): the
-figure is then an extrapolation of the roofline, not a validated number.
+figure is then an extrapolation of the roofline, not a validated number. A row marked ``"validates": false``
+is one the model misses (beyond ±35 %) for want of a sourced term; it checks nothing, and the regime it
+names carries its own caveat (``tests/hardware/test_coverage_caveats.py`` keeps the marks true).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
 
-__all__ = ["Coverage", "coverage", "speed_caveats"]
+__all__ = ["TRITON_FUSED_MOE", "Coverage", "coverage", "speed_caveats"]
+
+#: Runtimes whose tensor-parallel experts run the Triton fused-MoE kernel (vLLM ``fused_moe.py``; SGLang's
+#: ``fused_moe_triton``, adapted from it).
+TRITON_FUSED_MOE = frozenset({"sglang", "vllm"})
 
 
 def _memory_kind(g: GPU) -> str:
@@ -32,28 +38,44 @@ class Coverage:
     memory: dict[str, set[str]] = field(default_factory=dict)
     batch: dict[str, int] = field(default_factory=dict)
     moe_multi_gpu: dict[str, int] = field(default_factory=dict)
+    moe_experts: int = 0  # most routed experts of a validating multi-GPU MoE row under a TRITON_FUSED_MOE runtime
+    moe_missed: tuple[str, ...] = ()  # the multi-GPU MoE rows of those runtimes marked "validates": false
 
 
 @lru_cache(maxsize=1)
 def coverage() -> Coverage:
     """The validation set's coverage (one read of the packaged data file)."""
     text = resources.files("holysheep.hardware").joinpath("data/decode_benchmarks.json").read_text(encoding="utf-8")
-    cov = Coverage()
+    cov, experts, missed = Coverage(), 0, dict[str, None]()
     for row in json.loads(text)["rows"]:
         rt, g = str(row["runtime"]), lookup(str(row["gpu"]))
+        moe_multi = int(row["count"]) > 1 and _is_moe(str(row["model"]))
+        if moe_multi and rt in TRITON_FUSED_MOE:
+            if row.get("validates", True):
+                experts = max(experts, _experts(str(row["model"])))
+            else:
+                missed[f"{row['model']} on {row['count']}x {row['gpu']} under {rt}"] = None
+        if not row.get("validates", True):
+            continue
         cov.quants.setdefault(rt, set()).add(str(row["quant"]))
         cov.archs.setdefault(rt, set()).add(str(g.arch))
         cov.memory.setdefault(rt, set()).add(_memory_kind(g))
         cov.batch[rt] = max(cov.batch.get(rt, 0), int(row["batch"]))
-        if int(row["count"]) > 1 and _is_moe(str(row["model"])):
+        if moe_multi:
             cov.moe_multi_gpu[rt] = cov.moe_multi_gpu.get(rt, 0) + 1
-    return cov
+    return replace(cov, moe_experts=experts, moe_missed=tuple(missed))
 
 
 def _is_moe(model: str) -> bool:
     from ..estimator import get_architecture
 
     return bool(get_architecture(model).is_moe)
+
+
+def _experts(model: str) -> int:
+    from ..estimator import get_architecture
+
+    return int(get_architecture(model).num_experts)
 
 
 def speed_caveats(g: GPU, devices: int, est: object, *, training: bool) -> tuple[str, ...]:
@@ -77,7 +99,18 @@ def speed_caveats(g: GPU, devices: int, est: object, *, training: bool) -> tuple
     if batch > cov.batch[rt]:
         out.append(f"speed: batch {batch} above the largest published {rt} batch ({cov.batch[rt]})")
     arch = getattr(est, "architecture", None)
-    if devices > 1 and getattr(arch, "is_moe", False) and not getattr(est, "layer_split", False) \
-            and not cov.moe_multi_gpu.get(rt):
-        out.append(f"speed: MoE across GPUs on {rt} not checked by a published row")
+    if devices > 1 and getattr(arch, "is_moe", False) and not getattr(est, "layer_split", False):
+        if not cov.moe_multi_gpu.get(rt):
+            out.append(f"speed: MoE across GPUs on {rt} not checked by a published row")
+        out.extend(_many_experts(rt, int(getattr(arch, "num_experts", 0)), devices, cov))
     return tuple(out)
+
+
+def _many_experts(rt: str, experts: int, devices: int, cov: Coverage) -> list[str]:
+    """The Triton fused-MoE regime the validation misses: more routed experts across GPUs than any row the
+    model meets (docs/hardware.md, "Limits")."""
+    if rt not in TRITON_FUSED_MOE or experts <= cov.moe_experts:
+        return []
+    missed = f"; published {', '.join(cov.moe_missed)} decode far slower than modelled" if cov.moe_missed else ""
+    return [f"speed: MoE with {experts} experts across {devices} GPUs under {rt}'s Triton fused MoE is outside "
+            f"what the validation covers (validated up to {cov.moe_experts} experts{missed})"]
