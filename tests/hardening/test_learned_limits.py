@@ -120,7 +120,9 @@ def test_usage_beyond_what_the_request_could_use_is_capped(backend: str) -> None
     assert results.stats.learned_tpm == 100000
 
 
-def test_a_batch_without_progress_for_outage_after_s_stops_resumably(backend: str) -> None:
+def test_a_batch_without_progress_for_outage_after_s_stops_resumably(backend: str,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="holysheep")
     # 2 requests a minute: after the first, the next slot is ~30 s away, longer than outage_after_s=1
     headers = {"x_ratelimit_limit_requests": "2", "x_ratelimit_remaining_requests": "1"}
     started = time.monotonic()
@@ -132,6 +134,8 @@ def test_a_batch_without_progress_for_outage_after_s_stops_resumably(backend: st
     unfinished = [r for r in results if not r.ok]
     assert unfinished and all(isinstance(r.error, BatchUnfinishedError) for r in unfinished)
     assert "no progress" in results.stats.stop_reason
+    stops = [r.getMessage() for r in caplog.records if r.getMessage().startswith("batch stopped")]
+    assert stops == [f"batch stopped: {results.stats.stop_reason}; unfinished items can be run again"]
 
 
 # --- 5. provider formats ----------------------------------------------------------------------------------

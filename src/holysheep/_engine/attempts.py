@@ -352,6 +352,9 @@ class AttemptRunner:
             return
         self.abort = error
         self.stats.stop_reason = reason
-        logger.warning("batch stopped: %s: %s", reason, error)
+        if isinstance(error, BatchUnfinishedError):  # its message is the reason's own sentence
+            logger.warning("batch stopped: %s; unfinished items can be run again", reason)
+        else:
+            logger.warning("batch stopped: %s: %s", reason, error)
         self._queue.end_backoffs()
         self._admission.gate.resume_at = 0.0
