@@ -20,7 +20,12 @@ def test_every_listed_example_exists() -> None:
     assert (EXAMPLES / "notebooks" / "quickstart.ipynb").is_file()
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+RAY_SCRIPTS = {"ray_batch.py"}
+"""Examples that start a local Ray cluster (11 s): run by the `ray` group of .ci/run, not the default pytest."""
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.ray) if s in RAY_SCRIPTS else s
+                                    for s in SCRIPTS])
 def test_example_runs_offline(script: str) -> None:
     proc = subprocess.run([sys.executable, str(EXAMPLES / script)], cwd=ROOT, env=offline_env(),
                           capture_output=True, text=True, timeout=120)

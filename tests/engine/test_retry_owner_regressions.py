@@ -74,11 +74,20 @@ def test_batch_calls_the_clients_on_retry_hook_with_its_delays() -> None:
     assert all(0.0075 <= d <= 0.01 for _, _, d in calls)  # the client's delays (10 ms, 75-100 % jitter)
 
 
-def test_batch_uses_its_own_retry_policy_unless_max_retries_is_given() -> None:
+def test_batch_uses_its_own_retry_policy_unless_max_retries_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 25: the client's small count (here 3) is for one interactive call; a batch item is retried until
     it succeeds or the batch stops on an outage (here: 100 failures of 100 attempts). ``max_retries=`` on the
-    batch still caps it."""
+    batch still caps it. The engine sleeps on a fake clock: its backoffs take no real time."""
+    import holysheep._engine.run as engine_run
+    from holysheep._engine.iterator import BatchIterator
     from holysheep.batch import BatchUnfinishedError
+
+    from .._fakes import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(engine_run, "BatchIterator",
+                        lambda sender, requests, **kw: BatchIterator(sender, requests, clock=clock,
+                                                                     sleep=clock.sleep, **kw))
 
     with FakeServer(fault_rate=1.0, fault_mix=[Fault.status(500)]) as server, \
             Client(api_key=server.api_key, base_url=server.url, initial_retry_delay=0, max_retries=3) as client:
