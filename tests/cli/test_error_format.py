@@ -18,7 +18,6 @@ from holysheep.testing import FakeServer
 from .conftest import ERROR_LINE
 
 PYTHON_KWARG = re.compile(r"\b\w+=(?:True|False)\b|(?<![\w.-])(?!request_id=)[a-z]+_[a-z_]*=")  # `x=True`, `api_key=`
-STDERRS: list[str] = []  # every stderr of this module's scenarios, for the Python-kwarg check at the end
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +34,12 @@ def jsonl(tmp_path: Path) -> Path:
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the CLI in-process. Every stderr of this module's scenarios is checked here (each test on its own,
+    whatever worker runs it): one error format, and no Python advice (``name=True``, ``python_name=``)."""
     code = main(argv)
     out, err = capsys.readouterr()
-    STDERRS.append(err)
+    assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
+    assert not PYTHON_KWARG.search(err), err
     return code, out, err
 
 
@@ -309,11 +311,3 @@ def test_a_rejected_key_and_an_unknown_model_name_flags(jsonl: Path, tmp_path: P
     assert code == 1
     (line,) = [ln for ln in err.splitlines() if ln.startswith("holysheep batch: error: a failed: HTTP 404")]
     assert line.endswith("Check the model name ('holysheep models' shows what is served) and --base-url."), line
-
-
-def test_no_stderr_of_these_scenarios_gives_python_advice() -> None:
-    """Runs last in this module: every stderr captured above, checked for ``name=True`` and ``python_name=``."""
-    assert len(STDERRS) >= len(BAD_VALUES)
-    for err in STDERRS:
-        assert ERROR_LINE.match(err) or "warning" in err or err == "" or err.startswith("1/1 done"), err
-        assert not PYTHON_KWARG.search(err), err
