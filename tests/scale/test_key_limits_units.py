@@ -78,6 +78,29 @@ def test_key_limits_hand_one_bucket_per_key(tmp_path: Path, monkeypatch: pytest.
     limits.forget()
 
 
+def test_a_bucket_made_while_other_batches_probe_starts_below_the_announced_remaining(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two batches of one key probe at once; the first reply says 49 remain, perhaps before the other probe
+    reached the server: the request bucket starts at 48, and the token bucket (no count of the probe's tokens) at
+    what was announced. Answered probes count no more."""
+    async def sleep(seconds: float) -> None:
+        raise AssertionError("no wait expected")
+
+    monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", "off")
+    clock, limits = Clock(), KeyLimits()
+    limits.probe_sent("k")
+    limits.probe_sent("k")
+    limits.probe_answered("k")  # the reply being read: its own request is counted in what it announces
+    assert limits.bucket("k", "requests", 50.0, 1.0, clock=clock, sleep=sleep, level=49).level == 48
+    assert limits.bucket("k", "tokens", 500.0, 1.0, clock=clock, sleep=sleep, level=490).level == 490
+    limits.probe_sent("j")
+    limits.probe_answered("j")
+    assert limits.bucket("j", "requests", 50.0, 1.0, clock=clock, sleep=sleep, level=49).level == 49
+    limits.probe_answered("k")
+    limits.forget()
+    assert limits.bucket("k", "requests", 50.0, 1.0, clock=clock, sleep=sleep, level=49).level == 49
+
+
 def test_open_files_are_raised_to_the_hard_limit_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     import resource
 

@@ -96,9 +96,10 @@ def test_a_run_of_429s_pauses_the_batch_and_ends_no_item() -> None:
 def test_two_batches_in_one_process_share_the_keys_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two AsyncClients with one key, one batch each, against one shared 3,000 RPM limit. The engines and the
     server's limiter run on one injected clock, so the schedule is exact whatever the machine's load: the
-    two batches together stay within the limit and finish within 15 % of its pace. One 429 may remain: both
-    batches send their first request before they know the limit, and the first reply's ``remaining`` (the burst
-    the shared bucket starts with) may not count the other batch's first request yet.
+    two batches together stay within the limit (not one 429) and finish within 15 % of its pace. Both batches
+    send their first request before they know the limit; the bucket made from the first reply starts at its
+    ``remaining`` less the other batch's first request, still unanswered (it may not be counted yet: it was,
+    one 429 in 401).
 
     As in tests/engine/test_server_rate_limits.py, every sleep first waits until the server has answered every
     request either engine handed over: a request takes real time to reach the server's thread, and a clock
@@ -134,8 +135,7 @@ def test_two_batches_in_one_process_share_the_keys_bucket(monkeypatch: pytest.Mo
         a, b = asyncio.run(main())
         chat = _chat(server)
     assert all(r.ok for r in a) and all(r.ok for r in b)
-    limited = [i for i, q in enumerate(chat) if q.status == 429]
-    assert len(chat) == 400 + len(limited) and len(limited) <= 1, limited  # together never over the key's limit
+    assert [q.status for q in chat] == [200] * 400  # together never over the key's limit
     assert (400 - 50) / 50 <= clock.now <= 400 / 50 / 0.85, clock.now  # never faster than the limit allows
 
 

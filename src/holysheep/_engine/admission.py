@@ -172,6 +172,19 @@ class Admission:
         """True until the first reply of an "auto" batch told the limits."""
         return self._probe is not None and not self._probe.is_set()
 
+    def probe_sent(self) -> bool:
+        """Called as a request goes out: True when it is this batch's probe (the key's limits are not known
+        yet), counted with the key's other unanswered probes (`KeyLimits.probe_sent`) until `probe_answered`."""
+        if self._memory_key is None or not self.probing:
+            return False
+        self._key_limits.probe_sent(self._memory_key)
+        return True
+
+    def probe_answered(self) -> None:
+        """The probe `probe_sent` counted got its reply (before the reply's limits are learned), or none."""
+        if self._memory_key is not None:
+            self._key_limits.probe_answered(self._memory_key)
+
     def take_probe(self) -> bool:
         """True for the one item that goes out as the "auto" probe (the first asked for); False after."""
         if self._probe is None or self._probe_taken:

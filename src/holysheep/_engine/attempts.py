@@ -88,11 +88,13 @@ class AttemptRunner:
             item.retrying = False
             self.stats.retries += 1
         plan.call.rate_limits_free = True  # a 429 paces the batch; it never uses up an item's retries
+        probe = False
         try:
             gate = admission.gate
             if gate.resume_at and gate.paused:
                 await gate.wait()
             sent_at = admission.clock()
+            probe = admission.probe_sent()
             outcome = await self._sender.attempt(plan.call)
         except asyncio.CancelledError:
             self.refund(item)
@@ -108,6 +110,8 @@ class AttemptRunner:
             self._sink.finalize(item, None, error)
             return
         finally:
+            if probe:
+                admission.probe_answered()
             admission.probe_done()
         admission.release()
         try:

@@ -287,6 +287,7 @@ class KeyLimits:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, str], SharedBucket] = {}
+        self._probes: dict[str, int] = {}  # per key: first requests of batches still waiting for their reply
 
     def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep,
                level: float | None = None) -> SharedBucket:
@@ -301,9 +302,27 @@ class KeyLimits:
                 return current
             name = hashlib.sha256(f"{key}|{kind}".encode()).hexdigest()[:32] + ".bucket"
             fd = _open_state(limits_dir(), name)
+            if level is not None and kind == "requests":  # other batches' first requests may not be counted yet
+                level = max(0.0, level - self._probes.get(key, 0))
             bucket = SharedBucket(rate, burst_s, level=level, fd=fd, clock=clock, sleep=sleep)
             self._buckets[(key, kind)] = bucket
             return bucket
+
+    def probe_sent(self, key: str) -> None:
+        """A batch of ``key`` sent its first request (before it knows the limits). Until its reply, a bucket
+        made from another batch's first reply starts that much lower: the ``remaining`` it announces may not
+        count this request yet (two batches starting together would otherwise spend one request too many)."""
+        with self._lock:
+            self._probes[key] = self._probes.get(key, 0) + 1
+
+    def probe_answered(self, key: str) -> None:
+        """That first request got its reply (or failed)."""
+        with self._lock:
+            left = self._probes.get(key, 0) - 1
+            if left > 0:
+                self._probes[key] = left
+            else:
+                self._probes.pop(key, None)
 
     def made(self, key: str, kind: str, make: Callable[[int | None], _Bucket]) -> _Bucket:
         """``key``'s bucket of ``kind``, made by ``make(fd)`` (the bucket file's descriptor, or None) the first
@@ -321,6 +340,7 @@ class KeyLimits:
             for bucket in self._buckets.values():
                 bucket.close()
             self._buckets.clear()
+            self._probes.clear()
 
 
 KEY_LIMITS = KeyLimits()
