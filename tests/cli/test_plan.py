@@ -189,3 +189,36 @@ def test_the_plans_hints_and_errors_name_flags(capsys: pytest.CaptureFixture[str
         assert main(["plan", "70b", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("holysheep plan: error: ") and says in err, err
+
+
+def test_runtime_release_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """--vllm-version and --transformers-version reach the estimate (vLLM 0.4's step is not overlapped: slower;
+    transformers 4.40 builds the whole prompt's logits: more activation memory); given for another runtime, or
+    unknown, they exit 2 naming the flag."""
+    from holysheep.cli import main
+
+    def plan(*args: str) -> dict[str, object]:
+        assert main(["plan", "llama-3.1-8b", "--gpus", "A100", "--top", "1", "--json", *args]) == 0
+        data: dict[str, object] = json.loads(capsys.readouterr().out)
+        return data
+
+    def decode(data: dict[str, object]) -> float:
+        (opt,) = data["options"]  # type: ignore[misc]
+        return float(opt["decode_tokens_per_s"])
+
+    def activations(data: dict[str, object]) -> float:
+        return float(data["memory"]["breakdown_gb"]["activations"])  # type: ignore[index]
+
+    assert decode(plan("--runtime", "vllm")) > decode(plan("--runtime", "vllm", "--vllm-version", "0.4")) > 0
+    hf = ("--runtime", "hf", "--context", "8k")
+    assert activations(plan(*hf, "--transformers-version", "4.40")) > activations(plan(*hf)) + 4
+    for args, says in (
+            (["--vllm-version", "0.4"], "--vllm-version 0.4 applies to --runtime vllm: add --runtime vllm, or drop "
+                                        "--vllm-version"),
+            (["--runtime", "vllm", "--vllm-version", "9.9"], "unknown --vllm-version '9.9'; use one of v1,"),
+            (["--runtime", "sglang", "--transformers-version", "4.40"], "--transformers-version 4.40 applies to "
+                                                                       "--runtime hf"),
+            (["--runtime", "hf", "--transformers-version", "abc"], "--transformers-version must look like 4.44")):
+        assert main(["plan", "llama-3.1-8b", *args]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith(f"holysheep plan: error: {says}"), captured.err

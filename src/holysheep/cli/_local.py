@@ -34,6 +34,12 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
     p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx"],
                    help="serving stack whose memory rules apply (default: generic, overheads counted)")
+    p.add_argument("--vllm-version", default="v1",
+                   help="with --runtime vllm: the release whose rules apply (v1: 0.14 and later, the default; "
+                        "0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
+    p.add_argument("--transformers-version", metavar="VERSION",
+                   help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
+                        "logits are counted; default: current)")
     p.add_argument("--gpu-memory-utilization", type=float,
                    help="vLLM's gpu_memory_utilization or SGLang's mem_fraction_static (default: the runtime's)")
     p.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
@@ -124,6 +130,12 @@ def run_plan(args: argparse.Namespace) -> int:
         if given or args.zero_stage:
             error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
             return EXIT_USAGE
+    for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version != "v1", "vllm"),
+                                       ("--transformers-version", args.transformers_version,
+                                        args.transformers_version is not None, "hf")):
+        if set_ and args.runtime != runtime:
+            error(f"{flag} {value} applies to --runtime {runtime}: add --runtime {runtime}, or drop {flag}")
+            return EXIT_USAGE
     text, data = plan(
         args.model, quant=args.quant, context=args.context, batch=args.batch, kv_dtype=args.kv_dtype,
         train=train or False, zero_stage=args.zero_stage, train_options=train_options,
@@ -131,7 +143,8 @@ def run_plan(args: argparse.Namespace) -> int:
         api_model=args.api_model, tokens_per_day=args.tokens_per_day, utilization=args.utilization,
         input_fraction=args.input_fraction, top=args.top, runtime=args.runtime,
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
-        expert_parallel=bool(args.expert_parallel),
+        expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version,
+        transformers_version=args.transformers_version,
     )
     if args.json:
         print_json(data)
