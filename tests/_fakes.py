@@ -9,7 +9,8 @@ sleep=clock.sleep``), moved only when something sleeps on it. ``RecordingSender`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -89,3 +90,19 @@ class TimedStore(MemoryCache):
     def get(self, key: str) -> bytes | None:
         self.clock.advance(self.seconds)
         return super().get(key)
+
+
+def sleep_once_counted(clock: FakeClock, sent: list[Any],
+                       answered: Callable[[], int]) -> Callable[[float], Awaitable[None]]:
+    """An engine ``sleep`` on ``clock`` that first waits (real time, at most 30 s) until the server has answered
+    (``answered()``) every request the engines handed over (``sent``). A request takes real time to reach a
+    server's thread; a fake clock moved on meanwhile would have it counted late, with later ones, by a server
+    limiter on the same clock (whose bucket, full meanwhile, loses the refill)."""
+    async def sleep(seconds: float) -> None:
+        deadline = time.monotonic() + 30.0
+        while answered() < len(sent):
+            assert time.monotonic() < deadline, "the server never saw a request an engine sent"
+            await asyncio.sleep(0.0005)
+        await clock.sleep(seconds)
+
+    return sleep

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,11 @@ def cli() -> Runner:
                               env=env if env is not None else clean_env(), timeout=timeout)
 
     return run
+
+
+@pytest.fixture
+def jsonl(tmp_path: Path) -> Path:
+    """A one-line JSONL batch input (custom_id ``a``)."""
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
+    return path

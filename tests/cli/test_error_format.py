@@ -26,13 +26,6 @@ def server() -> Iterator[FakeServer]:
         yield srv
 
 
-@pytest.fixture
-def jsonl(tmp_path: Path) -> Path:
-    path = tmp_path / "in.jsonl"
-    path.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
-    return path
-
-
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Run the CLI in-process. Every stderr of this module's scenarios is checked here (each test on its own,
     whatever worker runs it): one error format, and no Python advice (``name=True``, ``python_name=``)."""

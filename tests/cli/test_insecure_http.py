@@ -33,13 +33,6 @@ def proxy(server: FakeServer) -> Iterator[Proxy]:
         yield front
 
 
-@pytest.fixture
-def jsonl(tmp_path: Path) -> Path:
-    path = tmp_path / "in.jsonl"
-    path.write_text('{"custom_id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
-    return path
-
-
 def test_batch_over_plain_http_exits_2_naming_the_flag_and_sends_nothing(
         cli: Runner, server: FakeServer, proxy: Proxy, jsonl: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import types
 from typing import Any
 
@@ -16,7 +15,7 @@ from holysheep._engine.server_limits import ServerLimits, parse_duration, read_l
 from holysheep.testing import FakeServer
 from holysheep.testing import _endpoints as endpoints
 
-from .._fakes import FakeClock, RecordingSender, Sent
+from .._fakes import FakeClock, RecordingSender, Sent, sleep_once_counted
 
 
 def chat_requests(server: FakeServer) -> list[Any]:
@@ -56,12 +55,7 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
         recording = RecordingSender(sender, clock, record=Sent, sent=sent)
         return BatchIterator(recording, requests, clock=clock, sleep=sleep, **kwargs)
 
-    async def sleep(seconds: float) -> None:
-        deadline = time.monotonic() + 30.0
-        while sum(r.status is not None for r in chat_requests(server)) < len(sent):
-            assert time.monotonic() < deadline, "the server never saw a request the engine sent"
-            await asyncio.sleep(0.0005)
-        await clock.sleep(seconds)
+    sleep = sleep_once_counted(clock, sent, lambda: sum(r.status is not None for r in chat_requests(server)))
 
     monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter

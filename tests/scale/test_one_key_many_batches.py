@@ -24,7 +24,7 @@ from holysheep.batch.__main__ import main as cli_main
 from holysheep.testing import FakeServer, Fault
 from holysheep.testing import _endpoints as endpoints
 
-from .._fakes import FakeClock, RecordingSender, Sent
+from .._fakes import FakeClock, RecordingSender, Sent, sleep_once_counted
 
 MODEL = "gpt-4.1"
 
@@ -111,12 +111,7 @@ def test_two_batches_in_one_process_share_the_keys_bucket(monkeypatch: pytest.Mo
         return BatchIterator(RecordingSender(sender, clock, record=Sent, sent=sent), requests, clock=clock,
                              sleep=sleep, **kwargs)
 
-    async def sleep(seconds: float) -> None:
-        deadline = time.monotonic() + 30.0
-        while sum(r.status is not None for r in _chat(server)) < len(sent):
-            assert time.monotonic() < deadline, "the server never saw a request an engine sent"
-            await asyncio.sleep(0.0005)
-        await clock.sleep(seconds)
+    sleep = sleep_once_counted(clock, sent, lambda: sum(r.status is not None for r in _chat(server)))
 
     monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter
