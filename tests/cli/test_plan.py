@@ -192,9 +192,10 @@ def test_the_plans_hints_and_errors_name_flags(capsys: pytest.CaptureFixture[str
 
 
 def test_runtime_release_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    """--vllm-version and --transformers-version reach the estimate (vLLM 0.4's step is not overlapped: slower;
-    transformers 4.40 builds the whole prompt's logits: more activation memory); given for another runtime, or
-    unknown, they exit 2 naming the flag."""
+    """--vllm-version, --transformers-version and --sglang-version reach the estimate (vLLM 0.4's step is not
+    overlapped: slower; transformers 4.40 builds the whole prompt's logits: more activation memory; SGLang 0.4.3
+    runs DeepSeek's MoE through Triton's fused MoE: slower); given for another runtime, or malformed or unknown,
+    they exit 2 naming the flag."""
     from holysheep.cli import main
 
     def plan(*args: str) -> dict[str, object]:
@@ -212,13 +213,24 @@ def test_runtime_release_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert decode(plan("--runtime", "vllm")) > decode(plan("--runtime", "vllm", "--vllm-version", "0.4")) > 0
     hf = ("--runtime", "hf", "--context", "8k")
     assert activations(plan(*hf, "--transformers-version", "4.40")) > activations(plan(*hf)) + 4
+    ds = ["plan", "deepseek-v3", "--gpus", "H200", "--count", "8", "--runtime", "sglang", "--json"]
+    assert main([*ds, "--sglang-version", "0.4.3.post2"]) == 0  # 0.4.0-0.4.3: Triton fused MoE, 58 x 510 us
+    (old,) = json.loads(capsys.readouterr().out)["options"]
+    assert main(ds) == 0
+    (new,) = json.loads(capsys.readouterr().out)["options"]
+    assert (round(old["decode_tokens_per_s"], 1), round(new["decode_tokens_per_s"], 1)) == (26.0, 112.4)
+    assert old["caveats"] == [] and "sglang_version=0.4.3 models it" in new["caveats"][0]
     for args, says in (
             (["--vllm-version", "0.4"], "--vllm-version 0.4 applies to --runtime vllm: add --runtime vllm, or drop "
                                         "--vllm-version"),
             (["--runtime", "vllm", "--vllm-version", "9.9"], "unknown --vllm-version '9.9'; use one of v1,"),
             (["--runtime", "sglang", "--transformers-version", "4.40"], "--transformers-version 4.40 applies to "
                                                                        "--runtime hf"),
-            (["--runtime", "hf", "--transformers-version", "abc"], "--transformers-version must look like 4.44")):
+            (["--runtime", "hf", "--transformers-version", "abc"], "--transformers-version must look like 4.44"),
+            (["--sglang-version", "0.4.3"], "--sglang-version 0.4.3 applies to --runtime sglang: add --runtime "
+                                            "sglang, or drop --sglang-version"),
+            (["--runtime", "sglang", "--sglang-version", "0.4"], "--sglang-version must look like 0.4.3 or "
+                                                                 "0.4.3.post2, got '0.4'")):
         assert main(["plan", "llama-3.1-8b", *args]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.startswith(f"holysheep plan: error: {says}"), captured.err

@@ -28,7 +28,8 @@ def _batch1(model: str, quant: str, gpu_id: str, count: int, context: int, runti
 
 def _modelled(row: dict[str, Any]) -> float:
     est = estimate_inference_memory(row["model"], row["quant"], row["context"], row["batch"], runtime=row["runtime"],
-                                    vllm_version=row.get("vllm_version", "v1"))
+                                    vllm_version=row.get("vllm_version", "v1"),
+                                    sglang_version=row.get("sglang_version"))
     (opt,) = pick_hardware(est, gpus=[row["gpu"]], gpu_count=row["count"])
     got = opt.decode_tokens_per_s_batch1 if row["batch"] == 1 else opt.decode_tokens_per_s
     assert got is not None
@@ -56,14 +57,14 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     errs = _errors(ROWS)
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
-    assert (len(errs), round(within, 3), round(median, 3)) == (329, 0.839, 0.107)
+    assert (len(errs), round(within, 3), round(median, 3)) == (341, 0.85, 0.106)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
-        311, 0.833, 0.109)
-    first = _errors(ROWS[:67])  # the rows the constants were chosen with: still within the old target
+        323, 0.845, 0.107)
+    first = _errors(ROWS[:67])  # the rows the constants were chosen with (SGLang PR #2643's now within, issue 39)
     assert (round(sum(abs(e) <= 0.35 for e in first) / 67, 3), round(statistics.median(abs(e) for e in first), 3)) == (
-        0.925, 0.056)
+        0.97, 0.056)
 
 
 def test_runtime_costs_are_sourced_and_exact() -> None:
@@ -205,10 +206,15 @@ def test_vllm_0_4_runs_gptq_through_marlin_but_not_awq() -> None:
 
 
 def test_every_vllm_row_names_its_release() -> None:
-    """The step cost depends on the release: 0.4.2 rows "0.4", 0.6.3 rows "v0", 0.21-0.23 rows "v1"."""
+    """The step cost depends on the release: 0.4.2 rows "0.4", 0.6.3 and 0.7.4 rows "v0", 0.21-0.23 rows "v1";
+    SGLang's DeepSeek rows name theirs too (0.4.1.post2, 0.4.3.post2: the Triton fused-MoE term)."""
     vllm = [r for r in ROWS if r["runtime"] == "vllm"]
     assert all("vllm_version" in r for r in vllm)
     counts = {v: sum(r["vllm_version"] == v for r in vllm) for v in ("0.4", "v0", "v1")}
-    assert counts == {"0.4": 67, "v0": 21, "v1": 13}
+    assert counts == {"0.4": 67, "v0": 27, "v1": 13}
     assert all(re.search(r"v?0\.2[1-3]", r["notes"]) for r in vllm if r["vllm_version"] == "v1")  # 0.14+
-    assert all("vLLM 0.6.3" in r["notes"] for r in vllm if r["vllm_version"] == "v0")
+    assert all(re.search(r"vLLM 0\.(6\.3|7\.4)", r["notes"]) for r in vllm if r["vllm_version"] == "v0")
+    sglang = {r["sglang_version"]: r["model"] for r in ROWS if "sglang_version" in r}
+    assert sglang == {"0.4.1.post2": "DeepSeek-V3", "0.4.3.post2": "DeepSeek-R1"}
+    assert all(f"SGLang {v}" in r["notes"] or f"SGLang v{v}" in r["notes"] for r in ROWS
+               for v in [r.get("sglang_version")] if v)

@@ -108,6 +108,7 @@ SOURCE_LABELS = {
     "https://github.com/QwenLM/Qwen2.5/blob/5c4e69c": "Qwen2 speed table",
     "https://github.com/QwenLM/Qwen3/": "Qwen3 speed table",
     "https://github.com/sgl-project/sglang/pull/2643": "SGLang PR #2643",
+    "https://github.com/dstackai/benchmarks/": "dstack DeepSeek-R1 benchmark",
     "https://github.com/mlc-ai/llm-perf-bench/": "MLC llm-perf-bench",
     "https://calebcoffie.com/benchmarks/": "calebcoffie.com benchmarks",
 }

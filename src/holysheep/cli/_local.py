@@ -37,6 +37,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--vllm-version", default="v1",
                    help="with --runtime vllm: the release whose rules apply (v1: 0.14 and later, the default; "
                         "0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
+    p.add_argument("--sglang-version", metavar="VERSION",
+                   help="with --runtime sglang: the release (e.g. 0.4.3.post2: 0.4.0-0.4.3 run DeepSeek-class "
+                        "FP8 MoE through Triton's fused MoE, slower per layer; default: current)")
     p.add_argument("--transformers-version", metavar="VERSION",
                    help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
                         "logits are counted; default: current)")
@@ -132,7 +135,9 @@ def run_plan(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version != "v1", "vllm"),
                                        ("--transformers-version", args.transformers_version,
-                                        args.transformers_version is not None, "hf")):
+                                        args.transformers_version is not None, "hf"),
+                                       ("--sglang-version", args.sglang_version, args.sglang_version is not None,
+                                        "sglang")):
         if set_ and args.runtime != runtime:
             error(f"{flag} {value} applies to --runtime {runtime}: add --runtime {runtime}, or drop {flag}")
             return EXIT_USAGE
@@ -144,7 +149,7 @@ def run_plan(args: argparse.Namespace) -> int:
         input_fraction=args.input_fraction, top=args.top, runtime=args.runtime,
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
         expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version,
-        transformers_version=args.transformers_version,
+        transformers_version=args.transformers_version, sglang_version=args.sglang_version,
     )
     if args.json:
         print_json(data)

@@ -23,7 +23,14 @@ from ._common import (
 from ._parallel import parallel_notes
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
-from ._runtimes import RUNTIMES, full_prompt_logits, prefill_activation_bytes, runtime_memory, uses_layer_split
+from ._runtimes import (
+    RUNTIMES,
+    full_prompt_logits,
+    prefill_activation_bytes,
+    runtime_memory,
+    sglang_triton_moe,
+    uses_layer_split,
+)
 from ._vllm import VLLMCapacity, vllm_profile
 
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
@@ -83,6 +90,12 @@ class InferenceEstimate(MemoryTotals):
     def vllm_version(self) -> str:
         """The vLLM profile this estimate was sized with (``"v1"`` unless given)."""
         return str(self._rebuild.get("vllm_version", "v1"))
+
+    @property
+    def sglang_version(self) -> str | None:
+        """The SGLang release this estimate's speed is modelled for (``None``: current)."""
+        v = self._rebuild.get("sglang_version")
+        return None if v is None else str(v)
 
     @property
     def gpu_count(self) -> int:
@@ -196,6 +209,7 @@ def _build(
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
     gpu_name: str | None = None,
+    sglang_version: str | None = None,
     emit_warning: bool = True,
     as_shipped: bool = False,
     base_warnings: tuple[str, ...] = (),
@@ -304,6 +318,7 @@ def estimate_inference_memory(
     max_num_batched_tokens: int | None = None,
     expert_parallel: bool = False,
     transformers_version: str | None = None,
+    sglang_version: str | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -324,7 +339,9 @@ def estimate_inference_memory(
     ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
     experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
     use it). ``transformers_version`` (runtime ``"hf"``): before 4.45 the whole prompt's logits are built
-    in fp32, which is counted.
+    in fp32, which is counted. ``sglang_version`` (runtime ``"sglang"``, e.g. ``"0.4.3.post2"``): releases
+    0.4.0-0.4.3 run DeepSeek-class MoE through Triton's fused MoE with block-FP8 weights, whose fixed cost
+    per MoE layer the speed model adds (docs/hardware.md, "Runtime costs"); memory does not change.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -367,6 +384,11 @@ def estimate_inference_memory(
             raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
                                       field="transformers_version")
         full_prompt_logits(transformers_version)  # a clear error for a malformed version
+    if sglang_version is not None:
+        if rt != "sglang":
+            raise InvalidRequestError(f"sglang_version applies to runtime='sglang', not {rt!r}",
+                                      field="sglang_version")
+        sglang_triton_moe(sglang_version)  # a clear error for a malformed version
     return _build(
         arch=arch,
         name=name,
@@ -385,6 +407,7 @@ def estimate_inference_memory(
         transformers_version=transformers_version,
         flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens,
+        sglang_version=sglang_version,
         as_shipped=shipped is not None and spec.name != "bf16",
         base_warnings=() if unread is None else (unread,),
         expert_parallel=expert_parallel,

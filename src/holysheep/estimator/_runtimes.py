@@ -43,6 +43,7 @@ __all__ = [
     "RuntimeMemory",
     "runtime_memory",
     "sglang_mem_fraction",
+    "sglang_triton_moe",
     "uses_layer_split",
     "vllm_default_batched_tokens",
 ]
@@ -196,6 +197,24 @@ def full_prompt_logits(version: str | None) -> bool:
         raise InvalidRequestError(f"transformers_version must look like 4.44 or 4.44.2, got {version!r}",
                                   field="transformers_version")
     return (int(parts[0]), int(parts[1])) < FULL_PROMPT_LOGITS_BEFORE
+
+
+#: SGLang releases whose DeepSeek-class MoE path is Triton's fused MoE with Triton block-FP8 GEMMs, as the
+#: validated rows ran it (0.4.1.post2 and 0.4.3.post2); later releases changed kernels (docs/hardware.md).
+SGLANG_TRITON_MOE_RELEASES = ((0, 4, 0), (0, 4, 3))
+
+
+def sglang_triton_moe(version: str | None) -> bool:
+    """Whether SGLang ``version`` (``"0.4.3.post2"``) is in ``SGLANG_TRITON_MOE_RELEASES``; ``None``: current."""
+    if version is None:
+        return False
+    parts = re.findall(r"\d+", version)
+    if len(parts) < 3:
+        raise InvalidRequestError(f"sglang_version must look like 0.4.3 or 0.4.3.post2, got {version!r}",
+                                  field="sglang_version")
+    release = (int(parts[0]), int(parts[1]), int(parts[2]))
+    low, high = SGLANG_TRITON_MOE_RELEASES
+    return low <= release <= high
 
 
 def _layer_split(

@@ -38,6 +38,10 @@ class VLLMProfile:
     async_scheduling: bool = False
     """The engine schedules step N+1 while the GPU runs step N, so the per-step host work overlaps the GPU
     instead of following it (V1 with async scheduling, the default from vLLM 0.14, PR #27614)."""
+    triton_moe: bool = False
+    """MoE with more than 128 routed experts in block FP8 (DeepSeek-V3/R1) runs Triton's fused MoE, as the
+    V0 engine's releases that published DeepSeek rows did (0.7.x); the speed model adds its fixed cost per
+    MoE layer (``_overheads.TRITON_MOE_LAYER_S``)."""
 
 
 #: The V1 engine's current defaults (0.14+): chunked prefill, CUDA graphs sized before the KV pool, async scheduling.
@@ -71,6 +75,7 @@ _V0 = replace(
     "prefill is off); vllm/worker/worker.py determine_num_available_blocks",
     chunked_prefill=False,
     async_scheduling=False,
+    triton_moe=True,
 )
 # vLLM 0.2.5 before PR #2031: the profiler counted only PyTorch's peak (max_memory_allocated).
 _V025_PRE = replace(
@@ -82,6 +87,7 @@ _V025_PRE = replace(
     source="vllm-project/vllm PR #2031 (2023-12-12): 'current main' 7,449 and 31,615 GPU blocks",
     marlin=False,
     flash_decode=False,
+    triton_moe=False,
 )
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
@@ -122,6 +128,7 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         "(FlashAttention decode, after 0.4.2); vllm/worker/worker.py determine_num_available_blocks",
         awq_marlin=False,
         flash_decode=False,
+        triton_moe=False,
     ),
 }
 

@@ -194,6 +194,7 @@ def run_plan(
     expert_parallel: bool = False,
     vllm_version: str = "v1",
     transformers_version: str | None = None,
+    sglang_version: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
@@ -204,8 +205,9 @@ def run_plan(
     keywords such as ``optimizer``, ``precision``, ``gradient_checkpointing``, ``offload_optimizer``,
     ``offload_params`` or ``lora_rank`` go in ``train_options``; ``quant`` is ignored).
     ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training). ``expert_parallel``
-    places an MoE model's experts whole on the GPUs (vLLM's ``--enable-expert-parallel``). ``vllm_version``
-    and ``transformers_version`` are `estimate_inference_memory`'s (the release whose rules apply).
+    places an MoE model's experts whole on the GPUs (vLLM's ``--enable-expert-parallel``). ``vllm_version``,
+    ``transformers_version`` and ``sglang_version`` are `estimate_inference_memory`'s (the release whose rules
+    apply).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
@@ -222,7 +224,8 @@ def run_plan(
                         kv_dtype=kv_dtype, zero_stage=zero_stage, gpu_count=gpu_count, train_options=train_options,
                         runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
                         flash_attention=flash_attention, expert_parallel=expert_parallel,
-                        vllm_version=vllm_version, transformers_version=transformers_version)
+                        vllm_version=vllm_version, transformers_version=transformers_version,
+                        sglang_version=sglang_version)
     warned = _warnings(est, caught)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
@@ -299,7 +302,7 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
               expert_parallel: bool = False, vllm_version: str = "v1",
-              transformers_version: str | None = None) -> object:
+              transformers_version: str | None = None, sglang_version: str | None = None) -> object:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 
     if train:
@@ -309,7 +312,7 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
                                      tensor_parallel=1, runtime=runtime,
                                      gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention,
                                      expert_parallel=expert_parallel, vllm_version=vllm_version,
-                                     transformers_version=transformers_version)
+                                     transformers_version=transformers_version, sglang_version=sglang_version)
 
 
 def _limits(est: Any, option: Any) -> dict[str, Any]:

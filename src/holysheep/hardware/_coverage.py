@@ -16,12 +16,17 @@ from importlib import resources
 
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
+from ._speed import triton_moe_path
 
 __all__ = ["TRITON_FUSED_MOE", "Coverage", "coverage", "speed_caveats"]
 
 #: Runtimes whose tensor-parallel experts run the Triton fused-MoE kernel (vLLM ``fused_moe.py``; SGLang's
 #: ``fused_moe_triton``, adapted from it).
 TRITON_FUSED_MOE = frozenset({"sglang", "vllm"})
+#: The releases whose many-expert Triton fused MoE the rows check (``_speed.triton_moe_path``), as a plan's
+#: caveat names them: the release input that models them.
+OLD_TRITON_RELEASES = {"sglang": "SGLang 0.4.0-0.4.3 (sglang_version=0.4.3 models it)",
+                       "vllm": "vLLM's V0 engine, 0.6-0.7 (vllm_version=v0 models it)"}
 
 
 def _memory_kind(g: GPU) -> str:
@@ -40,19 +45,24 @@ class Coverage:
     moe_multi_gpu: dict[str, int] = field(default_factory=dict)
     moe_experts: int = 0  # most routed experts of a validating multi-GPU MoE row under a TRITON_FUSED_MOE runtime
     moe_missed: tuple[str, ...] = ()  # those runtimes' multi-GPU MoE rows marked "validates": false, more experts
+    moe_experts_triton: int = 0  # the same for rows whose release has the Triton fused-MoE term (_speed)
 
 
 @lru_cache(maxsize=1)
 def coverage() -> Coverage:
     """The validation set's coverage (one read of the packaged data file)."""
     text = resources.files("holysheep.hardware").joinpath("data/decode_benchmarks.json").read_text(encoding="utf-8")
-    cov, experts, missed = Coverage(), 0, dict[str, int]()
+    cov, experts, triton, missed = Coverage(), 0, 0, dict[str, int]()
     for row in json.loads(text)["rows"]:
         rt, g = str(row["runtime"]), lookup(str(row["gpu"]))
         moe_multi = int(row["count"]) > 1 and _is_moe(str(row["model"]))
         if moe_multi and rt in TRITON_FUSED_MOE:
-            if row.get("validates", True):
-                experts = max(experts, _experts(str(row["model"])))
+            n = _experts(str(row["model"]))
+            if row.get("validates", True) and triton_moe_path(rt, str(row.get("vllm_version", "v1")),
+                                                              row.get("sglang_version"), str(row["quant"]), n):
+                triton = max(triton, n)
+            elif row.get("validates", True):
+                experts = max(experts, n)
             else:
                 missed[f"{row['model']} on {row['count']}x {row['gpu']} under {rt}"] = _experts(str(row["model"]))
         if not row.get("validates", True):
@@ -65,7 +75,8 @@ def coverage() -> Coverage:
             cov.moe_multi_gpu[rt] = cov.moe_multi_gpu.get(rt, 0) + 1
     # the missed rows the many-experts caveat names: those beyond the validated expert count (a row missed for
     # another reason, GPTQ-Int4's MoE path, has its own caveat: its format is then not covered)
-    return replace(cov, moe_experts=experts, moe_missed=tuple(name for name, n in missed.items() if n > experts))
+    return replace(cov, moe_experts=experts, moe_experts_triton=triton,
+                   moe_missed=tuple(name for name, n in missed.items() if n > experts))
 
 
 def _is_moe(model: str) -> bool:
@@ -104,15 +115,22 @@ def speed_caveats(g: GPU, devices: int, est: object, *, training: bool) -> tuple
     if devices > 1 and getattr(arch, "is_moe", False) and not getattr(est, "layer_split", False):
         if not cov.moe_multi_gpu.get(rt):
             out.append(f"speed: MoE across GPUs on {rt} not checked by a published row")
-        out.extend(_many_experts(rt, int(getattr(arch, "num_experts", 0)), devices, cov))
+        experts = int(getattr(arch, "num_experts", 0))
+        term = triton_moe_path(rt, str(getattr(est, "vllm_version", "v1")), getattr(est, "sglang_version", None),
+                               quant, experts)
+        out.extend(_many_experts(rt, experts, devices, cov, term=term))
     return tuple(out)
 
 
-def _many_experts(rt: str, experts: int, devices: int, cov: Coverage) -> list[str]:
+def _many_experts(rt: str, experts: int, devices: int, cov: Coverage, *, term: bool) -> list[str]:
     """The Triton fused-MoE regime the validation misses: more routed experts across GPUs than any row the
-    model meets (docs/hardware.md, "Limits")."""
-    if rt not in TRITON_FUSED_MOE or experts <= cov.moe_experts:
+    model meets in this release (docs/hardware.md, "Limits"). ``term``: the release runs Triton's fused MoE
+    with its fixed per-layer cost, which rows up to ``moe_experts_triton`` experts validate."""
+    if rt not in TRITON_FUSED_MOE or experts <= (max(cov.moe_experts, cov.moe_experts_triton) if term
+                                                 else cov.moe_experts):
         return []
     missed = f"; published {', '.join(cov.moe_missed)} decode far slower than modelled" if cov.moe_missed else ""
+    older = (f"; {cov.moe_experts_triton}-expert FP8 rows check only {OLD_TRITON_RELEASES[rt]}"
+             if cov.moe_experts_triton >= experts and not term else "")
     return [f"speed: MoE with {experts} experts across {devices} GPUs under {rt}'s Triton fused MoE is outside "
-            f"what the validation covers (validated up to {cov.moe_experts} experts{missed})"]
+            f"what the validation covers (validated up to {cov.moe_experts} experts{missed}{older})"]

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 __all__ = [
     "EP_DISPATCH_COMBINE_S",
     "OVERHEAD_SOURCES",
+    "TRITON_MOE_EXPERTS",
+    "TRITON_MOE_LAYER_S",
     "RuntimeCost",
     "backend_of",
     "runtime_cost",
@@ -73,6 +75,14 @@ LLAMA_CPP = {
 MLX = RuntimeCost(step_s=0.0, layer_s=100e-6)
 #: The default runtime is a compiled, CUDA-graph decode loop (gpt-fast): no measurable fixed cost.
 DEFAULT = RuntimeCost()
+
+#: Triton fused MoE with block-FP8 weights and more than 128 routed experts, tensor-parallel over GPUs (vLLM's V0
+#: engine, SGLang 0.4.0-0.4.3): a fixed GPU cost per MoE layer per step, fitted on the published DeepSeek rows
+#: (``OVERHEAD_SOURCES["triton_moe_layer"]``); the leave-one-source-out check refits it without the held-out rows.
+TRITON_MOE_LAYER_S = 510e-6
+#: The term applies above this many routed experts: Qwen3-235B-A22B (128 experts, FP8) under SGLang 0.4.6 is
+#: within ±10 % without it.
+TRITON_MOE_EXPERTS = 128
 
 #: Expert-parallel dispatch + combine of one MoE layer at decode batch sizes (DeepEP low-latency
 #: kernels, EP8: 77 us dispatch + 114 us combine).
@@ -124,6 +134,13 @@ OVERHEAD_SOURCES: dict[str, str] = {
     "mlx_layer": "100 us per layer: MLX compiles element-wise chains into fewer Metal dispatches than "
     "llama.cpp's graph (assumption between the CUDA-graph and llama.cpp Metal figures; "
     "https://github.com/ml-explore/mlx-lm).",
+    "triton_moe_layer": "510 us per MoE layer, fitted (summed absolute log error, 10 us grid, every other "
+    "constant shipped) on the 15 published decode rows of DeepSeek-class FP8 (256 routed experts) on 8 x H200 "
+    "with tensor-parallel experts in Triton's fused MoE: SGLang PR #2643 (DeepSeek-V3, SGLang 0.4.1.post2, batch "
+    "1/8/32, https://github.com/sgl-project/sglang/pull/2643) and dstack's benchmark (DeepSeek-R1, SGLang "
+    "0.4.3.post2 and vLLM 0.7.4 V0, concurrency 4-128, https://github.com/dstackai/benchmarks/blob/7f37e66/"
+    "Deepseek-R1/raw_data/online_results.csv). Each alone gives 420 and 530 us; no published per-kernel cost of "
+    "that path accounts for it (docs/estimator.md, 'SGLang PR #2643').",
     "ep_dispatch_combine": "191 us per MoE layer across GPUs: DeepEP low-latency kernels at EP8, dispatch 77 us + "
     "combine 114 us (https://github.com/deepseek-ai/DeepEP README, H800, 128 tokens per batch, 7,168 hidden, "
     "top-8); used instead of an all-reduce when routed experts are spread over GPUs.",

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..accelerators import GPU
-from ._overheads import EP_DISPATCH_COMBINE_S, runtime_cost
+from ._overheads import EP_DISPATCH_COMBINE_S, TRITON_MOE_LAYER_S, runtime_cost
 from ._speed import MOE_LAYER_US, collective_s, expected_max_load, hop_s, link_kind, stream_bandwidth_gb_s
 
 __all__ = [
@@ -190,6 +190,7 @@ def decode_tokens_per_s(
     fp8: bool = False,
     linears: int = 0,
     step_overlap: bool = False,
+    triton_moe: bool = False,
 ) -> float:
     """Aggregate decode tokens/s of ``batch`` sequences on ``count`` packages (see module docstring).
 
@@ -205,7 +206,9 @@ def decode_tokens_per_s(
     ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more reads
     L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``. ``step_overlap``:
     the runtime's per-step host work runs while the GPU computes the step before (vLLM's async scheduling),
-    so a step takes the longer of the two instead of their sum.
+    so a step takes the longer of the two instead of their sum. ``triton_moe``: the runtime release runs
+    many-expert block-FP8 MoE through Triton's fused MoE, which adds ``TRITON_MOE_LAYER_S`` per MoE layer on
+    the GPU's timeline when the experts are tensor-parallel over several GPUs.
     """
     devices = count * gpu.devices_per_package
     eta = bandwidth_efficiency(gpu, eff, weight_only_int4=weight_only_int4, runtime=runtime, marlin=marlin)
@@ -228,6 +231,8 @@ def decode_tokens_per_s(
             ep = EP_DISPATCH_COMBINE_S if link_kind(gpu, devices) == "switch" else 0.0
             comm += moe_layers * max(ep, 2 * collective_s(gpu, devices, batch * hidden * moe_top_k))
         comm += moe_layers * MOE_LAYER_US * 1e-6
+        if triton_moe and devices > 1 and not layer_split and not expert_parallel:
+            comm += moe_layers * TRITON_MOE_LAYER_S
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
         per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..accelerators import GPU
+from ._overheads import TRITON_MOE_EXPERTS
 
 __all__ = [
     "MOE_LAYER_US",
@@ -40,6 +41,7 @@ __all__ = [
     "kv_passes",
     "speed_shape",
     "stream_bandwidth_gb_s",
+    "triton_moe_path",
 ]
 
 NVLINK_US = (12.0, 6.0)
@@ -200,6 +202,23 @@ def attention_dim(arch: Any) -> int:
     return heads * int(getattr(arch, "head_dim", 0) or 0)
 
 
+def triton_moe_path(runtime: str, vllm_version: str, sglang_version: str | None, quant: str, experts: int) -> bool:
+    """Whether this runtime release runs block-FP8 MoE with more than ``TRITON_MOE_EXPERTS`` routed experts
+    through Triton's fused MoE, whose fixed cost per MoE layer the speed model adds (vLLM's V0 engine, SGLang
+    0.4.0-0.4.3; ``_overheads.TRITON_MOE_LAYER_S``)."""
+    if quant != "fp8" or experts <= TRITON_MOE_EXPERTS:
+        return False
+    if runtime == "vllm":
+        from ..estimator._vllm import vllm_profile
+
+        return vllm_profile(vllm_version).triton_moe
+    if runtime == "sglang":
+        from ..estimator._runtimes import sglang_triton_moe
+
+        return sglang_triton_moe(sglang_version)
+    return False
+
+
 def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     """Architecture and runtime details for the speed model (empty for stand-ins without them)."""
     arch = est.architecture
@@ -230,5 +249,8 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
         mats = 3 if arch.mlp_gated else 2
         out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
                    moe_layers=int(arch.num_moe_layers), expert_parallel=bool(getattr(est, "expert_parallel", False)),
-                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8)
+                   expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8,
+                   triton_moe=triton_moe_path(runtime, str(getattr(est, "vllm_version", "v1")),
+                                              getattr(est, "sglang_version", None), getattr(spec, "name", ""),
+                                              int(arch.num_experts)))
     return out
