@@ -67,3 +67,13 @@ def test_each_publication_is_scored_with_a_cost_fitted_on_the_other() -> None:
     assert fit(tuple(c for c in every if c.group != "QwenLM/Qwen3"))["sglang"] == 1.0
     # with no row of the regime in the fold, the shipped constant stands
     assert fit(tuple(c for c in every if not c.triton_moe))["triton_moe"] == TRITON_MOE_LAYER_S
+
+
+def test_the_plan_says_when_it_charged_the_cost() -> None:
+    fused = "this release's Triton fused MoE adds 0.51 ms per MoE layer (fitted)"
+    (old,) = pick_hardware(estimate_inference_memory("deepseek-v3", runtime="sglang", sglang_version="0.4.3"),
+                           gpus=["H200"], gpu_count=8)
+    assert ("experts tensor-parallel (runtime default): 1/8 of each expert per GPU, its all-reduce per layer; "
+            f"{fused}; pass expert_parallel=True (--expert-parallel) for expert parallelism") in old.notes
+    (new,) = pick_hardware(estimate_inference_memory("deepseek-v3", runtime="sglang"), gpus=["H200"], gpu_count=8)
+    assert not any(fused in n for n in new.notes)

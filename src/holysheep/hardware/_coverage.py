@@ -16,7 +16,7 @@ from importlib import resources
 
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
-from ._speed import triton_moe_path
+from ._speed import triton_moe_of, triton_moe_path
 
 __all__ = ["TRITON_FUSED_MOE", "Coverage", "coverage", "speed_caveats"]
 
@@ -115,10 +115,7 @@ def speed_caveats(g: GPU, devices: int, est: object, *, training: bool) -> tuple
     if devices > 1 and getattr(arch, "is_moe", False) and not getattr(est, "layer_split", False):
         if not cov.moe_multi_gpu.get(rt):
             out.append(f"speed: MoE across GPUs on {rt} not checked by a published row")
-        experts = int(getattr(arch, "num_experts", 0))
-        term = triton_moe_path(rt, str(getattr(est, "vllm_version", "v1")), getattr(est, "sglang_version", None),
-                               quant, experts)
-        out.extend(_many_experts(rt, experts, devices, cov, term=term))
+        out.extend(_many_experts(rt, int(getattr(arch, "num_experts", 0)), devices, cov, term=triton_moe_of(est)))
     return tuple(out)
 
 

@@ -38,6 +38,7 @@ from ..accelerators import GPU, gpu, gpus
 from ..estimator._parallel import tensor_parallel_problem
 from ._coverage import speed_caveats
 from ._hints import fit_hints
+from ._overheads import TRITON_MOE_LAYER_S
 from ._result import HardwareOption, PickResult
 from ._roofline import (
     DEFAULT_EFFICIENCIES,
@@ -46,7 +47,7 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
-from ._speed import attention_dim, embedding_bytes, link_kind, scale_up_domain, speed_shape
+from ._speed import attention_dim, embedding_bytes, link_kind, scale_up_domain, speed_shape, triton_moe_of
 from ._training_stack import training_support
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
@@ -90,8 +91,10 @@ def moe_placement_note(est: object, devices: int) -> str | None:
     if getattr(est, "expert_parallel", False):
         return (f"expert parallel: {getattr(arch, 'num_experts', 0)} experts over {devices} GPUs; the most loaded "
                 "GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer")
+    fused = (f"; this release's Triton fused MoE adds {TRITON_MOE_LAYER_S * 1e3:.2f} ms per MoE layer (fitted)"
+             if triton_moe_of(est) else "")
     return (f"experts tensor-parallel (runtime default): 1/{devices} of each expert per GPU, its all-reduce "
-            "per layer; pass expert_parallel=True (--expert-parallel) for expert parallelism")
+            f"per layer{fused}; pass expert_parallel=True (--expert-parallel) for expert parallelism")
 
 
 def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:

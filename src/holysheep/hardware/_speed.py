@@ -41,6 +41,7 @@ __all__ = [
     "kv_passes",
     "speed_shape",
     "stream_bandwidth_gb_s",
+    "triton_moe_of",
     "triton_moe_path",
 ]
 
@@ -217,6 +218,14 @@ def triton_moe_path(runtime: str, vllm_version: str, sglang_version: str | None,
 
         return sglang_triton_moe(sglang_version)
     return False
+
+
+def triton_moe_of(est: Any) -> bool:
+    """`triton_moe_path` for an inference estimate: its runtime, releases, weight format and expert count."""
+    arch, spec = getattr(est, "architecture", None), getattr(est, "quant_spec", None)
+    return triton_moe_path(str(getattr(est, "runtime", "default")), str(getattr(est, "vllm_version", "v1")),
+                           getattr(est, "sglang_version", None), str(getattr(spec, "name", "")),
+                           int(getattr(arch, "num_experts", 0) or 0))
 
 
 def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
