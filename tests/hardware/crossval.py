@@ -4,8 +4,11 @@ The calibration procedure refits five scale factors on the rows of every other p
 held-out one: ``bw`` multiplies every bandwidth efficiency (capped at 1), and one factor per runtime
 (vLLM, SGLang, transformers, llama.cpp) multiplies its fixed costs (``_overheads.runtime_cost``). Each
 factor is chosen from ``SCALES`` by coordinate descent on the sum of absolute log errors (two sweeps); a
-runtime with no row left in the training sources keeps the shipped constants (factor 1). "In-sample" fits
-the same factors on all rows and scores all rows.
+runtime with no row left in the training sources keeps the shipped constants (factor 1). The Triton
+fused-MoE cost per MoE layer (``_overheads.TRITON_MOE_LAYER_S``, the one constant fitted to rows) is refitted
+too, from ``TRITON_MOE_GRID`` on the training rows in its regime only (first in each sweep; none left: the
+shipped value), and the factors on the rows outside it, so the two never trade on the same rows.
+"In-sample" fits the same factors and cost on all rows and scores all rows.
 """
 
 from __future__ import annotations
