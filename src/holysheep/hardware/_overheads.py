@@ -8,6 +8,7 @@ minimum duration of the many small kernels of each layer (llama.cpp, MLX), and i
 The model, per decode step on one replica::
 
     t_gpu  = max(t_mem, t_compute) + t_comm + layers * layer_s(runtime, backend)
+             (+ moe_layers * TRITON_MOE_LAYER_S in the Triton fused-MoE releases, ``_speed.triton_moe_path``)
     t_host = layers * host_layer_s + moe_layers * experts * host_expert_s
              + linears * host_linear_s                                         (transformers only)
     t_step = max(t_gpu, t_host) + step_s(runtime)

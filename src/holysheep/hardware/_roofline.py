@@ -5,7 +5,8 @@ Decode, per step for a batch of B sequences on T devices::
     bytes_step = W_read + B * kv_bytes_per_token * context          (weights + the KV that is read)
     t_mem      = bytes_step / (T * bandwidth * eta_bw)
     t_compute  = 2 * N_active * B / (T * dense_peak * mfu_decode)
-    t_comm     = layers * 2 * allreduce(T, link) (+ MoE dispatch/combine and routing per MoE layer)
+    t_comm     = layers * 2 * allreduce(T, link) (+ MoE dispatch/combine and routing per MoE layer,
+                 + the Triton fused-MoE cost per MoE layer in the releases that run it)
     tokens/s   = B / (max(t_mem, t_compute) + t_comm)              (aggregate over the batch)
 
 ``eta_bw`` depends on the runtime and weight format (GGUF on llama.cpp, Marlin INT4 on vLLM/SGLang,
