@@ -151,6 +151,8 @@ class Admission:
                     if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
                         return 0
                     await self.tpm.take(charge)
+                if self.gate.paused:  # a pause began while this worker waited: it goes when the pause ends
+                    await self.gate.wait()
                 return charge
         finally:
             self._waiting -= 1
@@ -264,6 +266,23 @@ class Admission:
         if remaining is not None and (first or remaining == 0):
             bucket.level = remaining if first else min(bucket.level, remaining)  # first: the announced burst
         return bucket
+
+    def pause_for(self, seconds: float) -> None:
+        """The server asked for room: the whole batch waits ``seconds`` (`PauseGate`), and the learned pace
+        accrues nothing meanwhile (`LearnedBucket.hold`)."""
+        gate = self.gate
+        gate.pause_for(seconds)
+        learned = self._pacing()
+        if learned is not None:
+            learned.hold(gate.resume_at - self._clock())
+
+    async def wait_out_pause(self) -> None:
+        """For a request admitted before a pause began: wait until the pause ends, then for the learned pace
+        again (the 429 that paused the batch emptied the bucket its token came from)."""
+        await self.gate.wait()
+        learned = self._pacing()
+        if learned is not None:
+            await learned.take(1)
 
     def on_rate_limited(self, epoch: int, sent_at: float | None = None) -> None:
         """A 429 (to a request sent at ``sent_at`` on the batch's clock): halve the concurrency (once per

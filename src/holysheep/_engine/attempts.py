@@ -92,7 +92,7 @@ class AttemptRunner:
         try:
             gate = admission.gate
             if gate.resume_at and gate.paused:
-                await gate.wait()
+                await admission.wait_out_pause()
             sent_at = admission.clock()
             probe = admission.probe_sent()
             outcome = await self._sender.attempt(plan.call)
@@ -170,7 +170,7 @@ class AttemptRunner:
             self.stop_unfinished(f"{why} for {seconds:.0f} s, longer than max_pause_s={self._options.max_pause_s:g}",
                                  None)
         else:
-            self._admission.gate.pause_for(seconds)
+            self._admission.pause_for(seconds)
 
     def _on_error(self, item: BatchRequest, outcome: Outcome, delay: float | None, epoch: int,
                   sent_at: float) -> None:
@@ -195,7 +195,7 @@ class AttemptRunner:
             self._sink.finalize(item, None, self.unfinished_error(error))
         elif rate_limited or (isinstance(error, APIStatusError) and error.retry_after is not None):
             item.retrying = True
-            self._admission.gate.pause_for(delay)  # the server asked for room: the whole batch waits
+            self._admission.pause_for(delay)  # the server asked for room: the whole batch waits
             self._queue.retry_now(item)
         else:
             item.retrying = True
@@ -219,7 +219,7 @@ class AttemptRunner:
                                      f"max_pause_s={self._options.max_pause_s:g}", error)
             elif rate_limited or item.attempts <= policy.max_retries:
                 item.retrying = True
-                self._admission.gate.pause_for(retry_after)
+                self._admission.pause_for(retry_after)
                 item.plan = None  # a fresh plan (same idempotency key) once the pause is over
                 self._queue.retry_now(item)
                 return

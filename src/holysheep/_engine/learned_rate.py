@@ -136,7 +136,7 @@ def on_throttle(state: list[float], sent_at: float, now: float) -> bool:
         return False
     state[_MAX] = top
     state[_LAST] = now
-    if state[_THROTTLES] == 0 or now - state[_OK_FIRST] >= METER_TAU_S:
+    if state[_THROTTLES] == 0 or now - state[_OK_FIRST] >= MIN_WINDOW_S:
         state[_THROTTLES] += 1  # a throttle in the meter's first seconds measured the start, not the refill
     state[_RATE] = rate_at(state, now)
     return True
@@ -261,6 +261,16 @@ class LearnedBucket(SharedBucket):
             for when in pending:
                 on_success(state, when)
         self.active = self._seen_rate > 0
+
+    def hold(self, seconds: float) -> None:
+        """The batch pauses ``seconds`` because the server asked it to: the pace accrues one request over the
+        pause, not ``rate * seconds`` (capped at the burst). One request goes when the pause ends, the next
+        one pace later; requests admitted before the pause wait for the pace again
+        (`Admission.wait_out_pause`). Before, a second request went at the same instant, and a server that
+        counts refusals answered it with another 429 (every throttle came in a chain of three)."""
+        with self._locked() as state:
+            if state[_RATE] > 0:
+                state[0] = min(state[0], 1.0 - state[_RATE] * max(0.0, seconds))
 
     def on_rate_limited(self, sent_at: float | None = None) -> bool:
         """A 429 to a request sent at ``sent_at``: lower the pace (see `on_throttle`) and empty the bucket.

@@ -220,7 +220,7 @@ def triton_moe_path(runtime: str, vllm_version: str, sglang_version: str | None,
     return False
 
 
-def triton_moe_of(est: Any) -> bool:
+def triton_moe_of(est: object) -> bool:
     """`triton_moe_path` for an inference estimate: its runtime, releases, weight format and expert count."""
     arch, spec = getattr(est, "architecture", None), getattr(est, "quant_spec", None)
     return triton_moe_path(str(getattr(est, "runtime", "default")), str(getattr(est, "vllm_version", "v1")),
