@@ -9,7 +9,10 @@ with two changes for servers of a few requests per second:
   exponentially decayed count over `METER_TAU_S`), not from the send rate, and is cut by `BETA` only;
 - the CUBIC curve is scaled to the rate: it is back at the measured rate `RECOVER_S` seconds after the
   throttle, then probes upward slowly (`PROBE`: +1 % 2.8 s beyond it, +10 % 6 s beyond it);
-- until the second throttle whose meter has `METER_TAU_S` behind it, the pace grows by `SLOW_START` a second;
+- until the second throttle whose meter has `MIN_WINDOW_S` behind it, the pace grows by `SLOW_START` a second
+  (the throttles of the first burst, 64 requests sent before any reply, measured the start, not the refill);
+- while the batch pauses for a 429's ``Retry-After``, the pace accrues one request, not the pause's worth
+  (`LearnedBucket.hold`): one request goes when the pause ends, the next one a pace later;
 - nothing is learned until `EVIDENCE` shows the 429s are many (a stray 429 is no limit);
 - a drop below `FLOOR_SHARE` of the rate the pace was first learned from releases the pace (nothing learned)
   instead: 429s that come whatever the pace (a server refusing a share of requests at any rate) would cut it
@@ -137,7 +140,7 @@ def on_throttle(state: list[float], sent_at: float, now: float) -> bool:
     state[_MAX] = top
     state[_LAST] = now
     if state[_THROTTLES] == 0 or now - state[_OK_FIRST] >= MIN_WINDOW_S:
-        state[_THROTTLES] += 1  # a throttle in the meter's first seconds measured the start, not the refill
+        state[_THROTTLES] += 1  # a throttle in the meter's first second measured the start, not the refill
     state[_RATE] = rate_at(state, now)
     return True
 
