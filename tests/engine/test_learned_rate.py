@@ -224,7 +224,7 @@ async def test_refusals_that_no_pace_removes_do_not_slow_the_run(clock: FakeCloc
     took 1,554 s of the clock instead of 28; at 20 %, 100x the run without learning (the 5,000-item fault
     soak: 1,285 s instead of 28). Against the same run with no learning (``rpm=None``; the clock also advances
     for every Retry-After wait, one at a time, so neither run is 2,000 x 10 ms): 1.00x at 6 % (nothing was
-    learned), 1.26x at 12 %, 1.53x at 20 %, 1.38x at 30 %."""
+    learned), 1.29x at 12 %, 1.54x at 20 %, 1.38x at 30 %."""
     server = RandomRefusals(clock, share)
     results = await run(server, n=2000)  # type: ignore[arg-type]
     took = server.log[-1][0] - 1000.0
