@@ -191,6 +191,23 @@ def test_the_plans_hints_and_errors_name_flags(capsys: pytest.CaptureFixture[str
         assert err.startswith("holysheep plan: error: ") and says in err, err
 
 
+def test_the_vllm_default_has_one_definition(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI's plan, `run_plan` and `estimate_inference_memory` use `DEFAULT_VLLM_VERSION`, and `--help`
+    names it."""
+    import inspect
+
+    from holysheep.cli import main
+    from holysheep.estimator import estimate_inference_memory
+    from holysheep.estimator._vllm import DEFAULT_VLLM_VERSION, VLLM_PROFILES
+    from holysheep.hardware._cli import run_plan
+
+    assert DEFAULT_VLLM_VERSION in VLLM_PROFILES
+    for fn in (estimate_inference_memory, run_plan):
+        assert inspect.signature(fn).parameters["vllm_version"].default == DEFAULT_VLLM_VERSION
+    assert main(["plan", "--help"]) == 0
+    assert f"(default: {DEFAULT_VLLM_VERSION}, the V1 engine" in " ".join(capsys.readouterr().out.split())
+
+
 def test_runtime_release_flags(capsys: pytest.CaptureFixture[str]) -> None:
     """--vllm-version, --transformers-version and --sglang-version reach the estimate (vLLM 0.4's step is not
     overlapped: slower; transformers 4.40 builds the whole prompt's logits: more activation memory; SGLang 0.4.3
@@ -223,6 +240,7 @@ def test_runtime_release_flags(capsys: pytest.CaptureFixture[str]) -> None:
     for args, says in (
             (["--vllm-version", "0.4"], "--vllm-version 0.4 applies to --runtime vllm: add --runtime vllm, or drop "
                                         "--vllm-version"),
+            (["--runtime", "hf", "--vllm-version", "v1"], "--vllm-version v1 applies to --runtime vllm"),  # given
             (["--runtime", "vllm", "--vllm-version", "9.9"], "unknown --vllm-version '9.9'; use one of v1,"),
             (["--runtime", "sglang", "--transformers-version", "4.40"], "--transformers-version 4.40 applies to "
                                                                        "--runtime hf"),

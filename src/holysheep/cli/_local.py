@@ -34,9 +34,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
     p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx"],
                    help="serving stack whose memory rules apply (default: generic, overheads counted)")
-    p.add_argument("--vllm-version", default="v1",
-                   help="with --runtime vllm: the release whose rules apply (v1: 0.14 and later, the default; "
-                        "0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
+    p.add_argument("--vllm-version", metavar="VERSION",
+                   help="with --runtime vllm: the release whose rules apply (default: v1, the V1 engine of 0.14 "
+                        "and later; 0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
     p.add_argument("--sglang-version", metavar="VERSION",
                    help="with --runtime sglang: the release (e.g. 0.4.3.post2: 0.4.0-0.4.3 run DeepSeek-class "
                         "FP8 MoE through Triton's fused MoE, slower per layer; default: current)")
@@ -117,6 +117,7 @@ def run_gpus(args: argparse.Namespace) -> int:
 
 def run_plan(args: argparse.Namespace) -> int:
     """``holysheep plan MODEL``."""
+    from holysheep.estimator._vllm import DEFAULT_VLLM_VERSION
     from holysheep.hardware._cli import parse_gpus
     from holysheep.hardware._cli import run_plan as plan
 
@@ -133,7 +134,7 @@ def run_plan(args: argparse.Namespace) -> int:
         if given or args.zero_stage:
             error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
             return EXIT_USAGE
-    for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version != "v1", "vllm"),
+    for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version is not None, "vllm"),
                                        ("--transformers-version", args.transformers_version,
                                         args.transformers_version is not None, "hf"),
                                        ("--sglang-version", args.sglang_version, args.sglang_version is not None,
@@ -148,7 +149,7 @@ def run_plan(args: argparse.Namespace) -> int:
         api_model=args.api_model, tokens_per_day=args.tokens_per_day, utilization=args.utilization,
         input_fraction=args.input_fraction, top=args.top, runtime=args.runtime,
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
-        expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version,
+        expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION,
         transformers_version=args.transformers_version, sglang_version=args.sglang_version,
     )
     if args.json:

@@ -31,7 +31,7 @@ from ._runtimes import (
     sglang_triton_moe,
     uses_layer_split,
 )
-from ._vllm import VLLMCapacity, vllm_profile
+from ._vllm import DEFAULT_VLLM_VERSION, VLLMCapacity, vllm_profile
 
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
 
@@ -89,7 +89,7 @@ class InferenceEstimate(MemoryTotals):
     @property
     def vllm_version(self) -> str:
         """The vLLM profile this estimate was sized with (``"v1"`` unless given)."""
-        return str(self._rebuild.get("vllm_version", "v1"))
+        return str(self._rebuild.get("vllm_version", DEFAULT_VLLM_VERSION))
 
     @property
     def sglang_version(self) -> str | None:
@@ -313,7 +313,7 @@ def estimate_inference_memory(
     gpu_memory_utilization: float | None = None,
     gpu_memory_gb: float | None = None,
     prefill_chunk: int | None = DEFAULT_PREFILL_CHUNK,
-    vllm_version: str = "v1",
+    vllm_version: str = DEFAULT_VLLM_VERSION,
     flash_attention: bool = True,
     max_num_batched_tokens: int | None = None,
     expert_parallel: bool = False,

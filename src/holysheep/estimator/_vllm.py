@@ -9,7 +9,7 @@ from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
 from ._common import GB, GIB
 
-__all__ = ["VLLM_PROFILES", "VLLMCapacity", "VLLMProfile", "vllm_capacity", "vllm_profile"]
+__all__ = ["DEFAULT_VLLM_VERSION", "VLLM_PROFILES", "VLLMCapacity", "VLLMProfile", "vllm_capacity", "vllm_profile"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,10 @@ _V1 = VLLMProfile(
 )
 # vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
 # profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
+#: The vLLM release whose rules apply when none is given (the V1 engine, 0.14 and later): the one definition the
+#: estimator, the planner, the CLI and the docs read.
+DEFAULT_VLLM_VERSION = _V1.name
+
 _V0 = replace(
     _V1,
     name="v0",
@@ -91,7 +95,7 @@ _V025_PRE = replace(
 )
 
 VLLM_PROFILES: dict[str, VLLMProfile] = {
-    "v1": _V1,
+    _V1.name: _V1,
     # The V1 engine before async scheduling became its default (0.8-0.13): memory as `v1`, the per-step host
     # work between GPU steps.
     "0.8": replace(

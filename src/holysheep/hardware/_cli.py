@@ -17,6 +17,7 @@ from .._exceptions import InvalidRequestError
 from ..accelerators import gpu as lookup_gpu
 from ..accelerators import gpus
 from ..accelerators._text import format_table
+from ..estimator._vllm import DEFAULT_VLLM_VERSION
 from ._picker import pick_hardware
 from ._result import pick_text
 
@@ -192,7 +193,7 @@ def run_plan(
     flash_attention: bool = True,
     gpu_count: int | None = None,
     expert_parallel: bool = False,
-    vllm_version: str = "v1",
+    vllm_version: str = DEFAULT_VLLM_VERSION,
     transformers_version: str | None = None,
     sglang_version: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
@@ -301,7 +302,7 @@ def _warnings(est: object, caught: Sequence[warnings.WarningMessage]) -> list[st
 def _estimate(target: str | float, *, train: bool, method: str, context: int, batch: int, quant: str | None,
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
-              expert_parallel: bool = False, vllm_version: str = "v1",
+              expert_parallel: bool = False, vllm_version: str = DEFAULT_VLLM_VERSION,
               transformers_version: str | None = None, sglang_version: str | None = None) -> object:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 

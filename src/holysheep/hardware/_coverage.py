@@ -16,6 +16,7 @@ from importlib import resources
 
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
+from ..estimator._vllm import DEFAULT_VLLM_VERSION
 from ._speed import triton_moe_of, triton_moe_path
 
 __all__ = ["TRITON_FUSED_MOE", "Coverage", "coverage", "speed_caveats"]
@@ -58,7 +59,7 @@ def coverage() -> Coverage:
         moe_multi = int(row["count"]) > 1 and _is_moe(str(row["model"]))
         if moe_multi and rt in TRITON_FUSED_MOE:
             n = _experts(str(row["model"]))
-            if row.get("validates", True) and triton_moe_path(rt, str(row.get("vllm_version", "v1")),
+            if row.get("validates", True) and triton_moe_path(rt, str(row.get("vllm_version", DEFAULT_VLLM_VERSION)),
                                                               row.get("sglang_version"), str(row["quant"]), n):
                 triton = max(triton, n)
             elif row.get("validates", True):

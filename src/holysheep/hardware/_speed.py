@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..accelerators import GPU
+from ..estimator._vllm import DEFAULT_VLLM_VERSION
 from ._overheads import TRITON_MOE_EXPERTS
 
 __all__ = [
@@ -223,9 +224,9 @@ def triton_moe_path(runtime: str, vllm_version: str, sglang_version: str | None,
 def triton_moe_of(est: object) -> bool:
     """`triton_moe_path` for an inference estimate: its runtime, releases, weight format and expert count."""
     arch, spec = getattr(est, "architecture", None), getattr(est, "quant_spec", None)
-    return triton_moe_path(str(getattr(est, "runtime", "default")), str(getattr(est, "vllm_version", "v1")),
-                           getattr(est, "sglang_version", None), str(getattr(spec, "name", "")),
-                           int(getattr(arch, "num_experts", 0) or 0))
+    vllm = str(getattr(est, "vllm_version", DEFAULT_VLLM_VERSION))
+    return triton_moe_path(str(getattr(est, "runtime", "default")), vllm, getattr(est, "sglang_version", None),
+                           str(getattr(spec, "name", "")), int(getattr(arch, "num_experts", 0) or 0))
 
 
 def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
@@ -239,7 +240,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     if runtime == "vllm":
         from ..estimator._vllm import vllm_profile
 
-        prof = vllm_profile(str(getattr(est, "vllm_version", "v1")))
+        prof = vllm_profile(str(getattr(est, "vllm_version", DEFAULT_VLLM_VERSION)))
         marlin, flash = prof.marlin and (prof.awq_marlin or not awq), prof.flash_decode
         overlap = prof.async_scheduling
     mla = bool(getattr(arch, "kv_lora_rank", 0))
@@ -259,7 +260,7 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
         out.update(moe_experts=int(arch.num_experts), moe_top_k=int(arch.num_experts_per_tok),
                    moe_layers=int(arch.num_moe_layers), expert_parallel=bool(getattr(est, "expert_parallel", False)),
                    expert_bytes=mats * arch.hidden_size * arch.moe_intermediate_size * float(spec.bits_per_weight) / 8,
-                   triton_moe=triton_moe_path(runtime, str(getattr(est, "vllm_version", "v1")),
+                   triton_moe=triton_moe_path(runtime, str(getattr(est, "vllm_version", DEFAULT_VLLM_VERSION)),
                                               getattr(est, "sglang_version", None), getattr(spec, "name", ""),
                                               int(arch.num_experts)))
     return out
