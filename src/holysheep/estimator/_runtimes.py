@@ -192,11 +192,15 @@ def full_prompt_logits(version: str | None) -> bool:
     """Whether transformers ``version`` (``"4.44.2"``) builds logits for the whole prompt; ``None``: current."""
     if version is None:
         return False
+    return _release(version, "transformers_version", "4.44 or 4.44.2", 2) < FULL_PROMPT_LOGITS_BEFORE
+
+
+def _release(version: str, field: str, example: str, length: int) -> tuple[int, ...]:
+    """The first ``length`` numbers of a release (``"0.4.3.post2"``); a typed error naming ``field`` if fewer."""
     parts = re.findall(r"\d+", version)
-    if len(parts) < 2:
-        raise InvalidRequestError(f"transformers_version must look like 4.44 or 4.44.2, got {version!r}",
-                                  field="transformers_version")
-    return (int(parts[0]), int(parts[1])) < FULL_PROMPT_LOGITS_BEFORE
+    if len(parts) < length:
+        raise InvalidRequestError(f"{field} must look like {example}, got {version!r}", field=field)
+    return tuple(int(p) for p in parts[:length])
 
 
 #: SGLang releases whose DeepSeek-class MoE path is Triton's fused MoE with Triton block-FP8 GEMMs, as the
@@ -208,13 +212,8 @@ def sglang_triton_moe(version: str | None) -> bool:
     """Whether SGLang ``version`` (``"0.4.3.post2"``) is in ``SGLANG_TRITON_MOE_RELEASES``; ``None``: current."""
     if version is None:
         return False
-    parts = re.findall(r"\d+", version)
-    if len(parts) < 3:
-        raise InvalidRequestError(f"sglang_version must look like 0.4.3 or 0.4.3.post2, got {version!r}",
-                                  field="sglang_version")
-    release = (int(parts[0]), int(parts[1]), int(parts[2]))
     low, high = SGLANG_TRITON_MOE_RELEASES
-    return low <= release <= high
+    return low <= _release(version, "sglang_version", "0.4.3 or 0.4.3.post2", 3) <= high
 
 
 def _layer_split(

@@ -62,12 +62,12 @@ _V1 = VLLMProfile(
     "(vllm-project/vllm PR #27614)",
     async_scheduling=True,
 )
-# vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
-# profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
 #: The vLLM release whose rules apply when none is given (the V1 engine, 0.14 and later): the one definition the
 #: estimator, the planner, the CLI and the docs read.
 DEFAULT_VLLM_VERSION = _V1.name
 
+# vLLM V0 engine (0.6-0.10, VLLM_USE_V1=0) with chunked prefill off (its default up to 32k context): the
+# profile pass runs max(max_model_len, 2048) tokens; CUDA graphs are captured after the KV pool is sized.
 _V0 = replace(
     _V1,
     name="v0",

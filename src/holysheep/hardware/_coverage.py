@@ -59,13 +59,13 @@ def coverage() -> Coverage:
         moe_multi = int(row["count"]) > 1 and _is_moe(str(row["model"]))
         if moe_multi and rt in TRITON_FUSED_MOE:
             n = _experts(str(row["model"]))
-            if row.get("validates", True) and triton_moe_path(rt, str(row.get("vllm_version", DEFAULT_VLLM_VERSION)),
-                                                              row.get("sglang_version"), str(row["quant"]), n):
+            if not row.get("validates", True):
+                missed[f"{row['model']} on {row['count']}x {row['gpu']} under {rt}"] = n
+            elif triton_moe_path(rt, str(row.get("vllm_version", DEFAULT_VLLM_VERSION)), row.get("sglang_version"),
+                                 str(row["quant"]), n):
                 triton = max(triton, n)
-            elif row.get("validates", True):
-                experts = max(experts, n)
             else:
-                missed[f"{row['model']} on {row['count']}x {row['gpu']} under {rt}"] = _experts(str(row["model"]))
+                experts = max(experts, n)
         if not row.get("validates", True):
             continue
         cov.quants.setdefault(rt, set()).add(str(row["quant"]))

@@ -26,7 +26,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..accelerators import GPU
-from ..estimator._vllm import DEFAULT_VLLM_VERSION
+from ..estimator._runtimes import sglang_triton_moe
+from ..estimator._vllm import DEFAULT_VLLM_VERSION, vllm_profile
 from ._overheads import TRITON_MOE_EXPERTS
 
 __all__ = [
@@ -211,12 +212,8 @@ def triton_moe_path(runtime: str, vllm_version: str, sglang_version: str | None,
     if quant != "fp8" or experts <= TRITON_MOE_EXPERTS:
         return False
     if runtime == "vllm":
-        from ..estimator._vllm import vllm_profile
-
         return vllm_profile(vllm_version).triton_moe
     if runtime == "sglang":
-        from ..estimator._runtimes import sglang_triton_moe
-
         return sglang_triton_moe(sglang_version)
     return False
 
@@ -238,8 +235,6 @@ def speed_shape(est: Any, spec: Any) -> dict[str, Any]:
     runtime = str(getattr(est, "runtime", "default"))
     marlin, awq, flash, overlap = True, getattr(spec, "name", "") == "int4-awq", True, False
     if runtime == "vllm":
-        from ..estimator._vllm import vllm_profile
-
         prof = vllm_profile(str(getattr(est, "vllm_version", DEFAULT_VLLM_VERSION)))
         marlin, flash = prof.marlin and (prof.awq_marlin or not awq), prof.flash_decode
         overlap = prof.async_scheduling
