@@ -25,7 +25,7 @@ from holysheep._engine.options import BatchOptions
 from holysheep._engine.requests import BatchRequest, possible_tokens
 from holysheep._engine.results import BatchUnfinishedError
 from holysheep._engine.sender import Sender
-from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND, SpendCap, output_token_bound
+from holysheep._engine.spend import DEFAULT_OUTPUT_BOUND, SpendCap, assumption, output_token_bound
 from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import (
     APIError,
@@ -278,28 +278,30 @@ class AttemptRunner:
             logger.warning("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
                            "an assumption (set max_tokens= to make the cap a hard bound)", item.index,
                            DEFAULT_OUTPUT_BOUND)
-        if not spend.try_reserve(need) and not await spend.reserve(need):
+        assumed = assumption(body)
+        if not spend.try_reserve(need, assumed=assumed) and not await spend.reserve(need, assumed=assumed):
             self.stop_unfinished(spend.stop_reason(need), None)
             self._sink.finalize(item, None, self.unfinished_error(None))
             return False
-        item.reserved = need
+        item.reserved, item.assumed = need, assumed
         return True
 
     def refund(self, item: BatchRequest) -> None:
         """Release the item's reservation: its request was not sent (or not billed)."""
         if item.reserved and self.spend is not None:
-            self.spend.refund(item.reserved)
-            item.reserved = 0.0
+            self.spend.refund(item.reserved, item.assumed)
+            item.reserved, item.assumed = 0.0, None
 
     def _settle(self, item: BatchRequest, response: ChatCompletion | None, *, sent: bool) -> None:
-        """Count a request against the cap: a reply's usage at the batch's prices; a request that may have been
-        billed but gave no usage counts its whole reservation; one that surely was not is refunded."""
-        spend, amount = self.spend, item.reserved
+        """Count a request against the cap: a reply's usage at the batch's prices (or its reservation, when that
+        is more or the usage cannot be true); a request that may have been billed but gave no usage counts its
+        whole reservation; one that surely was not is refunded. A reply billed past the cap stops the batch."""
+        spend, amount, assumed = self.spend, item.reserved, item.assumed
         if spend is None or not amount:
             return
-        item.reserved = 0.0
+        item.reserved, item.assumed = 0.0, None
         if not sent:
-            spend.refund(amount)
+            spend.refund(amount, assumed)
             return
         cost = None
         usage = response.usage if response is not None else None
@@ -308,26 +310,27 @@ class AttemptRunner:
             cached = (details.cached_tokens or 0) if details is not None else 0
             model = str((item.request or item.params).get("model") or response.model)
             cost = spend.pricer.cost(model, usage.prompt_tokens, usage.completion_tokens, cached)
-            if cost is not None and cost > amount * (1 + 1e-9):  # a bound did not hold: say so, loudly
-                logger.warning("max_cost_usd: item %d cost $%.6f, more than the $%.6f reserved for it (its "
-                               "output passed the assumed bound, or an image/audio part cost more); the cap may "
-                               "be exceeded by the difference", item.index, cost, amount)
-        spend.settle(amount, cost)
+            if cost is not None and cost > amount * (1 + 1e-9):  # a bound did not hold: the billed cost counts
+                logger.warning("max_cost_usd: item %d was billed $%.6f, more than the $%.6f reserved for it (%d "
+                               "prompt, %d completion tokens: reasoning, an image/audio part or output beyond the "
+                               "request's limits); the larger figure counts, and later reservations are scaled",
+                               item.index, cost, amount, usage.prompt_tokens, usage.completion_tokens)
+        spend.settle(amount, cost, assumed)
+        if spend.passed and self.abort is None:
+            self.stop_unfinished(spend.stop_reason(0.0), None)
 
     def _usage_true(self, item: BatchRequest, response: ChatCompletion) -> bool:
-        """False for usage that cannot be true: negative tokens, zero tokens on a non-empty answer, or more
-        output than the request's own limit allowed. Such a reply counts its whole reservation (logged once)."""
+        """False for usage that cannot be true: negative tokens, or zero tokens on a non-empty answer. Such a
+        reply counts its whole reservation (logged once). Usage above the reservation is believed: a server
+        that bills more is charged in full (``SpendCap.settle``)."""
         usage = response.usage
         assert usage is not None
-        body = item.plan.call.spec.body if item.plan is not None else None
         answered = any(c.message is not None and (c.message.content or c.message.tool_calls)
                        for c in response.choices or ())
-        bound, given = output_token_bound(body or {})
         why = ("negative token counts" if min(usage.prompt_tokens, usage.completion_tokens) < 0
                else "zero tokens for a non-empty answer" if answered and not (usage.prompt_tokens
                                                                              and usage.completion_tokens)
-               else f"{usage.completion_tokens} output tokens, more than the request's limit of {bound}"
-               if given and usage.completion_tokens > bound else None)
+               else None)
         if why is None:
             return True
         if not self._usage_doubted:

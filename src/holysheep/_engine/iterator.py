@@ -103,8 +103,10 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
     def stats(self) -> BatchStats:
         """The batch's figures so far (the load-control figures and the cost are brought up to date on read)."""
         self._sink.sync_stats()
-        if self.spend is not None:
-            self._stats.spent_usd = self.spend.spent_usd
+        spend = self.spend
+        if spend is not None:
+            self._stats.spent_usd = spend.spent_usd
+            self._stats.overbilled, self._stats.overbilled_usd = spend.overbilled, spend.overbilled_usd
         return self._stats
 
     @property

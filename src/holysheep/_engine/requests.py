@@ -32,8 +32,8 @@ def is_embedding(params: Mapping[str, object]) -> bool:
 class BatchRequest:
     """One input item on its way through the batch: its position, id, parameters and attempt state."""
 
-    __slots__ = ("_est_tokens", "_request", "agent", "attempts", "cache_key", "custom_id", "first_sent", "index",
-                 "invalid", "key", "params", "plan", "repairs", "reserved", "retrying", "steps", "tool_run")
+    __slots__ = ("_est_tokens", "_request", "agent", "assumed", "attempts", "cache_key", "custom_id", "first_sent",
+                 "index", "invalid", "key", "params", "plan", "repairs", "reserved", "retrying", "steps", "tool_run")
 
     def __init__(self, index: int, custom_id: str | None, params: dict[str, object],
                  invalid: BaseException | None = None) -> None:
@@ -51,6 +51,7 @@ class BatchRequest:
         self.repairs = 0  # re-asks (structured output) or turns after the first (a tool loop)
         self.cache_key: str | None = None  # the response cache's key of its current request
         self.reserved = 0.0  # USD the cost cap holds for its request in flight
+        self.assumed: str | None = None  # ... and what that reservation assumes (spend.assumption)
         self.agent = False  # the item runs a tool loop (steps yields requests and RunTools)
         self.tool_run: Any = None  # ... and its ToolRunResult once it is done
         self._est_tokens: int | None = None if invalid is None else 0

@@ -138,6 +138,11 @@ class BatchStats:
     """The batch's cost cap (`max_cost_usd=`), if any."""
     spent_usd: float = 0.0
     """With a cap: what the replies cost at the batch's prices (a reply without usage counts its reservation)."""
+    overbilled: int = 0
+    """With a cap: replies the server billed more than was reserved for them (reasoning, images, output past
+    the request's limits); each counted in full."""
+    overbilled_usd: float = 0.0
+    """With a cap: what those replies cost beyond their reservations."""
     started_at: float = field(default_factory=time.monotonic)
     """`time.monotonic()` when the batch started."""
     finished_at: float | None = None
@@ -228,6 +233,10 @@ class BatchSummary:
     errors: dict[str, int]
     paced_rpm: float | None = None
     """The pace learned from 429s (requests per minute) when the server announced no per-minute limit."""
+    overbilled: int = 0
+    """Replies billed more than was reserved for them under ``max_cost_usd`` (see `BatchStats.overbilled`)."""
+    overbilled_usd: float = 0.0
+    """What they cost beyond their reservations."""
 
     @classmethod
     def from_stats(cls, stats: BatchStats, total: int) -> BatchSummary:
@@ -245,6 +254,7 @@ class BatchSummary:
             peak_in_flight=stats.peak_in_flight, pauses=stats.pauses, paused_s=round(stats.paused_s, 3),
             retries_paced=stats.retries_paced, learned_rpm=stats.learned_rpm, learned_tpm=stats.learned_tpm,
             stop_reason=stats.stop_reason, errors=dict(stats.errors), paced_rpm=stats.paced_rpm,
+            overbilled=stats.overbilled, overbilled_usd=round(stats.overbilled_usd, 6),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,6 +275,10 @@ class BatchSummary:
             f"in flight (concurrency {self.concurrency_max:,}"
             + (f", lowered to {int(self.concurrency_min):,} after rate limits)" if self.concurrency_decreases else ")"),
         ]
+        if self.overbilled:
+            lines.append(f"warning: the server billed ${self.overbilled_usd:.4f} more than was asked for on "
+                         f"{self.overbilled:,} repl{'y' if self.overbilled == 1 else 'ies'} (reasoning, images or "
+                         "output past max_tokens); the billed figure counts against the cap")
         if self.pauses:
             lines.append(f"paused {self.pauses:,} time{'s' if self.pauses != 1 else ''} ({self.paused_s:.1f} s) "
                          "when the server asked to wait")

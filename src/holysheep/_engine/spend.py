@@ -15,22 +15,31 @@ dry run builds the same body):
   Byte-level BPE tokenizers (GPT, Llama, Qwen, DeepSeek, ...) never make more tokens than bytes, and the
   JSON's quotes and keys exceed the chat template's few tokens per message. Each non-text part (an image,
   an audio clip) adds ``PART_TOKEN_BOUND``, which is an assumption, not a bound.
-- **output**: the **largest** of ``max_tokens`` / ``max_completion_tokens`` present (a server may honour
-  either) x ``n``; without either, ``DEFAULT_OUTPUT_BOUND``, an assumption: set ``max_tokens`` for a
-  hard bound.
+- **output**: the **largest** of ``max_tokens`` / ``max_completion_tokens`` / ``max_output_tokens`` present
+  (a server may honour any), plus an explicit reasoning budget (``reasoning.max_tokens``,
+  ``thinking.budget_tokens``, ``thinking_budget``), x ``n``; without a limit, ``DEFAULT_OUTPUT_BOUND``, an
+  assumption: set ``max_tokens`` for a hard bound. Numbers are read as a server reads them: ``8000``, ``8000.0``
+  and ``"8000"`` are the same limit (``_count``).
+
+A bound that is an assumption (no output limit, reasoning asked for without a budget, an image or audio part)
+is *calibrated*: until one reply has settled, such a request goes alone. When a server bills more than was
+reserved, the larger figure counts (``settle``), and every later reservation, and what is still in flight, is
+scaled by the worst ratio seen (``overage``), so the cap holds from the first over-billed reply on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["DEFAULT_OUTPUT_BOUND", "NOT_PROMPT_FIELDS", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap",
-           "check_max_cost", "check_priced", "input_token_bound", "output_limit", "output_token_bound"]
+           "assumption", "check_max_cost", "check_priced", "input_token_bound", "output_limit",
+           "output_token_bound", "reasoning_budget"]
 
 DEFAULT_OUTPUT_BOUND = 4096
 """Output tokens reserved for a request that sets no ``max_tokens`` (an assumption, not a bound)."""
@@ -38,10 +47,10 @@ PART_TOKEN_BOUND = 2048
 """Tokens reserved for each non-text content part (image, audio, file) of a prompt."""
 
 NOT_PROMPT_FIELDS = frozenset({
-    "model", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p", "frequency_penalty",
-    "presence_penalty", "seed", "stream", "stream_options", "logprobs", "top_logprobs", "logit_bias",
-    "parallel_tool_calls", "store", "service_tier", "reasoning_effort", "verbosity", "user", "safety_identifier",
-    "metadata", "prompt_cache_key", "prompt_cache_retention", "modalities"})
+    "model", "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "temperature", "top_p",
+    "frequency_penalty", "presence_penalty", "seed", "stream", "stream_options", "logprobs", "top_logprobs",
+    "logit_bias", "parallel_tool_calls", "store", "service_tier", "reasoning_effort", "verbosity", "user",
+    "safety_identifier", "metadata", "prompt_cache_key", "prompt_cache_retention", "modalities"})
 """Body fields that carry no prompt text; every other field of the body counts towards the input bound."""
 
 
@@ -126,41 +135,100 @@ def _default(value: object) -> object:
     return dump(mode="json") if callable(dump) else str(value)
 
 
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text", "refusal"})
+
+
 def _non_text_parts(messages: object) -> int:
+    """Content parts that are not text (images, audio, files) in chat ``messages`` or Responses ``input``."""
     count = 0
     if isinstance(messages, (list, tuple)):
         for message in messages:
             content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
             if isinstance(content, list):
-                count += sum(1 for p in content if isinstance(p, Mapping) and p.get("type", "text") != "text")
+                count += sum(1 for p in content if isinstance(p, Mapping) and p.get("type", "text") not in _TEXT_PARTS)
     return count
+
+
+def _all_non_text_parts(body: Mapping[str, object]) -> int:
+    return _non_text_parts(body.get("messages")) + _non_text_parts(body.get("input"))
 
 
 def input_token_bound(body: Mapping[str, object]) -> int:
     """An upper bound on the prompt tokens of a request body (see the module's docstring)."""
     prompt = {k: v for k, v in body.items() if k not in NOT_PROMPT_FIELDS and v is not None}
     size = len(json.dumps(prompt, ensure_ascii=False, default=_default, separators=(",", ":")).encode("utf-8"))
-    return size + PART_TOKEN_BOUND * _non_text_parts(body.get("messages"))
+    return size + PART_TOKEN_BOUND * _all_non_text_parts(body)
 
 
-def _positive_int(value: object) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+OUTPUT_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+"""Body fields a server may read as the output limit (chat's two, and the Responses API's)."""
+
+
+def _count(value: object) -> int | None:
+    """A positive count as a lenient server reads it: an int, a finite float (rounded up: ``8000.0`` is 8000,
+    ``2.5`` may be read as 3) or a numeric string; None for anything else (absent, zero, negative, a bool)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value > 0:
+        return math.ceil(value)
+    return None
 
 
 def output_limit(body: Mapping[str, object]) -> int | None:
-    """The largest of ``max_tokens`` / ``max_completion_tokens`` the body sets (a server may honour either),
-    or None when it sets neither."""
-    limits = [v for v in (_positive_int(body.get("max_tokens")), _positive_int(body.get("max_completion_tokens")))
-              if v is not None]
+    """The largest output limit the body sets (``OUTPUT_LIMIT_FIELDS``: a server may honour any of them), or
+    None when it sets none."""
+    limits = [v for v in (_count(body.get(k)) for k in OUTPUT_LIMIT_FIELDS) if v is not None]
     return max(limits) if limits else None
 
 
+def _reasoning_asked(body: Mapping[str, object]) -> bool:
+    effort = body.get("reasoning_effort")
+    if isinstance(effort, str) and effort not in ("none", "minimal"):
+        return True
+    reasoning, thinking = body.get("reasoning"), body.get("thinking")
+    if isinstance(reasoning, Mapping) and reasoning.get("effort") not in (None, "none", "minimal"):
+        return True
+    if isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled"):
+        return True
+    kwargs = body.get("chat_template_kwargs")
+    return body.get("enable_thinking") is True or (isinstance(kwargs, Mapping)
+                                                   and kwargs.get("enable_thinking") is True)
+
+
+def reasoning_budget(body: Mapping[str, object]) -> int | None:
+    """Reasoning tokens the body allows beyond its output limit, where it names a budget: OpenRouter's
+    ``reasoning.max_tokens``, Anthropic's ``thinking.budget_tokens``, a ``thinking_budget`` field."""
+    reasoning, thinking = body.get("reasoning"), body.get("thinking")
+    found = [_count(reasoning.get("max_tokens")) if isinstance(reasoning, Mapping) else None,
+             _count(thinking.get("budget_tokens")) if isinstance(thinking, Mapping) else None,
+             _count(body.get("thinking_budget"))]
+    budgets = [b for b in found if b is not None]
+    return max(budgets) if budgets else None
+
+
 def output_token_bound(body: Mapping[str, object]) -> tuple[int, bool]:
-    """(most completion tokens of a request body, whether the body sets that bound itself)."""
+    """(most completion tokens of a request body, whether the body sets that bound itself): the output limit
+    plus any reasoning budget, times ``n``."""
     limit = output_limit(body)
-    tokens = DEFAULT_OUTPUT_BOUND if limit is None else limit
-    n = _positive_int(body.get("n"))
-    return tokens * (n or 1), limit is not None
+    tokens = (DEFAULT_OUTPUT_BOUND if limit is None else limit) + (reasoning_budget(body) or 0)
+    return tokens * (_count(body.get("n")) or 1), limit is not None
+
+
+def assumption(body: Mapping[str, object]) -> str | None:
+    """What the body's worst case assumes, rather than reads from its own fields (None: nothing): ``model``
+    with ``+no-limit`` (no output limit), ``+reasoning`` (reasoning asked for without a budget), ``+parts``
+    (a non-text part, ``PART_TOKEN_BOUND``). Requests that assume the same are calibrated together."""
+    kinds = [kind for kind, assumed in (("no-limit", output_limit(body) is None),
+                                         ("reasoning", _reasoning_asked(body) and reasoning_budget(body) is None),
+                                         ("parts", _all_non_text_parts(body) > 0)) if assumed]
+    return "+".join([str(body.get("model") or ""), *kinds]) if kinds else None
 
 
 def check_priced(models: Iterable[str], prices: Mapping[str, object] | None) -> None:
@@ -190,10 +258,11 @@ def check_max_cost(value: object) -> float | None:
 class SpendCap:
     """The budget of one batch: ``reserve`` before a send, ``settle`` (or ``refund``) after.
 
-    ``spent_usd`` is what replies cost (their usage at the batch's prices; a reply without usage counts
-    its whole reservation); ``reserved_usd`` is held by requests in flight. Every reservation is made
-    only when ``spent + reserved + worst case <= limit``, so ``spent_usd`` never passes the limit
-    while the worst cases are bounds.
+    ``spent_usd`` is what replies cost (their usage at the batch's prices, or the reservation when that is
+    more or the usage is missing); ``reserved_usd`` is held by requests in flight. A reservation is made only
+    when ``spent + (reserved + worst case) x overage <= limit``: while the worst cases are bounds (``overage``
+    1.0) ``spent_usd`` never passes the limit, and once a server billed more than a reservation, every
+    reservation counts that much more.
     """
 
     def __init__(self, limit_usd: float, pricer: Pricer) -> None:
@@ -203,6 +272,16 @@ class SpendCap:
         self.reserved_usd = 0.0
         self.in_flight = 0
         self.unbounded_output = 0  # requests reserved with DEFAULT_OUTPUT_BOUND (no max_tokens)
+        self.overage = 1.0
+        """The worst ratio of a reply's billed cost to its reservation (1.0 while every bound held)."""
+        self.overbilled = 0
+        """Replies billed more than their reservation."""
+        self.overbilled_usd = 0.0
+        """What those replies cost beyond their reservations."""
+        self.calibrated: set[str] = set()
+        """The assumptions (``assumption``) a settled reply has checked: until then one request of each goes
+        at a time."""
+        self._assumed: dict[str, int] = {}  # requests in flight by unchecked assumption
         self._settled: asyncio.Event | None = None
 
     def worst_case(self, body: Mapping[str, object]) -> float | None:
@@ -216,20 +295,24 @@ class SpendCap:
 
     def fits(self, amount: float) -> bool:
         """True when ``amount`` more can be reserved now."""
-        return self.spent_usd + self.reserved_usd + amount <= self.limit_usd * (1 + 1e-12)
+        return self.spent_usd + (self.reserved_usd + amount) * self.overage <= self.limit_usd * (1 + 1e-12)
 
-    def try_reserve(self, amount: float) -> bool:
-        """Reserve ``amount`` when it fits now."""
-        if not self.fits(amount):
+    def try_reserve(self, amount: float, *, assumed: str | None = None) -> bool:
+        """Reserve ``amount`` when it fits now (``assumed``: what its bound assumes; until a reply with the same
+        assumption settled, one such request goes at a time)."""
+        unchecked = assumed is not None and assumed not in self.calibrated
+        if (unchecked and self._assumed.get(assumed or "")) or not self.fits(amount):
             return False
+        if unchecked:
+            self._assumed[assumed or ""] = 1
         self.reserved_usd += amount
         self.in_flight += 1
         return True
 
-    async def reserve(self, amount: float) -> bool:
+    async def reserve(self, amount: float, *, assumed: str | None = None) -> bool:
         """Reserve ``amount``, waiting while requests in flight hold the room it needs (their replies may
         cost less than reserved); False when it cannot fit even with nothing in flight."""
-        while not self.try_reserve(amount):
+        while not self.try_reserve(amount, assumed=assumed):
             if self.in_flight == 0:
                 return False
             if self._settled is None:
@@ -245,17 +328,38 @@ class SpendCap:
             self._settled.set()
             self._settled = None
 
-    def settle(self, amount: float, cost: float | None) -> None:
-        """A reply came: release its reservation and count its cost (None: usage unknown, the whole
-        reservation counts)."""
+    def settle(self, amount: float, cost: float | None, assumed: str | None = None) -> float:
+        """A reply came: release its reservation and count the larger of its billed cost and the reservation
+        when the cost passed it (None: usage unknown, the whole reservation counts). Returns what counted."""
+        if assumed is not None:  # a reply checked the assumption (or, without usage, its reservation counts)
+            self.calibrated.add(assumed)
+            self._assumed.pop(assumed, None)
+        if cost is not None and cost > amount * (1 + 1e-9):
+            self.overbilled += 1
+            self.overbilled_usd += cost - amount
+            if amount > 0:
+                self.overage = max(self.overage, cost / amount)
+        counted = amount if cost is None else cost
+        self.spent_usd += counted
         self._release(amount)
-        self.spent_usd += amount if cost is None else cost
+        return counted
 
-    def refund(self, amount: float) -> None:
+    @property
+    def passed(self) -> bool:
+        """True when what was billed is past the limit (a server billed more than reserved)."""
+        return self.spent_usd > self.limit_usd * (1 + 1e-12)
+
+    def refund(self, amount: float, assumed: str | None = None) -> None:
         """The request was not billed (an error reply, or it was never sent): release its reservation."""
+        if assumed is not None and assumed not in self.calibrated:
+            self._assumed.pop(assumed, None)
         self._release(amount)
 
     def stop_reason(self, need: float) -> str:
         """Why the batch stops: names the cap and what was spent."""
+        if self.passed:
+            return (f"max_cost_usd=${self.limit_usd:.4f} passed: ${self.spent_usd:.4f} billed, the server billed "
+                    f"${self.overbilled_usd:.4f} more than was reserved on {self.overbilled} "
+                    f"repl{'y' if self.overbilled == 1 else 'ies'}")
         return (f"max_cost_usd=${self.limit_usd:.4f} reached: ${self.spent_usd:.4f} spent, the next item may "
                 f"cost up to ${need:.4f}")
