@@ -236,8 +236,8 @@ def _done(path: Path) -> dict[str, bool]:
 
     done: dict[str, bool] = {}
     if path.is_file():
-        for _, raw in _complete_lines(path):
-            head = _head(raw)
+        for line in _complete_lines(path):
+            head = _head(line.data, line.whole)
             if head is not None:
                 done[head[0]] = head[2]
     return done
