@@ -44,11 +44,11 @@ from holysheep.batch._jsonl_output import (
     empty_output,
     read_output,
 )
-from holysheep.batch._output_files import OutputPathError, check_beside, output_target, regular_opener
 from holysheep.batch._jsonl_report import MAX_ERRORS, JsonlReport
 from holysheep.batch._openai_output import check_format
 from holysheep.batch._openai_output import error_line as openai_error_line
 from holysheep.batch._openai_output import success_line as openai_success_line
+from holysheep.batch._output_files import OutputPathError, check_beside, output_target, regular_opener
 
 if TYPE_CHECKING:
     from holysheep._clients.async_client import AsyncClient

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from holysheep._exceptions import HolySheepError, InvalidRequestError
 from holysheep.batch._output_files import (
@@ -90,13 +90,13 @@ class _Line:
     whole: bool
 
 
-def _open(path: Path, mode: str = "rb") -> BinaryIO:
+def _open(path: Path, mode: str = "rb") -> IO[bytes]:
     """The output (or a file beside it) opened without following a link or blocking on a FIFO."""
-    f: BinaryIO = open(path, mode, opener=regular_opener())  # noqa: SIM115 - the caller closes it
+    f: IO[bytes] = open(path, mode, opener=regular_opener())  # noqa: SIM115 - the caller closes it
     return f
 
 
-def _lines(f: BinaryIO, check: Callable[[int, bytes], None] | None = None) -> Iterator[_Line]:
+def _lines(f: IO[bytes], check: Callable[[int, bytes], None] | None = None) -> Iterator[_Line]:
     """Every newline-terminated line of ``f``, read in pieces (memory: at most ``MAX_PARSED_LINE`` + a piece,
     whatever the file holds); stops at a torn tail. ``check(offset, head)`` sees the first piece of each line
     (the torn tail's too) before the rest is read, and may raise: a file that is no results file is refused
@@ -280,7 +280,7 @@ def _line_number(path: Path, offset: int) -> int:
     return count
 
 
-def _copy(src: BinaryIO, out: BinaryIO, offset: int, length: int) -> None:
+def _copy(src: IO[bytes], out: IO[bytes], offset: int, length: int) -> None:
     src.seek(offset)
     while length > 0:
         piece = src.read(min(length, PIECE))

@@ -94,8 +94,8 @@ def _checked(fd: int, path: Path, what: str) -> int:
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         os.close(fd)
         problem = _kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else f"a file with {st.st_nlink} names"
-        raise OutputPathError(f"{what} {path} is {problem}, not a file of this run: remove it (it was put there "
-                              "after the run started, or by something else) and run again.", field="output_path")
+        raise OutputPathError(f"{what} {path} is {problem}, not a file this run may write (something else put it "
+                              "there). Remove it and run again.", field="output_path")
     if _NONBLOCK and fcntl is not None:
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
     return fd
