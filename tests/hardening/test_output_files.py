@@ -135,6 +135,9 @@ def test_a_link_to_a_regular_file_is_followed_once_and_stays_a_link(tmp_path: Pa
         report = run_jsonl(client, _input(tmp_path), name, model=MODEL, resume=True)
     assert report.succeeded == 3 and name.is_symlink() and os.readlink(name) == str(real)
     assert [json.loads(x)["custom_id"] for x in real.read_text().splitlines()] == ["c0", "c1", "c2"]
+    from holysheep.batch import estimate_jsonl  # a dry run reads the output through the link as the run does
+
+    assert estimate_jsonl(_input(tmp_path), output_path=name, resume=True, model=MODEL).skipped == 3
 
 
 # --- 2. nothing planted beside the output is followed ----------------------------------------------------
@@ -232,7 +235,7 @@ def test_a_long_line_that_is_no_result_line_is_refused_with_bounded_memory(tmp_p
     dst = tmp_path / "out.jsonl"
     dst.write_bytes(b'{"note": "' + b"x" * (16 << 20) + b'"}\n')
     def resume() -> None:
-        with pytest.raises(OutputNotResultsError, match="line 1 is not a result line"):
+        with pytest.raises(OutputNotResultsError, match="line 1 is longer than 2 MiB and not a result line"):
             read_output(dst)
 
     assert _peak(resume) < 8 << 20

@@ -235,6 +235,7 @@ def _done(path: Path) -> dict[str, bool]:
     from holysheep.batch._jsonl_output import _complete_lines, _head
 
     done: dict[str, bool] = {}
+    path = Path(os.path.realpath(path))  # (a link to the output is followed, as the run does)
     if path.is_file():
         for line in _complete_lines(path):
             head = _head(line.data, line.whole)

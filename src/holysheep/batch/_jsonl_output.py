@@ -96,18 +96,19 @@ def _open(path: Path, mode: str = "rb") -> IO[bytes]:
     return f
 
 
-def _lines(f: IO[bytes], check: Callable[[int, bytes], None] | None = None) -> Iterator[_Line]:
+def _lines(f: IO[bytes], check: Callable[[int, bytes, bool], None] | None = None) -> Iterator[_Line]:
     """Every newline-terminated line of ``f``, read in pieces (memory: at most ``MAX_PARSED_LINE`` + a piece,
-    whatever the file holds); stops at a torn tail. ``check(offset, head)`` sees the first piece of each line
-    (the torn tail's too) before the rest is read, and may raise: a file that is no results file is refused
-    from its first bytes, not after reading a line of a gigabyte."""
+    whatever the file holds); stops at a torn tail. ``check(offset, head, long)`` sees the first piece of each
+    line (the torn tail's too) before the rest is read, and again (``long`` True) once the line is longer than
+    ``MAX_PARSED_LINE``; it may raise: a file that is no results file is refused from its first bytes, not
+    after reading a line of a gigabyte."""
     offset = 0
     while True:
         first = f.readline(PIECE)
         if not first:
             return
         if check is not None:
-            check(offset, first)
+            check(offset, first, False)
         parts, length, piece, keep = [first], len(first), first, True
         while not piece.endswith(b"\n"):
             piece = f.readline(PIECE)
@@ -116,6 +117,8 @@ def _lines(f: IO[bytes], check: Callable[[int, bytes], None] | None = None) -> I
             length += len(piece)
             if keep and length > MAX_PARSED_LINE:
                 keep, parts = False, [first]
+                if check is not None:
+                    check(offset, first, True)
             elif keep:
                 parts.append(piece)
         yield _Line(offset, length, parts[0] if len(parts) == 1 else b"".join(parts), keep)
@@ -222,7 +225,10 @@ def read_output(path: Path, output_format: str | None = None) -> dict[str, Prior
     if not os.path.lexists(path):
         return prior
 
-    def check(offset: int, head: bytes) -> None:  # a line that is not even the start of a JSON object
+    def check(offset: int, head: bytes, long: bool) -> None:  # refuse a line as soon as it cannot be a result
+        if long and _fast_head(head, whole=False) is None:
+            raise _not_results(path, f"line {_line_number(path, offset)} is longer than {MAX_PARSED_LINE >> 20} MiB "
+                                     f"and not a result line: {_shown(head)!r}")
         start = head.lstrip()
         if start and not start.startswith(b"{"):
             if len(head) < PIECE and not head.endswith(b"\n"):  # the file's last bytes, with no newline
