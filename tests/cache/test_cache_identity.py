@@ -5,6 +5,7 @@ its answer is not served."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -13,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from holysheep import AuthenticationError, CircuitBreaker, Client, Fallback
+from holysheep import AsyncClient, AuthenticationError, CircuitBreaker, Client, Fallback
 from holysheep.cache import MemoryCache, ResponseCache, SQLiteCache, credential_identity, open_cache
 from holysheep.testing import FakeServer, Fault
 
@@ -91,6 +92,21 @@ def test_a_fallbacks_answer_is_never_served_as_the_primarys() -> None:
         third = client.chat.completions.create(model="m", messages=MESSAGES)
         assert third.cached and cache.hits == 1
     assert len(primary.requests) == 2 and len(backup.requests) == 1
+
+
+def test_the_async_client_keeps_a_fallbacks_answer_apart_too() -> None:
+    cache = ResponseCache(MemoryCache())
+
+    async def go(primary: FakeServer, backup: FakeServer) -> list[tuple[str, bool]]:
+        async with AsyncClient(api_key=primary.api_key, base_url=primary.url, max_retries=0, cache=cache,
+                               fallbacks=[Fallback(base_url=backup.url, api_key=backup.api_key, name="backup")],
+                               circuit_breaker=CircuitBreaker(failure_threshold=5)) as client:
+            replies = [await client.chat.completions.create(model="m", messages=MESSAGES) for _ in range(3)]
+        return [(r.served_by, r.cached) for r in replies]
+
+    with FakeServer() as primary, FakeServer() as backup:
+        primary.set_faults([Fault.status(503)])
+        assert asyncio.run(go(primary, backup)) == [("backup", False), ("primary", False), ("cache", True)]
 
 
 def test_a_batch_stores_a_fallbacks_answer_under_the_fallback() -> None:
