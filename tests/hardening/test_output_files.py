@@ -205,6 +205,29 @@ def test_a_second_run_through_another_name_of_the_output_is_refused(via: str, tm
     assert via == "folder-link" or other.is_symlink()
 
 
+def test_two_runs_one_through_a_link_send_each_line_once(tmp_path: Path, server: FakeServer) -> None:
+    """The issue's case: a second run starts on a link to the output while the first runs (from the first's
+    ``on_result``, so it is surely running): it is refused, and the lines go out once."""
+    real, link = tmp_path / "out.jsonl", tmp_path / "link.jsonl"
+    real.write_text("")
+    link.symlink_to(real)
+    src = _input(tmp_path, 4)
+    refused: list[BaseException] = []
+
+    def second_run(result: object) -> None:
+        if not refused:
+            with _client(server) as other:
+                try:
+                    run_jsonl(other, src, link, model=MODEL, resume=True)
+                except OutputLockedError as exc:
+                    refused.append(exc)
+
+    with _client(server) as client:
+        report = run_jsonl(client, src, real, model=MODEL, resume=True, concurrency=1, on_result=second_run)
+    assert len(refused) == 1 and report.succeeded == 4 and _sent(server) == 4
+    assert link.is_symlink() and len(real.read_text().splitlines()) == 4
+
+
 # --- 5. --resume reads in bounded pieces -----------------------------------------------------------------
 
 
