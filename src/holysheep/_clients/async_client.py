@@ -163,7 +163,7 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
             await _sleep(delay)
         result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
         if key is not None:
-            self._cache_save(key, result)
+            self._cache_save(key, result, plan.call)
         return result
 
     async def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> object:

@@ -21,6 +21,7 @@ from holysheep._transports.backends import LazyPool
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from holysheep._core.call import Call
     from holysheep.cache import ResponseCache
     from holysheep.types.chat import ChatCompletion
 
@@ -199,10 +200,11 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         assert self._cache is not None
         return self._cache.lookup(spec, self._config)
 
-    def _cache_save(self, key: str, result: object) -> None:
-        """Store a call's result under the key its lookup gave (``ResponseCache.save``: completions only)."""
+    def _cache_save(self, key: str, result: object, call: Call | None = None) -> None:
+        """Store a call's result under the key its lookup gave, or the fallback's own when ``call`` (the one that
+        answered) went to a fallback (``ResponseCache.save``: completions only)."""
         assert self._cache is not None
-        self._cache.save(key, result)
+        self._cache.save(key, result, call)
 
     def _close_cache(self) -> None:
         if self._cache is not None:

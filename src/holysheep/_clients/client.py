@@ -133,7 +133,7 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
             time.sleep(delay)
         result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
         if key is not None:
-            self._cache_save(key, result)
+            self._cache_save(key, result, plan.call)
         return result
 
     def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> object:

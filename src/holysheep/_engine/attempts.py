@@ -142,8 +142,10 @@ class AttemptRunner:
         admission.settle_tokens(charge, actual)
         if self.spend is not None:
             self._settle(item, response, sent=True)
-        if self.cache is not None and item.cache_key is not None:
-            self._store(item.cache_key, response)
+        if self.cache is not None and item.cache_key is not None:  # a fallback's answer: under the fallback's key
+            key = self.cache.answer_key(item.cache_key, item.plan.call if item.plan is not None else None)
+            if key is not None:
+                self._store(key, response)
         if item.steps is not None:
             parsed = self.planner.next_step(item, response)
             if parsed is None:

@@ -19,7 +19,7 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["open_private_file", "private_folder", "warn_once"]
+__all__ = ["file_problem", "folder_problem", "open_private_file", "private_folder", "warn_once"]
 
 _lock = threading.Lock()
 _warned: set[str] = set()
@@ -39,6 +39,16 @@ def _uid() -> int | None:
     return os.getuid() if hasattr(os, "getuid") else None  # Windows: no owners to compare
 
 
+def _others_problem(st: os.stat_result) -> str | None:
+    """Why what ``st`` describes can be changed by another user: owned by one, or group/other-writable."""
+    uid = _uid()
+    if uid is not None and st.st_uid != uid:
+        return f"belongs to another user (uid {st.st_uid}; you are uid {uid})"
+    if uid is not None and st.st_mode & 0o022:
+        return f"can be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
 def folder_problem(folder: Path) -> str | None:
     """Why ``folder`` is not private to this user (None: it is)."""
     try:
@@ -49,12 +59,21 @@ def folder_problem(folder: Path) -> str | None:
         return "is a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
         return "is not a folder"
-    uid = _uid()
-    if uid is not None and st.st_uid != uid:
-        return f"belongs to another user (uid {st.st_uid}; you are uid {uid})"
-    if uid is not None and st.st_mode & 0o022:
-        return f"can be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
-    return None
+    return _others_problem(st)
+
+
+def file_problem(path: Path) -> str | None:
+    """Why the file at ``path`` (a link followed) could hold what another user put there: not a regular file,
+    owned by another user, or writable by others. None when it is this user's alone, or does not exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be examined ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    return _others_problem(st)
 
 
 def _fallback_folder() -> Path:

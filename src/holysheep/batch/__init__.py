@@ -30,6 +30,7 @@ from holysheep.batch._jsonl_output import (
     OutputLockedError,
     OutputMismatchError,
     OutputNotResultsError,
+    OutputPathError,
     OutputWriteError,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "OutputWriteError",
     "OutputMismatchError",
     "OutputNotResultsError",
+    "OutputPathError",
     "PlainProgress",
     "ProgressReporter",
     "RefusedItem",

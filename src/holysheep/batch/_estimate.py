@@ -235,9 +235,10 @@ def _done(path: Path) -> dict[str, bool]:
     from holysheep.batch._jsonl_output import _complete_lines, _head
 
     done: dict[str, bool] = {}
+    path = Path(os.path.realpath(path))  # (a link to the output is followed, as the run does)
     if path.is_file():
-        for _, raw in _complete_lines(path):
-            head = _head(raw)
+        for line in _complete_lines(path):
+            head = _head(line.data, line.whole)
             if head is not None:
                 done[head[0]] = head[2]
     return done

@@ -36,11 +36,19 @@ from holysheep._engine.spend import check_max_cost, check_priced
 from holysheep._engine.unfinished import is_unfinished
 from holysheep._exceptions import APIError, InvalidRequestError
 from holysheep.batch._jsonl_input import InputLine, check_cache_path, check_paths, read_lines, scan_input
-from holysheep.batch._jsonl_output import OutputLock, OutputWriteError, PriorResult, compact_output, read_output
+from holysheep.batch._jsonl_output import (
+    OutputLock,
+    OutputWriteError,
+    PriorResult,
+    compact_output,
+    empty_output,
+    read_output,
+)
 from holysheep.batch._jsonl_report import MAX_ERRORS, JsonlReport
 from holysheep.batch._openai_output import check_format
 from holysheep.batch._openai_output import error_line as openai_error_line
 from holysheep.batch._openai_output import success_line as openai_success_line
+from holysheep.batch._output_files import OutputPathError, check_beside, output_target, regular_opener
 
 if TYPE_CHECKING:
     from holysheep._clients.async_client import AsyncClient
@@ -92,19 +100,21 @@ def _prepare(input_path: PathLike, output_path: PathLike, resume: bool, overwrit
         raise InvalidRequestError("rerun_changed=True (--rerun-changed) needs resume=True (--resume): it sends again "
                                   "the lines changed since their results were written.", field="rerun_changed")
     check_paths(src, dst)
+    named, dst = dst, output_target(dst)  # a regular file or a new path (links resolved), before anything is sent
     check_cache_path(cache, dst)
     if dst.exists() and dst.stat().st_size > 0 and not (resume or overwrite):
-        raise InvalidRequestError(f"output file {dst} already has results: pass resume=True (--resume) to "
+        raise InvalidRequestError(f"output file {named} already has results: pass resume=True (--resume) to "
                                   "continue it, or overwrite=True (--overwrite) to start again.", field="output_path")
-    lock = OutputLock(dst)
+    lock = OutputLock(dst)  # on the file itself: every name of it takes this one lock
     lock.acquire()
     try:
-        report = JsonlReport(str(src), str(dst))
+        check_beside(dst.with_name(dst.name + ".tmp"))
+        report = JsonlReport(str(src), str(named))
         prior = read_output(dst, output_format) if resume else {}
         size = src.stat().st_size  # the run reads what the input holds now: lines appended later are not sent
         order, to_send, tokens = scan_input(src, dst, prior, defaults, report, size, rerun_changed)
         if overwrite and not resume and dst.exists():
-            dst.write_bytes(b"")
+            empty_output(dst)
     except BaseException:
         lock.release()
         raise
@@ -227,7 +237,7 @@ def _check_cap(input_path: PathLike, options: Mapping[str, Any], defaults: Mappi
 def _output(path: Path) -> Iterator[TextIO]:
     """The output, open for appending. Closing it flushes what a full disk refused: that failure must not
     hide the `OutputWriteError` already raised, and alone it becomes one."""
-    out = path.open("a", encoding="utf-8", newline="\n")
+    out = open(path, "a", encoding="utf-8", newline="\n", opener=regular_opener())  # noqa: SIM115 - closed below
     try:
         yield out
     except BaseException:
@@ -252,9 +262,10 @@ def _finish(plan: _Plan, ok: bool) -> None:
         if ok:
             try:
                 compact_output(plan.dst, plan.order, plan.drop)
-            except OSError as exc:  # the results fit but their copy did not: they stay as appended
+            except (OSError, OutputPathError) as exc:  # the results fit but their copy did not: kept as appended
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 report.compaction_error = (
-                    f"could not rewrite {plan.dst} to one line per custom_id ({exc.strerror or exc}); the results are "
+                    f"could not rewrite {plan.dst} to one line per custom_id ({why}); the results are "
                     "intact as appended (the last line of each custom_id counts) and the next --resume rewrites it")
                 logger.warning("%s", report.compaction_error)
         else:

@@ -13,23 +13,28 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
-import time
-from collections.abc import Iterable, Iterator
+import re
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from holysheep._exceptions import HolySheepError, InvalidRequestError
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+from holysheep.batch._output_files import (
+    OutputLock,
+    OutputLockedError,
+    OutputPathError,
+    create_new,
+    open_regular,
+    regular_opener,
+)
 
 __all__ = [
     "OutputLock",
     "OutputLockedError",
     "OutputMismatchError",
+    "OutputPathError",
     "OutputNotResultsError",
     "PriorResult",
     "compact_output",
@@ -45,10 +50,6 @@ class OutputMismatchError(InvalidRequestError):
 class OutputNotResultsError(InvalidRequestError):
     """`--resume` was given an output that is not a results file of a holysheep run (or holds another
     ``output_format``'s lines): refused before anything is sent or written."""
-
-
-class OutputLockedError(InvalidRequestError):
-    """Another run (a live process) is writing the same output file."""
 
 
 class OutputWriteError(HolySheepError):
@@ -74,32 +75,96 @@ class PriorResult:
     request_hash: str | None
 
 
-def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """`(offset, line)` for every newline-terminated line; stops at a torn tail."""
+PIECE = 1 << 20
+"""Output files are read in pieces of at most this many bytes (a line longer than this spans several)."""
+MAX_PARSED_LINE = 64 << 20
+"""A line not in the shape this module writes is parsed whole only up to this size; past it, it is no result line.
+Lines this module wrote are read from their head, whatever their size: memory stays bounded by this."""
+
+
+@dataclass(slots=True)
+class _Line:
+    offset: int
+    length: int  # bytes, the newline included
+    data: bytes  # the whole line, or (``whole`` False: longer than MAX_PARSED_LINE) its first piece
+    whole: bool
+
+
+def _open(path: Path, mode: str = "rb") -> IO[bytes]:
+    """The output (or a file beside it) opened without following a link or blocking on a FIFO."""
+    f: IO[bytes] = open(path, mode, opener=regular_opener())  # noqa: SIM115 - the caller closes it
+    return f
+
+
+def _lines(f: IO[bytes], check: Callable[[int, bytes, bool], None] | None = None) -> Iterator[_Line]:
+    """Every newline-terminated line of ``f``, read in pieces (memory: at most ``MAX_PARSED_LINE`` + a piece,
+    whatever the file holds); stops at a torn tail. ``check(offset, head, long)`` sees the first piece of each
+    line (the torn tail's too) before the rest is read, and again (``long`` True) once the line is longer than
+    ``MAX_PARSED_LINE``; it may raise: a file that is no results file is refused from its first bytes, not
+    after reading a line of a gigabyte."""
     offset = 0
-    with path.open("rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                return
-            yield offset, raw
-            offset += len(raw)
+    while True:
+        first = f.readline(PIECE)
+        if not first:
+            return
+        if check is not None:
+            check(offset, first, False)
+        parts, length, piece, keep = [first], len(first), first, True
+        while not piece.endswith(b"\n"):
+            piece = f.readline(PIECE)
+            if not piece:
+                return  # a torn tail
+            length += len(piece)
+            if keep and length > MAX_PARSED_LINE:
+                keep, parts = False, [first]
+                if check is not None:
+                    check(offset, first, True)
+            elif keep:
+                parts.append(piece)
+        yield _Line(offset, length, parts[0] if len(parts) == 1 else b"".join(parts), keep)
+        offset += length
+
+
+def _complete_lines(path: Path) -> Iterator[_Line]:
+    """The newline-terminated lines of ``path`` (see `_lines`)."""
+    with _open(path) as f:
+        yield from _lines(f)
 
 
 _HEAD = b'{"custom_id":'
+_OPENAI_HEAD = b'{"id":"batch_req_'
 _DECODER = json.JSONDecoder()
+_STATUS = re.compile(r',"response":\{"status_code":\s*(\d{3})\b')
 
 
-def _fast_head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
-    """`(custom_id, request_hash, ok, "holysheep")` read from the head of a line this module's writer wrote,
-    without parsing the (possibly large) response; None for any other shape."""
-    if not raw.startswith(_HEAD):
+def _fast_head(raw: bytes, whole: bool = True) -> tuple[str, str | None, bool, str] | None:
+    """`(custom_id, request_hash, ok, output_format)` read from the head of a line this module's writer (or the
+    OpenAI format's) wrote, without parsing the (possibly large) response; None for any other shape. Only the
+    head of a line that is not ``whole`` is decoded."""
+    if raw.startswith(_HEAD):
+        kind, pos = "holysheep", len(_HEAD)
+    elif raw.startswith(_OPENAI_HEAD) and not whole:  # (a whole OpenAI line is parsed: its "error" comes last)
+        kind, pos = "openai", 6
+    else:
         return None
     try:
-        text = raw.decode()
-        cid, end = _DECODER.raw_decode(text, len(_HEAD))
+        text = raw.decode() if whole else raw[:PIECE].decode("utf-8", "ignore")
+        if kind == "openai":
+            _, pos = _DECODER.raw_decode(text, pos)
+            if not text.startswith(',"custom_id":', pos):
+                return None
+            pos += 13
+        cid, end = _DECODER.raw_decode(text, pos)
         if not isinstance(cid, str) or not text.startswith(',"request_hash":', end):
             return None
         digest, end = _DECODER.raw_decode(text, end + 16)
+        if kind == "openai":
+            if text.startswith(',"response":null,"error":', end):
+                return cid, digest if isinstance(digest, str) else None, False, kind
+            status = _STATUS.match(text, end)
+            if status is None:
+                return None
+            return cid, digest if isinstance(digest, str) else None, 200 <= int(status[1]) < 300, kind
     except ValueError:
         return None
     if text.startswith(',"response":', end):
@@ -108,14 +173,14 @@ def _fast_head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
         ok = False
     else:
         return None
-    return cid, digest if isinstance(digest, str) else None, ok, "holysheep"
+    return cid, digest if isinstance(digest, str) else None, ok, kind
 
 
-def _head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
+def _head(raw: bytes, whole: bool = True) -> tuple[str, str | None, bool, str] | None:
     """`(custom_id, request_hash, ok, output_format)` of a result line; None when it is no result line of
-    either format."""
-    fast = _fast_head(raw)
-    if fast is not None:
+    either format (a line that is not ``whole`` is judged by its head alone)."""
+    fast = _fast_head(raw, whole)
+    if fast is not None or not whole:
         return fast
     try:
         obj = json.loads(raw)
@@ -137,7 +202,7 @@ def _head(raw: bytes) -> tuple[str, str | None, bool, str] | None:
     return None
 
 
-_HEADS = (_HEAD, b'{"id":"batch_req_')
+_HEADS = (_HEAD, _OPENAI_HEAD)
 
 
 def _not_results(path: Path, why: str) -> OutputNotResultsError:
@@ -147,33 +212,50 @@ def _not_results(path: Path, why: str) -> OutputNotResultsError:
         "check the path.", field="output_path")
 
 
+def _shown(raw: bytes) -> str:
+    return raw[:60].decode("utf-8", "replace").rstrip()
+
+
 def read_output(path: Path, output_format: str | None = None) -> dict[str, PriorResult]:
     """The last result line per `custom_id` in an output file. A torn last line (a crash mid-write) is cut off
     the file first. Raises `OutputNotResultsError`, before changing anything, when the file holds a line
-    that is no result line, or (``output_format`` given) lines of another output format."""
+    that is no result line, or (``output_format`` given) lines of another output format. The file is read in
+    pieces: one that does not start like a results file is refused from its first bytes."""
     prior: dict[str, PriorResult] = {}
-    if not path.exists():
+    if not os.path.lexists(path):
         return prior
+
+    def check(offset: int, head: bytes, long: bool) -> None:  # refuse a line as soon as it cannot be a result
+        if long and _fast_head(head, whole=False) is None:
+            raise _not_results(path, f"line {_line_number(path, offset)} is longer than {MAX_PARSED_LINE >> 20} MiB "
+                                     f"and not a result line: {_shown(head)!r}")
+        start = head.lstrip()
+        if start and not start.startswith(b"{"):
+            if len(head) < PIECE and not head.endswith(b"\n"):  # the file's last bytes, with no newline
+                raise _not_results(path, "its last line is neither a result line nor the start of one")
+            raise _not_results(path, f"line {_line_number(path, offset)} is not a result line: {_shown(head)!r}")
+
     good_end = 0
     formats: set[str] = set()
-    for offset, raw in _complete_lines(path):
-        good_end = offset + len(raw)
-        if raw[:1].isspace() and not raw.strip():  # a blank line (checked without copying a long one)
-            continue
-        head = _head(raw)
-        if head is None:
-            shown = raw[:60].decode("utf-8", "replace").rstrip()
-            raise _not_results(path, f"line {_line_number(path, offset)} is not a result line: {shown!r}")
-        cid, digest, ok, kind = head
-        formats.add(kind)
-        prior[cid] = PriorResult(ok=ok, request_hash=digest)
-    size = path.stat().st_size
-    if good_end != size:
-        with path.open("rb") as f:
+    with _open(path) as f:
+        for line in _lines(f, check):
+            good_end = line.offset + line.length
+            raw = line.data
+            if raw[:1].isspace() and not raw.strip():  # a blank line (checked without copying a long one)
+                continue
+            head = _head(raw, line.whole)
+            if head is None:
+                raise _not_results(path, f"line {_line_number(path, line.offset)} is not a result line: "
+                                         f"{_shown(raw)!r}")
+            cid, digest, ok, kind = head
+            formats.add(kind)
+            prior[cid] = PriorResult(ok=ok, request_hash=digest)
+        size = os.fstat(f.fileno()).st_size
+        if good_end != size:
             f.seek(good_end)
             tail = f.read(64)
-        if not tail.startswith(_HEADS):
-            raise _not_results(path, "its last line is neither a result line nor the start of one")
+            if not tail.startswith(_HEADS):
+                raise _not_results(path, "its last line is neither a result line nor the start of one")
     if len(formats) > 1:
         raise OutputNotResultsError(
             f"{path} mixes result lines of both output formats (holysheep and openai); --resume would add to "
@@ -186,55 +268,77 @@ def read_output(path: Path, output_format: str | None = None) -> dict[str, Prior
             f"--output-format {held} (output_format={held!r}), or write the {output_format} format to a new "
             "output file.", field="output_path")
     if good_end != size:
-        with path.open("r+b") as f:
+        with _open(path, "r+b") as f:
             f.truncate(good_end)
     return prior
 
 
 def _line_number(path: Path, offset: int) -> int:
-    """The 1-based number of the line that starts at ``offset`` (only for an error message)."""
-    with path.open("rb") as f:
-        return f.read(offset).count(b"\n") + 1
+    """The 1-based number of the line that starts at ``offset`` (only for an error message), counted in pieces."""
+    count = 1
+    with _open(path) as f:
+        while offset > 0:
+            piece = f.read(min(offset, PIECE))
+            if not piece:
+                break
+            count += piece.count(b"\n")
+            offset -= len(piece)
+    return count
+
+
+def _copy(src: IO[bytes], out: IO[bytes], offset: int, length: int) -> None:
+    src.seek(offset)
+    while length > 0:
+        piece = src.read(min(length, PIECE))
+        if not piece:
+            raise OSError(f"the output file shrank while it was compacted (at byte {offset})")
+        out.write(piece)
+        length -= len(piece)
 
 
 def _write_compacted(path: Path, tmp: Path, order: Iterable[str], last: dict[str, tuple[int, int]],
                      extra: list[tuple[int, int]]) -> int:
     written = 0
-    with path.open("rb") as src, tmp.open("wb") as out:
-        spans: list[tuple[int, int]] = []
-        for cid in order:
-            span = last.pop(cid, None)
-            if span is not None:
-                spans.append(span)
-        spans.extend(last.values())
-        spans.extend(extra)
-        for offset, length in spans:
-            src.seek(offset)
-            out.write(src.read(length))
-            written += 1
-        out.flush()
-        os.fsync(out.fileno())
+    with _open(path) as src:
+        mode = stat.S_IMODE(os.fstat(src.fileno()).st_mode)
+        with os.fdopen(create_new(tmp, 0o600), "wb") as out:
+            os.fchmod(out.fileno(), mode)  # the results keep the output's permissions
+            spans: list[tuple[int, int]] = []
+            for cid in order:
+                span = last.pop(cid, None)
+                if span is not None:
+                    spans.append(span)
+            spans.extend(last.values())
+            spans.extend(extra)
+            for offset, length in spans:
+                _copy(src, out, offset, length)
+                written += 1
+            out.flush()
+            os.fsync(out.fileno())
     return written
 
 
 def compact_output(path: Path, order: Iterable[str], drop: Iterable[str] = ()) -> int:
     """Rewrite `path` atomically with one line per `custom_id` (its last), in `order`; lines whose id
-    is not in `order` follow at the end, but those of the ids in `drop`. Returns the number of lines written."""
-    if not path.exists():
+    is not in `order` follow at the end, but those of the ids in `drop`. Returns the number of lines written.
+    The temporary copy (``OUTPUT.tmp``) is created new (``O_EXCL``, never through a link)."""
+    if not os.path.lexists(path):
         return 0
     last: dict[str, tuple[int, int]] = {}
     extra: list[tuple[int, int]] = []
-    for offset, raw in _complete_lines(path):
-        head = _head(raw)
+    for line in _complete_lines(path):
+        head = _head(line.data, line.whole)
         if head is None:
-            extra.append((offset, len(raw)))
+            extra.append((line.offset, line.length))
         else:
-            last[head[0]] = (offset, len(raw))
+            last[head[0]] = (line.offset, line.length)
     for cid in set(drop).difference(order):
         last.pop(cid, None)
     tmp = path.with_name(path.name + ".tmp")
     try:
         written = _write_compacted(path, tmp, order, last, extra)
+    except OutputPathError:
+        raise  # what is at OUTPUT.tmp is not ours: leave it
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()  # a failed copy (a full disk) leaves nothing behind; the output is untouched
@@ -249,117 +353,6 @@ def compact_output(path: Path, order: Iterable[str], drop: Iterable[str] = ()) -
     return written
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    return True
-
-
-class OutputLock:
-    """`OUTPUT.lock`: an OS lock (``fcntl.flock``) on the lock file, which dies with its process, so a lock
-    left by a killed run never blocks the next one (whatever pid the file names) and two runs can never
-    both hold it. The file's text (pid, host, start time) is only for the message a second run gets.
-    Where ``fcntl`` is missing (Windows) the file is created with ``O_EXCL`` and holds the writer's pid;
-    a lock whose process no longer exists is taken over."""
-
-    def __init__(self, output: Path) -> None:
-        self.path = output.with_name(output.name + ".lock")
-        self._held = False
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        if fcntl is None:  # pragma: no cover - Windows
-            self._acquire_by_pid()
-            return
-        for _ in range(10):
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise OutputLockedError(
-                    f"another run ({self._describe_holder()}) is writing {self.path.name[:-5]}: wait for it to "
-                    f"finish, or use a different output file.", field="output_path") from None
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
-            except FileNotFoundError:
-                same = False
-            if not same:  # the holder released (and removed) it between our open and our lock: try again
-                os.close(fd)
-                continue
-            os.ftruncate(fd, 0)
-            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}, started {started}\n".encode())
-            self._fd = fd
-            self._held = True
-            return
-        raise OutputLockedError(f"could not take the lock {self.path}; another run keeps taking it.",
-                                field="output_path")
-
-    def _describe_holder(self) -> str:
-        try:
-            text = self.path.read_text(errors="replace").strip()
-        except OSError:
-            text = ""
-        return text[:200] if text.startswith("pid ") else "pid ?"
-
-    def _acquire_by_pid(self) -> None:  # pragma: no cover - Windows
-        for _ in range(3):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None and (holder == 0 or _pid_alive(holder)):
-                    raise OutputLockedError(
-                        f"another run (pid {holder or '?'}) is writing {self.path.name[:-5]}: wait for it to finish, "
-                        f"or use a different output file. If no such run exists, delete {self.path}.",
-                        field="output_path") from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.path.unlink()  # stale: its process is gone
-                continue
-            try:
-                os.write(fd, f"{os.getpid()}\n".encode())
-            finally:
-                os.close(fd)
-            self._held = True
-            return
-        raise OutputLockedError(f"could not take the lock {self.path}; delete it if no run is using it.",
-                                field="output_path")
-
-    def _holder(self) -> int | None:  # pragma: no cover - Windows
-        """The pid in the lock file; 0 when it cannot be read yet (a writer that just created it);
-        None when the file is gone or holds no pid for a while (stale)."""
-        try:
-            text = self.path.read_text().strip()
-            age = time.time() - self.path.stat().st_mtime
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return 0
-        if text.isdigit():
-            return int(text)
-        return 0 if age < 5.0 else None
-
-    def release(self) -> None:
-        if self._held:
-            self._held = False
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()  # removed while still locked: a run that opened it sees a stale inode
-            if self._fd is not None:
-                fd, self._fd = self._fd, None
-                os.close(fd)
-
-    def __enter__(self) -> OutputLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+def empty_output(path: Path) -> None:
+    """Empty the output (``--overwrite``), without following a link or blocking on a FIFO."""
+    os.close(open_regular(path, os.O_WRONLY | os.O_TRUNC))

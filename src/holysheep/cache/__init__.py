@@ -7,14 +7,24 @@
     r.cached                                                     # True when it came from the cache
 
 The key is the whole request that was sent (method, base URL and path, query with ``extra_query``, the
-deployment/version headers of ``KEY_HEADERS``, the canonical body; never the API key or a request id).
+deployment/version headers of ``KEY_HEADERS``, the canonical body) and who sent it (a SHA-256 of the API key and
+of any header that carries one, never the key; never a request id). A fallback's answer is kept under the
+fallback. A cache file or folder that another user owns or may write is not used (one warning).
 Only completions that answered are stored (no refusal, content filter or empty reply). ``SQLiteCache``
 (standard-library SQLite, WAL mode) is the embedded store: processes can share one file and a killed
 process loses nothing committed.
 Any object with the ``CacheStore`` methods can replace it. See ``docs/spend.md``.
 """
 
-from holysheep.cache._response import CACHE_FORMAT, KEY_HEADERS, ResponseCache, answered, open_cache, request_key
+from holysheep.cache._response import (
+    CACHE_FORMAT,
+    KEY_HEADERS,
+    ResponseCache,
+    answered,
+    credential_identity,
+    open_cache,
+    request_key,
+)
 from holysheep.cache._sqlite import SQLiteCache
 from holysheep.cache._store import CacheStats, CacheStore, MemoryCache
 
@@ -27,6 +37,7 @@ __all__ = [
     "ResponseCache",
     "SQLiteCache",
     "answered",
+    "credential_identity",
     "open_cache",
     "request_key",
 ]

@@ -18,9 +18,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from holysheep._core.config import _KEY_HEADERS as CREDENTIAL_HEADERS
 from holysheep._core.log import get_logger
 from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
@@ -29,12 +31,14 @@ from holysheep.cache._store import CacheStats, CacheStore, MemoryCache
 from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
+    from holysheep._core.call import Call
     from holysheep._core.config import ClientConfig
     from holysheep._core.request import RequestSpec
 
-__all__ = ["CACHE_FORMAT", "KEY_HEADERS", "CacheLike", "ResponseCache", "answered", "open_cache", "request_key"]
+__all__ = ["CACHE_FORMAT", "KEY_HEADERS", "CacheLike", "ResponseCache", "answered", "credential_identity", "open_cache",
+           "request_key"]
 
-CACHE_FORMAT = "holysheep-cache-2"
+CACHE_FORMAT = "holysheep-cache-3"
 """Part of every key: a change in what is stored changes every key (old entries become misses)."""
 
 logger = get_logger("holysheep.cache")
@@ -72,13 +76,27 @@ def _clean_base(base_url: str) -> tuple[str, list[tuple[str, str]]]:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", "")), parse_qsl(parts.query, True)
 
 
+def credential_identity(api_key: str | None, headers: Mapping[str, str | None] | None = None) -> str:
+    """Who asks, as part of the cache key: a SHA-256 of the API key and of every header that carries one
+    (``Authorization``, ``api-key``, ``x-api-key``, ``Proxy-Authorization``), never the key itself; ``""``
+    when the request carries none. Another key (another tenant, or a key that replaced a revoked one) never
+    gets the answer this key was given."""
+    parts = [f"{name.lower()}={value}" for name, value in (headers or {}).items()
+             if value and name.lower() in CREDENTIAL_HEADERS]
+    if api_key:
+        parts.append(f"api_key={api_key}")
+    if not parts:
+        return ""
+    return hashlib.sha256("\0".join(sorted(parts)).encode("utf-8")).hexdigest()
+
+
 def request_key(body: Mapping[str, object], *, path: str = "chat/completions", base_url: str = "",
                 method: str = "POST", query: Mapping[str, object] | None = None,
-                headers: Mapping[str, str | None] | None = None) -> str | None:
+                headers: Mapping[str, str | None] | None = None, credential: str = "") -> str | None:
     """The cache key of a request: SHA-256 hex of its canonical form (``method``, ``base_url`` and ``path``, the
     base URL's query merged with ``query`` (a call's ``extra_query``), the ``KEY_HEADERS`` among ``headers``,
-    the body); None when the body holds a value that has no canonical JSON form (such a request is neither
-    looked up nor stored)."""
+    ``credential`` (`credential_identity`: who asks), the body); None when the body holds a value that has no
+    canonical JSON form (such a request is neither looked up nor stored)."""
     base, pairs = _clean_base(base_url)
     merged = dict(pairs)
     for name, value in (query or {}).items():  # as the URL is built: extra_query replaces the base URL's
@@ -87,8 +105,8 @@ def request_key(body: Mapping[str, object], *, path: str = "chat/completions", b
     try:
         canonical = json.dumps({"format": CACHE_FORMAT, "method": method.upper(), "base_url": base,
                                 "path": path.strip("/"), "query": sorted(merged.items()), "headers": chosen,
-                                "body": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                               default=_default, allow_nan=False)
+                                "credential": credential, "body": body}, sort_keys=True, separators=(",", ":"),
+                               ensure_ascii=False, default=_default, allow_nan=False)
     except (_Unkeyable, ValueError, TypeError):
         return None
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -139,20 +157,31 @@ class ResponseCache:
 
     def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
             method: str = "POST", query: Mapping[str, object] | None = None,
-            headers: Mapping[str, str | None] | None = None) -> str | None:
+            headers: Mapping[str, str | None] | None = None, credential: str = "") -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""
         if body.get("stream"):
             return None
-        return request_key(body, path=path, base_url=base_url, method=method, query=query, headers=headers)
+        return request_key(body, path=path, base_url=base_url, method=method, query=query, headers=headers,
+                           credential=credential)
 
     def key_for(self, spec: RequestSpec, config: ClientConfig) -> str | None:
-        """The key of ``spec`` sent with ``config``: its query and headers are the call's ``extra_query`` and the
-        client's ``default_headers`` with the call's ``extra_headers`` (a None value removes one)."""
+        """The key of ``spec`` sent with ``config`` (the endpoint it goes to: its base URL and key): its query and
+        headers are the call's ``extra_query`` and the client's ``default_headers`` with the call's
+        ``extra_headers`` (a None value removes one); who asks is `credential_identity` of its key and headers."""
         headers: dict[str, str | None] = {}
         for given in (config.default_headers, spec.options.extra_headers or {}):
             headers.update((name.lower(), value) for name, value in given.items())
         return self.key(spec.body or {}, path=spec.path, base_url=str(config.base_url), method=spec.method,
-                        query=spec.options.extra_query, headers=headers)
+                        query=spec.options.extra_query, headers=headers,
+                        credential=credential_identity(config.api_key.reveal(), headers))
+
+    def answer_key(self, key: str | None, call: Call | None) -> str | None:
+        """The key an answer is stored under: ``key`` (its lookup's) when the primary endpoint answered; when a
+        fallback did, the key of the request as that fallback got it (its base URL, key and model), so its
+        answer is never served as the primary's."""
+        if key is None or call is None or call.served_by == "primary":
+            return key
+        return self.key_for(call.spec, call.config)
 
     def get(self, key: str, *, clock: Callable[[], float] = time.perf_counter) -> ChatCompletion | None:
         """The stored completion for ``key`` (marked ``cached``; its ``elapsed_s`` is the lookup's time on
@@ -189,10 +218,13 @@ class ResponseCache:
         key = self.key_for(spec, config)
         return key, (self.get(key, clock=config.clock) if key is not None else None)
 
-    def save(self, key: str, result: object) -> None:
-        """Store a call's ``result`` under ``key`` when it is a completion (else nothing)."""
+    def save(self, key: str, result: object, call: Call | None = None) -> None:
+        """Store a call's ``result`` under ``key`` when it is a completion (else nothing); under the fallback's
+        own key when ``call`` (the call that answered) went to a fallback (`answer_key`)."""
         if isinstance(result, ChatCompletion):
-            self.put(key, result)
+            stored = self.answer_key(key, call)
+            if stored is not None:
+                self.put(stored, result)
 
     def put(self, key: str, response: ChatCompletion) -> None:
         """Store a completion that answered (``answered``: no refusal, content filter or empty reply), as the
@@ -239,12 +271,50 @@ class ResponseCache:
         return f"ResponseCache({self.store!r}, hits={self.hits}, misses={self.misses})"
 
 
+def shared_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the cache file at ``path`` could answer with what another user put there: the file (or its ``-wal``,
+    ``-shm`` or ``-journal``, which SQLite reads with it) or its folder belongs to another user or can be written
+    by others. The checks of the rate-limit folder (``private_state``); None when only this user can write it."""
+    from holysheep._engine.private_state import file_problem, folder_problem
+
+    file = Path(path).expanduser()
+    if file.is_dir():
+        return None  # (SQLiteCache refuses a folder with its own message)
+    folder = Path(os.path.realpath(file.parent))
+    if folder.exists():
+        problem = folder_problem(folder)
+        if problem is not None:
+            return f"its folder {folder} {problem}"
+    for name in (file, *(file.with_name(file.name + end) for end in ("-wal", "-shm", "-journal"))):
+        problem = file_problem(name)
+        if problem is not None:
+            return f"{name} {problem}"
+    return None
+
+
+def _refused(where: str, problem: str) -> ResponseCache:
+    """A cache that is off from the start (every lookup a miss, nothing stored), with one warning saying why."""
+    off = ResponseCache(MemoryCache())
+    off.off = f"refused: {problem}"
+    logger.warning("response cache %s: not used, because %s: another user could plant answers in it (or read "
+                   "them). Calls go on uncached. Use a cache file in a folder only you can write (chmod 700 the "
+                   "folder, chmod 600 the file), or name another file for cache= (--cache).", where, problem)
+    return off
+
+
 def open_cache(cache: CacheLike, *, ttl_s: float | None = None, max_entries: int | None = None,
                max_bytes: int | None = None) -> ResponseCache:
     """A ``ResponseCache`` for what ``cache=`` was given: a path opens (or creates) a ``SQLiteCache``
-    with the given limits; a store is wrapped; a ``ResponseCache`` is returned as it is."""
+    with the given limits; a store is wrapped; a ``ResponseCache`` is returned as it is. A cache file that
+    another user owns or may write, or one in such a folder (`shared_problem`), is not used: one warning, and
+    calls go on uncached."""
     if isinstance(cache, ResponseCache):
         return cache
+    if isinstance(cache, (str, os.PathLike, SQLiteCache)):
+        where = os.fspath(cache.path if isinstance(cache, SQLiteCache) else cache)
+        problem = shared_problem(where)
+        if problem is not None:
+            return _refused(where, problem)
     if isinstance(cache, (str, os.PathLike)):
         try:
             return ResponseCache(SQLiteCache(cache, ttl_s=ttl_s, max_entries=max_entries, max_bytes=max_bytes))

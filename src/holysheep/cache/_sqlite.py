@@ -88,7 +88,7 @@ class SQLiteCache:
         if self.path.is_dir():
             raise InvalidRequestError(f"cache path {self.path} is a folder; name a file, e.g. "
                                       f"{self.path / 'cache.db'}.", field="cache")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new folder: only this user writes it
         _create_private(self.path)
         self.ttl_s, self.max_entries, self.max_bytes = ttl_s, max_entries, max_bytes
         self._clock = clock

@@ -88,9 +88,12 @@ def _run_batch(args: argparse.Namespace) -> int:
         return 2
     try:
         params.update(structured_params(args))
-        if args.cache is not None:  # before the cache file is opened (or created)
-            from pathlib import Path
+        from pathlib import Path
 
+        from holysheep.batch._output_files import output_target
+
+        output_target(Path(args.output))  # -o /dev/null, a FIFO, a link to a device: exit 2 before anything is opened
+        if args.cache is not None:  # before the cache file is opened (or created)
             from holysheep.batch._jsonl_input import check_cache_path
 
             check_cache_path(args.cache, Path(args.output))

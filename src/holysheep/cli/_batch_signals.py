@@ -43,7 +43,9 @@ def cli_warnings() -> Iterator[None]:
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
     """SIGTERM (docker stop, `timeout`, Kubernetes) and SIGHUP (a closed terminal) stop the run like Ctrl-C;
-    a second one while it winds down is ignored. Exit status 128 + the signal: 143 and 129."""
+    a second one while it winds down ends the process at once (the signal's default action: whatever the wind
+    down waits for, SIGTERM always ends the run; the output stays resumable, as after a kill). Exit status
+    128 + the signal: 143 and 129."""
     import signal
     import threading
 
@@ -55,7 +57,7 @@ def stop_signals() -> Iterator[None]:
 
     def handler(signum: int, frame: object) -> None:
         for sig in sigs:
-            signal.signal(sig, signal.SIG_IGN)
+            signal.signal(sig, signal.SIG_DFL)
         raise StopSignal(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in sigs}
