@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from holysheep._core.config import TimeoutTypes, check_headers
+from holysheep._core.sentinels import given, is_not_given
 from holysheep._core.validation import normalize_messages, validate_sampling
 
 __all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsBase", "ChatParamsNoFormat", "ParseParams", "RequestOptions",
@@ -194,8 +195,12 @@ def build_chat_spec(
     params: Mapping[str, Any],
     parse: Callable[[bytes], object],
 ) -> RequestSpec:
-    """Validate chat arguments and build the request (raises InvalidRequestError before any I/O)."""
+    """Validate chat arguments and build the request (raises InvalidRequestError before any I/O). Arguments
+    passed as ``NOT_GIVEN``/``omit`` (holysheep's or openai's) count as not passed."""
+    params = given(params)
     if not isinstance(stream, bool):
+        if is_not_given(stream):
+            return build_chat_spec(model=model, messages=messages, stream=False, params=params, parse=parse)
         from holysheep._exceptions import InvalidRequestError
 
         raise InvalidRequestError(f"stream must be True or False, got {stream!r}.", field="stream")
@@ -224,6 +229,7 @@ def build_chat_spec(
 def request_options(params: Mapping[str, Any]) -> RequestOptions:
     """The per-call transport options in ``params`` (``extra_headers``, ``extra_query``, ``timeout``,
     ``max_retries``, ``stream_idle_timeout``); `NO_OPTIONS` when none is given. Headers are checked here."""
+    params = given(params)
     if not any(params.get(key, _NOT_GIVEN) is not _NOT_GIVEN for key in _TRANSPORT_KEYS if key != "extra_body"):
         return NO_OPTIONS
     if params.get("extra_headers") is not None:
