@@ -47,16 +47,16 @@ class ChatParamsBase(TypedDict, total=False):
     seed: int
     presence_penalty: float
     frequency_penalty: float
-    logit_bias: dict[str, int]
+    logit_bias: Mapping[str, int]
     logprobs: bool
     top_logprobs: int
-    tool_choice: str | dict[str, Any]
+    tool_choice: str | Mapping[str, Any]
     parallel_tool_calls: bool
     functions: list[dict[str, Any]]
     """Deprecated by OpenAI in favour of ``tools``; sent as given."""
     function_call: str | dict[str, Any]
     """Deprecated by OpenAI in favour of ``tool_choice``; sent as given."""
-    stream_options: dict[str, Any]
+    stream_options: Mapping[str, Any]
     user: str
     safety_identifier: str
     metadata: dict[str, str]
@@ -64,7 +64,7 @@ class ChatParamsBase(TypedDict, total=False):
     verbosity: str
     service_tier: str
     store: bool
-    modalities: list[str]
+    modalities: Sequence[str]
     audio: dict[str, Any]
     prediction: dict[str, Any]
     moderation: dict[str, Any]
@@ -86,7 +86,7 @@ class ChatParamsNoFormat(ChatParamsBase, total=False):
     """``ChatParams`` without ``response_format``: what ``chat.completions.stream`` takes besides a dict (or
     no) ``response_format``. ``tools`` are dicts only here: they are sent as given."""
 
-    tools: list[dict[str, Any]]
+    tools: Sequence[Mapping[str, Any]]
 
 
 class ChatParams(ChatParamsNoFormat, total=False):

@@ -6,7 +6,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import PrivateAttr
 
-from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, FunctionCall, ToolCall
+from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, Function, ToolCall
 
 __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice", "ParsedFunction",
            "ParsedFunctionToolCall"]
@@ -14,7 +14,7 @@ __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"
 ContentT = TypeVar("ContentT")
 
 
-class ParsedFunction(FunctionCall):
+class ParsedFunction(Function):
     """A tool call's function with ``parsed_arguments``: the arguments as the tool's pydantic model (``None``
     for a raw tool dict, whose arguments stay a JSON string in ``arguments``)."""
 
@@ -23,6 +23,8 @@ class ParsedFunction(FunctionCall):
 
 class ParsedFunctionToolCall(ToolCall):
     """A tool call whose ``function`` carries ``parsed_arguments``."""
+
+    _openai_name = "ParsedFunctionToolCall"
 
     function: ParsedFunction
 
