@@ -289,9 +289,9 @@ class Call:
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
                                 retry_after=retry_after)
-        if logger.isEnabledFor(20):
-            logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
-                        err.request_id)
+        if logger.isEnabledFor(10):  # DEBUG: at INFO the log says what openai-python's does (each retry)
+            logger.debug("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
+                         err.request_id)
         return self.decide(err, retry_after)
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:
