@@ -57,8 +57,12 @@ def is_not_given(value: object) -> bool:
 
 def given(params: Mapping[str, _T]) -> Mapping[str, _T]:
     """``params`` without the keys passed as "not given" (the same mapping when there is none: no copy)."""
+    known = _KNOWN
     for value in params.values():
-        if is_not_given(value):
+        flag = known.get(type(value))  # inlined: this runs on every request
+        if flag is False:
+            continue
+        if flag or is_not_given(value):
             return {key: v for key, v in params.items() if not is_not_given(v)}
     return params
 
