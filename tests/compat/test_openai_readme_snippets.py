@@ -90,3 +90,38 @@ def test_readme_snippet_prints_the_same_with_holysheep(name: str, server: FakeSe
     assert ours == theirs
     assert theirs.strip()
     assert len(server.requests) - middle == middle - before  # the same requests (retries included)
+
+
+COVERED_BY_SNIPPETS_PY = {  # tests/compat/snippets.py (chat-completions forms of the README's code)
+    "Async usage": "async_create", "Streaming responses": "chat_stream", "Handling errors": "errors",
+    "Retries": "retries", "Timeouts": "timeouts", "Accessing raw response data (e.g. headers)": "with_raw_response",
+    "`.with_streaming_response`": "with_streaming_response", "Request IDs": "chat_create",
+}
+
+
+def _readme_sections_with_python() -> list[str]:
+    import importlib.metadata
+
+    text = importlib.metadata.metadata("openai").get_payload()  # type: ignore[attr-defined]
+    assert isinstance(text, str) and "# OpenAI Python API library" in text
+    sections, current = [], None
+    for part in re.split(r"^(#{2,4} .+)$", text, flags=re.M):
+        if re.match(r"^#{2,4} ", part):
+            current = part.lstrip("#").strip()
+        elif current and re.search(r"^```(python|py)\b", part, re.M):
+            sections.append(current)
+    return sections
+
+
+def test_every_readme_section_with_python_is_run_or_listed_as_left_out() -> None:
+    from .snippets import SNIPPETS as SNIPPETS_PY
+
+    named = {m.group(1) for path in SNIPPETS.values()
+             for m in re.finditer(r'"([^"]+)"', path.read_text().splitlines()[0])}
+    assert set(COVERED_BY_SNIPPETS_PY.values()) <= set(SNIPPETS_PY)
+    migrating = (Path(__file__).parents[2] / "docs" / "migrating.md").read_text(encoding="utf-8")
+    table = migrating[migrating.index("| README / helpers.md snippet | Why |"):migrating.index("## Differences")]
+    sections = _readme_sections_with_python()
+    assert len(sections) >= 25
+    missing = [s for s in sections if s not in named and s not in COVERED_BY_SNIPPETS_PY and s not in table]
+    assert missing == []

@@ -1,4 +1,4 @@
-# README "How to tell whether None means null or missing".
+# README "How to tell whether `None` means `null` or missing".
 from openai import OpenAI
 
 client = OpenAI()

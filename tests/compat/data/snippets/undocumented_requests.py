@@ -1,4 +1,4 @@
-# README "Making custom/undocumented requests" (an endpoint the test server has, and extra params).
+# README "Undocumented endpoints" (an endpoint the test server has) and "Undocumented request params".
 import httpx2
 from openai import OpenAI
 
