@@ -139,6 +139,13 @@ class Function(FunctionCall):
     """A tool call's function (openai-python's ``Function``)."""
 
 
+def _as_function(value: object) -> object:
+    """A `FunctionCall` (the type ``function`` had before it was openai's `Function`) taken as its fields."""
+    if isinstance(value, FunctionCall) and not isinstance(value, Function):
+        return value.model_dump(exclude_unset=True)
+    return value
+
+
 class ToolCall(HolySheepModel):
     """A tool call made by the assistant (openai-python's ``ChatCompletionMessageFunctionToolCall``)."""
 
@@ -146,7 +153,10 @@ class ToolCall(HolySheepModel):
 
     id: Annotated[str, BeforeValidator(_str_id)] = ""
     """The call's id, to send back as the tool message's ``tool_call_id`` (``""`` when a server sent none)."""
-    function: Function
+    if TYPE_CHECKING:  # a FunctionCall is taken too (made a Function)
+        function: FunctionCall
+    else:
+        function: Annotated[Function, BeforeValidator(_as_function)]
     type: str = "function"
 
 
