@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
+from holysheep.types import completion_create_params as completion_create_params
 from holysheep.types._base import HolySheepModel
 from holysheep.types.chat_params import (
     ChatCompletionAssistantMessageParam,

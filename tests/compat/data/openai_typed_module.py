@@ -13,6 +13,7 @@ from openai.types.chat import (
     ChatCompletionMessageToolCallParam,
     ChatCompletionToolMessageParam,
     ChatCompletionToolParam,
+    completion_create_params,
 )
 from openai.types.shared_params import FunctionDefinition, ResponseFormatJSONObject, ResponseFormatJSONSchema
 
@@ -20,7 +21,7 @@ WEATHER: FunctionDefinition = {"name": "get_weather", "description": "The weathe
                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                               "required": ["city"], "additionalProperties": False}}
 TOOLS: list[ChatCompletionToolParam] = [{"type": "function", "function": WEATHER}]
-AS_JSON: ResponseFormatJSONObject = {"type": "json_object"}
+AS_JSON: completion_create_params.ResponseFormat = ResponseFormatJSONObject(type="json_object")
 CITY: ResponseFormatJSONSchema = {"type": "json_schema", "json_schema": {
     "name": "city", "strict": True, "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
 
