@@ -7,7 +7,7 @@ from __future__ import annotations
 
 IMPORTS = {
     "openai": "import openai\nfrom openai import AsyncOpenAI, OpenAI\n",
-    "holysheep": "import holysheep as openai\nfrom holysheep import AsyncClient as AsyncOpenAI, Client as OpenAI\n",
+    "holysheep": "import holysheep as openai\nfrom holysheep import AsyncOpenAI, OpenAI\n",
 }
 
 SNIPPETS: dict[str, str] = {}

@@ -57,8 +57,9 @@ def test_the_accepted_keyword_names_are_pinned() -> None:
 def test_each_method_types_tools_as_it_accepts_them() -> None:
     hints = {p.__name__: typing.get_type_hints(p) for p in (ChatParams, ChatParamsNoFormat, ParseParams,
                                                            RunToolsParams, BatchParams)}
-    assert hints["ChatParams"]["tools"] == list[dict[str, Any]]  # create() sends tools as given: dicts only
-    assert hints["ChatParamsNoFormat"]["tools"] == list[dict[str, Any]]
+    # create() sends tools as given: mappings only (openai's ChatCompletionToolParam TypedDicts among them)
+    assert hints["ChatParams"]["tools"] == Sequence[Mapping[str, Any]]
+    assert hints["ChatParamsNoFormat"]["tools"] == Sequence[Mapping[str, Any]]
     assert hints["ParseParams"]["tools"] == Sequence[TOOL_ENTRY]
     assert hints["BatchParams"]["tools"] == Sequence[TOOL_ENTRY]
     assert hints["ChatParams"]["response_format"] == RESPONSE_FORMAT

@@ -11,7 +11,7 @@ from typing_extensions import Unpack
 
 from holysheep._clients.base_client import NO_HIT, BaseClient, config_kwargs, quiet_build
 from holysheep._clients.resources.account import AsyncModelPager, BaseModels, BaseQuota
-from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
+from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta, coroutine_method
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
@@ -57,6 +57,9 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
 
     _client: AsyncClient
 
+    if not TYPE_CHECKING:  # an `async def` to `inspect` (typed as the shared method: it returns a coroutine)
+        create = coroutine_method(BaseCompletions.create)
+
     async def batch(self, requests: Iterable[Any] | AsyncIterable[Any],
                     **params: Unpack[BatchParams]) -> BatchResults:
         """Run many chat completions concurrently; one result per input, in input order.
@@ -94,19 +97,30 @@ class AsyncModels(BaseModels[AsyncModelPager, Coroutine[Any, Any, Model]]):
         fetch: Callable[..., Any] = super().list  # a coroutine on this client
         return AsyncModelPager(lambda: fetch(**options))
 
+    if not TYPE_CHECKING:
+        retrieve = coroutine_method(BaseModels.retrieve)
+
 
 class AsyncEmbeddings(BaseEmbeddings[Coroutine[Any, Any, CreateEmbeddingResponse]]):
     """``client.embeddings`` for the async client."""
+
+    if not TYPE_CHECKING:
+        create = coroutine_method(BaseEmbeddings.create)
 
 
 class AsyncQuotaResource(BaseQuota[Coroutine[Any, Any, Quota]]):
     """``client.quota`` for the async client."""
 
+    if not TYPE_CHECKING:
+        retrieve = coroutine_method(BaseQuota.retrieve)
+
 
 if TYPE_CHECKING:  # httpx2 is optional (holysheep[httpx2]): its client is wrapped as httpx's
     import httpx2
 
-    _HttpClient = Union[httpx.AsyncClient, httpx2.AsyncClient]
+    from holysheep._clients.http_clients import DefaultAioHttpClient
+
+    _HttpClient = Union[httpx.AsyncClient, httpx2.AsyncClient, DefaultAioHttpClient]
 else:
     _HttpClient = httpx.AsyncClient
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import httpx
 
 from holysheep._clients.client_warnings import warn_if_tls_unverified, warn_plain_http2, warn_unverified
+from holysheep._clients.http_clients import DefaultAioHttpClient
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.client_options import ClientOptions, check_option_names
 from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
@@ -16,6 +17,8 @@ from holysheep._core.keys import mask_key
 from holysheep._core.log import setup_logging
 from holysheep._core.option_checks import check_choice, http2_backend
 from holysheep._core.request import RequestSpec
+from holysheep._core.sentinels import given as given_options
+from holysheep._core.sentinels import is_not_given, or_default
 from holysheep._transports.backends import LazyPool
 
 if TYPE_CHECKING:
@@ -129,10 +132,22 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 ``TypeError`` that names the closest.
         """
         setup_logging()
-        settings: dict[str, Any] = dict(options)
+        api_key, base_url, default_headers, http_client = (  # NOT_GIVEN/omit (openai's too): not passed
+            or_default(api_key, None), or_default(base_url, None), or_default(default_headers, None),
+            or_default(http_client, None))
+        timeout, max_retries = or_default(timeout, DEFAULT_TIMEOUT), or_default(max_retries, 2)
+        settings: dict[str, Any] = dict(given_options(options))
         check_option_names(type(self).__name__, settings)
         fallbacks = settings.pop("fallbacks", None)
         circuit_breaker = settings.pop("circuit_breaker", None)
+        if isinstance(http_client, DefaultAioHttpClient):  # openai's way to ask for aiohttp
+            if "aiohttp" not in self._http_backends:
+                from holysheep._exceptions import InvalidRequestError
+
+                raise InvalidRequestError(f"DefaultAioHttpClient() is for AsyncClient; {type(self).__name__} sends "
+                                          "with httpx (pass DefaultHttpxClient() or leave http_client out).",
+                                          field="http_client")
+            http_client, settings["http_backend"] = None, "aiohttp"
         backend_given = "http_backend" in settings
         http_backend = settings.pop("http_backend", self._http_backends[0])
         cache = settings.pop("cache", None)
@@ -300,6 +315,10 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
         ``default_headers``/``default_query`` are merged into this client's; ``set_default_headers`` /
         ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them."""
+        timeout = ... if is_not_given(timeout) else timeout  # NOT_GIVEN/omit (openai's too): not passed
+        stream_idle_timeout = ... if is_not_given(stream_idle_timeout) else stream_idle_timeout
+        api_key, base_url, http_client, max_retries = (or_default(api_key, None), or_default(base_url, None),
+                                                       or_default(http_client, None), or_default(max_retries, None))
         if default_headers is not None and set_default_headers is not None:
             raise ValueError("The `default_headers` and `set_default_headers` arguments are mutually exclusive")
         if default_query is not None and set_default_query is not None:

@@ -73,9 +73,9 @@ class _Base(Generic[T]):
             except ValueError:
                 return None
         from holysheep._core.structured import tool_arguments
-        from holysheep.types.chat import FunctionCall, ToolCall
+        from holysheep.types.chat import Function, ToolCall
 
-        return tool_arguments(self._tool_set, ToolCall(function=FunctionCall(name=name, arguments=arguments)),
+        return tool_arguments(self._tool_set, ToolCall(function=Function(name=name, arguments=arguments)),
                               self._snapshot(), 1)
 
     def _snapshot(self) -> ChatCompletion:

@@ -22,7 +22,7 @@ from holysheep._core.answer import NoAnswerError
 from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
 from holysheep._core.error_mapping import error_from_status, error_from_transport, redirect_loop_error
 from holysheep._core.keys import redact
-from holysheep._core.log import logger
+from holysheep._core.log import logger, retry_logger
 from holysheep._core.option_checks import check_idle_timeout, check_max_retries
 from holysheep._core.request import NO_OPTIONS, RequestOptions, RequestSpec
 from holysheep._core.response_limits import attempt_seconds
@@ -262,6 +262,9 @@ class Call:
         self.retries_taken += 1
         if free:
             self.free_retries += 1
+        if retry_logger.isEnabledFor(20):  # openai-python's words, on holysheep._base_client
+            retry_logger.info("Retrying request in %f seconds (retry %i of %s)", delay, self.retries_taken,
+                              self.policy.max_retries)
         if logger.isEnabledFor(10):
             logger.debug("retrying %s %s in %.3fs (retry %d of %d): %s", self.spec.method, self.spec.path,
                          delay, self.retries_taken, self.policy.max_retries, error.message)
@@ -286,9 +289,9 @@ class Call:
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
                                 retry_after=retry_after)
-        if logger.isEnabledFor(20):
-            logger.info("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
-                        err.request_id)
+        if logger.isEnabledFor(10):  # DEBUG: at INFO the log says what openai-python's does (each retry)
+            logger.debug("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
+                         err.request_id)
         return self.decide(err, retry_after)
 
     def on_transport_error(self, exc: Exception, request: httpx.Request | None) -> Outcome:

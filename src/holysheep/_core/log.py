@@ -1,4 +1,5 @@
-"""The ``holysheep`` loggers: off by default, ``HOLYSHEEP_LOG=debug|info`` turns them on; keys are scrubbed.
+"""The ``holysheep`` loggers: off by default, ``HOLYSHEEP_LOG=debug|info`` (or ``OPENAI_LOG``) turns them on; keys
+are scrubbed.
 
 Every logger of the SDK comes from `get_logger`, which gives it the scrubbing filter: a logger's filters see
 only the records logged on it, not those its children propagate, so each one needs its own."""
@@ -11,7 +12,7 @@ import os
 from holysheep._core.keys import redact
 from holysheep._egress import scrub
 
-__all__ = ["get_logger", "logger", "setup_logging"]
+__all__ = ["get_logger", "logger", "retry_logger", "setup_logging"]
 
 
 class _RedactKeysFilter(logging.Filter):
@@ -42,14 +43,19 @@ logger = get_logger()
 _configured = False
 
 
+retry_logger = get_logger("holysheep._base_client")
+"""Where each retry is logged at INFO, in openai-python's words (its logger is ``openai._base_client``)."""
+
+
 def setup_logging() -> None:
-    """Apply ``HOLYSHEEP_LOG`` once per process (the scrubbing filter is on every SDK logger already)."""
+    """Apply ``HOLYSHEEP_LOG`` (or, when it is unset, openai-python's ``OPENAI_LOG``) once per process (the
+    scrubbing filter is on every SDK logger already)."""
     global _configured
     if _configured:
         return
     _configured = True
-    level = os.environ.get("HOLYSHEEP_LOG", "").strip().lower()
-    if level in ("debug", "info", "warning"):
+    level = (os.environ.get("HOLYSHEEP_LOG") or os.environ.get("OPENAI_LOG") or "").strip().lower()
+    if level in ("debug", "info", "warning", "error", "critical"):
         logger.setLevel(level.upper())
         if not logger.handlers:
             handler = logging.StreamHandler()

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from holysheep._core.config import TimeoutTypes, check_headers
+from holysheep._core.sentinels import given, is_not_given
 from holysheep._core.validation import normalize_messages, validate_sampling
 
 __all__ = ["NO_OPTIONS", "ChatParams", "ChatParamsBase", "ChatParamsNoFormat", "ParseParams", "RequestOptions",
@@ -46,16 +47,16 @@ class ChatParamsBase(TypedDict, total=False):
     seed: int
     presence_penalty: float
     frequency_penalty: float
-    logit_bias: dict[str, int]
+    logit_bias: Mapping[str, int]
     logprobs: bool
     top_logprobs: int
-    tool_choice: str | dict[str, Any]
+    tool_choice: str | Mapping[str, Any]
     parallel_tool_calls: bool
     functions: list[dict[str, Any]]
     """Deprecated by OpenAI in favour of ``tools``; sent as given."""
     function_call: str | dict[str, Any]
     """Deprecated by OpenAI in favour of ``tool_choice``; sent as given."""
-    stream_options: dict[str, Any]
+    stream_options: Mapping[str, Any]
     user: str
     safety_identifier: str
     metadata: dict[str, str]
@@ -63,7 +64,7 @@ class ChatParamsBase(TypedDict, total=False):
     verbosity: str
     service_tier: str
     store: bool
-    modalities: list[str]
+    modalities: Sequence[str]
     audio: dict[str, Any]
     prediction: dict[str, Any]
     moderation: dict[str, Any]
@@ -85,7 +86,7 @@ class ChatParamsNoFormat(ChatParamsBase, total=False):
     """``ChatParams`` without ``response_format``: what ``chat.completions.stream`` takes besides a dict (or
     no) ``response_format``. ``tools`` are dicts only here: they are sent as given."""
 
-    tools: list[dict[str, Any]]
+    tools: Sequence[Mapping[str, Any]]
 
 
 class ChatParams(ChatParamsNoFormat, total=False):
@@ -194,8 +195,12 @@ def build_chat_spec(
     params: Mapping[str, Any],
     parse: Callable[[bytes], object],
 ) -> RequestSpec:
-    """Validate chat arguments and build the request (raises InvalidRequestError before any I/O)."""
+    """Validate chat arguments and build the request (raises InvalidRequestError before any I/O). Arguments
+    passed as ``NOT_GIVEN``/``omit`` (holysheep's or openai's) count as not passed."""
+    params = given(params)
     if not isinstance(stream, bool):
+        if is_not_given(stream):
+            return build_chat_spec(model=model, messages=messages, stream=False, params=params, parse=parse)
         from holysheep._exceptions import InvalidRequestError
 
         raise InvalidRequestError(f"stream must be True or False, got {stream!r}.", field="stream")
@@ -224,6 +229,7 @@ def build_chat_spec(
 def request_options(params: Mapping[str, Any]) -> RequestOptions:
     """The per-call transport options in ``params`` (``extra_headers``, ``extra_query``, ``timeout``,
     ``max_retries``, ``stream_idle_timeout``); `NO_OPTIONS` when none is given. Headers are checked here."""
+    params = given(params)
     if not any(params.get(key, _NOT_GIVEN) is not _NOT_GIVEN for key in _TRANSPORT_KEYS if key != "extra_body"):
         return NO_OPTIONS
     if params.get("extra_headers") is not None:

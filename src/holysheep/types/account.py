@@ -15,8 +15,8 @@ class Model(HolySheepModel):
     """A model the API serves."""
 
     id: str
-    object: str = "model"
     created: int | float | None = None  # Unix seconds; some servers (transformers serve) send a float
+    object: str = "model"
     owned_by: str | None = None
     shutdown_date: str | None = None
 
@@ -25,8 +25,10 @@ class ModelList(_ResponseMeta):
     """The ``GET /models`` page, as openai-python's ``SyncPage[Model]``: ``data`` holds the models, and the page
     iterates, indexes and counts them (``for m in client.models.list()``). The API returns one page."""
 
-    object: str = "list"
+    _openai_name = "SyncPage[Model]"
+
     data: list[Model] = []
+    object: str = "list"
 
     def __iter__(self) -> Iterator[Model]:  # type: ignore[override]  # the models, as openai's pages
         return iter(self.data)

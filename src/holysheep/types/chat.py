@@ -8,7 +8,28 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
+from holysheep.types import completion_create_params as completion_create_params
 from holysheep.types._base import HolySheepModel
+from holysheep.types.chat_params import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionContentPartImageParam,
+    ChatCompletionContentPartInputAudioParam,
+    ChatCompletionContentPartParam,
+    ChatCompletionContentPartRefusalParam,
+    ChatCompletionContentPartTextParam,
+    ChatCompletionDeveloperMessageParam,
+    ChatCompletionFunctionMessageParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageToolCallParam,
+    ChatCompletionNamedToolChoiceParam,
+    ChatCompletionStreamOptionsParam,
+    ChatCompletionSystemMessageParam,
+    ChatCompletionToolChoiceOptionParam,
+    ChatCompletionToolMessageParam,
+    ChatCompletionToolParam,
+    ChatCompletionUserMessageParam,
+)
 from holysheep.types.chat_parts import (
     Annotation,
     ChatCompletionAudio,
@@ -21,6 +42,25 @@ from holysheep.types.chat_parts import (
 
 __all__ = [
     "ChatCompletion",
+    "ChatCompletionAssistantMessageParam",
+    "ChatCompletionContentPartImageParam",
+    "ChatCompletionContentPartInputAudioParam",
+    "ChatCompletionContentPartParam",
+    "ChatCompletionContentPartRefusalParam",
+    "ChatCompletionContentPartTextParam",
+    "ChatCompletionDeveloperMessageParam",
+    "ChatCompletionFunctionMessageParam",
+    "ChatCompletionFunctionToolParam",
+    "ChatCompletionMessageFunctionToolCallParam",
+    "ChatCompletionMessageToolCallParam",
+    "ChatCompletionNamedToolChoiceParam",
+    "ChatCompletionStreamOptionsParam",
+    "ChatCompletionSystemMessageParam",
+    "ChatCompletionToolChoiceOptionParam",
+    "ChatCompletionToolMessageParam",
+    "ChatCompletionToolParam",
+    "ChatCompletionUserMessageParam",
+    "ChatMessageDict",
     "ChatCompletionChunk",
     "ChatCompletionMessage",
     "ChatCompletionMessageParam",
@@ -30,6 +70,7 @@ __all__ = [
     "ChunkChoice",
     "CompletionTokensDetails",
     "CompletionUsage",
+    "Function",
     "FunctionCall",
     "Message",
     "ModelName",
@@ -44,8 +85,9 @@ ModelName = Union[
 """A model id. The literals are autocompletion hints; any string the API serves is accepted."""
 
 
-class ChatCompletionMessageParam(TypedDict, total=False):
-    """A chat message as a plain dict: ``{"role": "user", "content": "Hi"}``."""
+class ChatMessageDict(TypedDict, total=False):
+    """A chat message as a plain dict of any role: ``{"role": "user", "content": "Hi"}`` (holysheep's own, looser
+    than openai's per-role ``TypedDict``s; both are accepted)."""
 
     role: Required[Literal["system", "developer", "user", "assistant", "tool", "function"]]
     content: Required[str | list[dict[str, Any]] | None]
@@ -54,6 +96,19 @@ class ChatCompletionMessageParam(TypedDict, total=False):
     tool_call_id: NotRequired[str]
     reasoning_content: NotRequired[str | None]
     refusal: NotRequired[str | None]
+
+
+ChatCompletionMessageParam = Union[
+    ChatCompletionDeveloperMessageParam,
+    ChatCompletionSystemMessageParam,
+    ChatCompletionUserMessageParam,
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionToolMessageParam,
+    ChatCompletionFunctionMessageParam,
+    ChatMessageDict,
+]
+"""A chat message as a plain dict: openai-python's ``ChatCompletionMessageParam`` (one ``TypedDict`` per role, from
+`holysheep.types.chat_params`), or holysheep's looser `ChatMessageDict`."""
 
 
 class Message(HolySheepModel):
@@ -69,32 +124,56 @@ class Message(HolySheepModel):
     refusal: str | None = None
 
 
-class FunctionCall(HolySheepModel):
-    """The function a tool call invokes, with its JSON-encoded arguments."""
+def _str_id(value: object) -> object:
+    """``None`` (a server that sent null) as ``""``: openai types these ids and names ``str``."""
+    return "" if value is None else value
 
-    name: str | None = None
+
+class FunctionCall(HolySheepModel):
+    """The function a tool call invokes, with its JSON-encoded arguments (also the legacy ``function_call``)."""
+
     arguments: str = ""
+    name: Annotated[str, BeforeValidator(_str_id)] = ""
+
+
+class Function(FunctionCall):
+    """A tool call's function (openai-python's ``Function``)."""
+
+
+def _as_function(value: object) -> object:
+    """A `FunctionCall` (the type ``function`` had before it was openai's `Function`) taken as its fields."""
+    if isinstance(value, FunctionCall) and not isinstance(value, Function):
+        return value.model_dump(exclude_unset=True)
+    return value
 
 
 class ToolCall(HolySheepModel):
-    """A tool call made by the assistant."""
+    """A tool call made by the assistant (openai-python's ``ChatCompletionMessageFunctionToolCall``)."""
 
-    id: str | None = None
+    _openai_name = "ChatCompletionMessageFunctionToolCall"
+
+    id: Annotated[str, BeforeValidator(_str_id)] = ""
+    """The call's id, to send back as the tool message's ``tool_call_id`` (``""`` when a server sent none)."""
+    if TYPE_CHECKING:  # a FunctionCall is taken too (made a Function)
+        function: FunctionCall
+    else:
+        function: Annotated[Function, BeforeValidator(_as_function)]
     type: str = "function"
-    function: FunctionCall
 
 
 class ChatCompletionMessage(HolySheepModel):
     """The assistant's message in a completion."""
 
-    role: str = "assistant"
+    _shown_if_sent = frozenset({"reasoning_content"})
+
     content: str | None = None
     refusal: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    role: str = "assistant"
     annotations: Annotated[list[Annotation] | None, BeforeValidator(objects_or_none)] = None
     audio: Annotated[ChatCompletionAudio | None, BeforeValidator(object_or_none)] = None
     function_call: Annotated[FunctionCall | None, BeforeValidator(object_or_none)] = None
     """The legacy function call (superseded by ``tool_calls``)."""
+    tool_calls: list[ToolCall] | None = None
     reasoning_content: str | None = None
     """The model's reasoning, from servers that send it apart from the answer (DeepSeek, vLLM and SGLang
     reasoning parsers); ``None`` when the server sent none."""
@@ -103,18 +182,18 @@ class ChatCompletionMessage(HolySheepModel):
 class Choice(HolySheepModel):
     """One of the ``n`` alternatives in a completion."""
 
-    index: int = 0
-    message: ChatCompletionMessage
     finish_reason: str | None = None
+    index: int = 0
     logprobs: Annotated[ChoiceLogprobs | None, BeforeValidator(object_or_none)] = None
+    message: ChatCompletionMessage
 
 
 class PromptTokensDetails(HolySheepModel):
     """Breakdown of the prompt tokens (``cached_tokens``: served from the prompt cache, billed lower)."""
 
-    cached_tokens: int | None = None
     audio_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cached_tokens: int | None = None
     image_tokens: int | None = None
     text_tokens: int | None = None
 
@@ -122,9 +201,9 @@ class PromptTokensDetails(HolySheepModel):
 class CompletionTokensDetails(HolySheepModel):
     """Breakdown of the completion tokens (``reasoning_tokens``: spent thinking, not in the reply)."""
 
-    reasoning_tokens: int | None = None
-    audio_tokens: int | None = None
     accepted_prediction_tokens: int | None = None
+    audio_tokens: int | None = None
+    reasoning_tokens: int | None = None
     rejected_prediction_tokens: int | None = None
     text_tokens: int | None = None
 
@@ -132,13 +211,13 @@ class CompletionTokensDetails(HolySheepModel):
 class CompletionUsage(HolySheepModel):
     """Token counts billed for a request."""
 
-    prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_tokens: int = 0
     total_tokens: int = 0
     # Typed (not left in model_extra): reading a missing extra attribute raises inside pydantic, which
     # made `ChatCompletion.cost` cost as much CPU as parsing the whole reply.
-    prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(object_or_none)] = None
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(object_or_none)] = None
+    prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(object_or_none)] = None
 
 
 class _Keep:
@@ -259,16 +338,16 @@ class ChatCompletion(_ResponseMeta):
     """A chat completion (``object == "chat.completion"``)."""
 
     id: str = ""
-    object: str = "chat.completion"
+    choices: list[Choice] = []
     created: int = 0
     model: str = ""
-    choices: list[Choice] = []
-    usage: CompletionUsage | None = None
-    system_fingerprint: str | None = None
-    service_tier: str | None = None
+    object: str = "chat.completion"
     metadata: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
     moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
     """OpenAI's moderation results, as JSON."""
+    service_tier: str | None = None
+    system_fingerprint: str | None = None
+    usage: CompletionUsage | None = None
 
     @property
     def cost(self) -> float | None:
@@ -284,8 +363,10 @@ class ChatCompletion(_ResponseMeta):
 class ChoiceDeltaFunction(HolySheepModel):
     """A fragment of a streamed tool call's function."""
 
-    name: str | None = None
+    _openai_name = "ChoiceDeltaToolCallFunction"
+
     arguments: str | None = None
+    name: str | None = None
 
 
 class ChoiceDeltaToolCall(HolySheepModel):
@@ -293,28 +374,32 @@ class ChoiceDeltaToolCall(HolySheepModel):
 
     index: int = 0
     id: str | None = None
-    type: str | None = None
     function: ChoiceDeltaFunction | None = None
+    type: str | None = None
 
 
 class ChoiceDelta(HolySheepModel):
     """What one streamed chunk adds to a choice."""
 
-    role: str | None = None
-    content: str | None = None
-    refusal: str | None = None
-    tool_calls: list[ChoiceDeltaToolCall] | None = None
+    _shown_if_sent = frozenset({"reasoning_content"})
+
     audio: Annotated[ChoiceDeltaAudio | None, BeforeValidator(object_or_none)] = None
+    content: str | None = None
     function_call: Annotated[ChoiceDeltaFunctionCall | None, BeforeValidator(object_or_none)] = None
+    refusal: str | None = None
+    role: str | None = None
+    tool_calls: list[ChoiceDeltaToolCall] | None = None
     reasoning_content: str | None = None
     """A piece of the model's reasoning (DeepSeek-style servers)."""
 
 
 class ChunkChoice(HolySheepModel):
-    """One choice's delta in a streamed chunk."""
+    """One choice's delta in a streamed chunk (openai-python's ``chat_completion_chunk.Choice``)."""
 
-    index: int = 0
+    _openai_name = "Choice"
+
     delta: ChoiceDelta = ChoiceDelta()
+    index: int = 0
     finish_reason: str | None = None
     logprobs: Annotated[ChoiceLogprobs | None, BeforeValidator(object_or_none)] = None
 
@@ -323,12 +408,12 @@ class ChatCompletionChunk(HolySheepModel):
     """One streamed event (``object == "chat.completion.chunk"``); ``choices`` may be empty."""
 
     id: str = ""
-    object: str = "chat.completion.chunk"
+    choices: list[ChunkChoice] = []
     created: int = 0
     model: str = ""
-    choices: list[ChunkChoice] = []
-    usage: CompletionUsage | None = None
-    system_fingerprint: str | None = None
-    service_tier: str | None = None
-    obfuscation: str | None = None
+    object: str = "chat.completion.chunk"
     moderation: Annotated[dict[str, Any] | None, BeforeValidator(object_or_none)] = None
+    obfuscation: str | None = None
+    service_tier: str | None = None
+    system_fingerprint: str | None = None
+    usage: CompletionUsage | None = None

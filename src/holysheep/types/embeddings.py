@@ -13,13 +13,15 @@ __all__ = ["CreateEmbeddingResponse", "Embedding", "EmbeddingUsage"]
 class Embedding(HolySheepModel):
     """One input's vector: a list of floats (or the base64 string when ``encoding_format="base64"`` was asked)."""
 
-    object: Literal["embedding"] | str = "embedding"
-    index: int = 0
     embedding: Union[list[float], str] = []
+    index: int = 0
+    object: Literal["embedding"] | str = "embedding"
 
 
 class EmbeddingUsage(HolySheepModel):
-    """Tokens billed for the inputs."""
+    """Tokens billed for the inputs (openai-python's ``create_embedding_response.Usage``)."""
+
+    _openai_name = "Usage"
 
     prompt_tokens: int = 0
     total_tokens: int = 0
@@ -28,7 +30,7 @@ class EmbeddingUsage(HolySheepModel):
 class CreateEmbeddingResponse(_ResponseMeta):
     """The vectors, in input order (``data[i].index == i``)."""
 
-    object: str = "list"
     data: list[Embedding] = []
     model: str = ""
+    object: str = "list"
     usage: EmbeddingUsage | None = None

@@ -6,7 +6,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import PrivateAttr
 
-from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, FunctionCall, ToolCall
+from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, Function, ToolCall
 
 __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice", "ParsedFunction",
            "ParsedFunctionToolCall"]
@@ -14,7 +14,7 @@ __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"
 ContentT = TypeVar("ContentT")
 
 
-class ParsedFunction(FunctionCall):
+class ParsedFunction(Function):
     """A tool call's function with ``parsed_arguments``: the arguments as the tool's pydantic model (``None``
     for a raw tool dict, whose arguments stay a JSON string in ``arguments``)."""
 
@@ -24,6 +24,8 @@ class ParsedFunction(FunctionCall):
 class ParsedFunctionToolCall(ToolCall):
     """A tool call whose ``function`` carries ``parsed_arguments``."""
 
+    _openai_name = "ParsedFunctionToolCall"
+
     function: ParsedFunction
 
 
@@ -32,12 +34,16 @@ class ParsedChatCompletionMessage(ChatCompletionMessage, Generic[ContentT]):
     choice has no content, e.g. a tool call, or when ``parse`` got tools and no ``response_format``), and
     ``tool_calls[i].function.parsed_arguments``."""
 
+    _openai_name = "ParsedChatCompletionMessage[~ResponseFormatT]"  # as openai-python prints its parsed objects
+
     parsed: ContentT | None = None
     tool_calls: list[ParsedFunctionToolCall] | None = None  # type: ignore[assignment]  # narrower: parsed
 
 
 class ParsedChoice(Choice, Generic[ContentT]):
     """A choice whose ``message`` carries ``parsed``."""
+
+    _openai_name = "ParsedChoice[~ResponseFormatT]"  # as openai-python prints its parsed objects
 
     message: ParsedChatCompletionMessage[ContentT]
 
@@ -48,6 +54,8 @@ class ParsedChatCompletion(ChatCompletion, Generic[ContentT]):
     ``usage`` (and so ``cost``) counts every request sent for it: with ``max_repairs`` the first answer
     and each re-ask. ``repairs`` says how many re-asks were needed; ``attempts`` holds each raw response.
     """
+
+    _openai_name = "ParsedChatCompletion[~ResponseFormatT]"  # as openai-python prints its parsed objects
 
     choices: list[ParsedChoice[ContentT]] = []  # type: ignore[assignment]  # narrower: each choice is parsed
     _attempts: list[ChatCompletion] = PrivateAttr(default_factory=list)

@@ -11,6 +11,7 @@ from typing_extensions import Unpack
 from holysheep._clients.resources.chat import Resource
 from holysheep._clients.resources.embeddings import RequestParams
 from holysheep._core.request import RequestSpec, request_options
+from holysheep._core.sentinels import given, or_default
 from holysheep.types.account import Model, ModelList, Quota
 
 __all__ = ["AsyncModelPager", "BaseModels", "BaseQuota"]
@@ -35,7 +36,8 @@ def _parse_quota(content: bytes) -> Quota:
 def _spec(method: str, path: str, parse: Callable[[bytes], object], options: RequestParams) -> RequestSpec:
     """A GET of ``path`` with openai's per-call options (``extra_body``, as openai-python, sent as a JSON body);
     an unknown keyword is `InvalidRequestError` before any I/O."""
-    unknown = set(options) - set(RequestParams.__optional_keys__)
+    opts = given(options)  # NOT_GIVEN/omit: not passed
+    unknown = set(opts) - set(RequestParams.__optional_keys__)
     if unknown:
         from holysheep._exceptions import InvalidRequestError
 
@@ -43,8 +45,8 @@ def _spec(method: str, path: str, parse: Callable[[bytes], object], options: Req
         raise InvalidRequestError(f"models.{method}() got an unknown parameter {name!r}; it takes extra_headers, "
                                   "extra_query, extra_body, timeout and max_retries.", field=name,
                                   reason="unknown parameter")
-    extra_body = options.get("extra_body")
-    return RequestSpec("GET", path, dict(extra_body) if extra_body else None, parse, options=request_options(options))
+    extra_body = or_default(options.get("extra_body"), None)
+    return RequestSpec("GET", path, dict(extra_body) if extra_body else None, parse, options=request_options(opts))
 
 
 class BaseModels(Resource, Generic[_RL, _RM]):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -14,8 +14,9 @@ from holysheep.types.chat import ChatCompletion, ChatCompletionMessageParam, Mes
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
 
-__all__ = ["BaseChat", "BaseCompletions", "Beta", "Executor", "Resource"]
+__all__ = ["BaseChat", "BaseCompletions", "Beta", "Executor", "Resource", "coroutine_method"]
 
+_T = TypeVar("_T")
 _RC = TypeVar("_RC")
 _RS = TypeVar("_RS")
 
@@ -50,6 +51,18 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
     completion = ChatCompletion.model_validate_json(content)  # builds the validator on first use
     _validate_json = ChatCompletion.__pydantic_validator__.validate_json
     return check_answer(completion, content)
+
+
+def coroutine_method(method: Callable[..., Awaitable[_T]]) -> Callable[..., Coroutine[object, object, _T]]:
+    """``method`` (one shared by both clients, which returns a coroutine on the async client) as an ``async def``
+    of the same signature, so that ``inspect.iscoroutinefunction`` is true for it (instructor and litellm ask)."""
+    import functools
+
+    @functools.wraps(method)
+    async def call(*args: object, **kwargs: object) -> _T:
+        return await method(*args, **kwargs)
+
+    return call
 
 
 class Resource:

@@ -11,6 +11,7 @@ from holysheep._clients.resources.chat import Resource
 from holysheep._core.config import TimeoutTypes
 from holysheep._core.embeddings import embedding_body, embedding_request
 from holysheep._core.request import request_options
+from holysheep._core.sentinels import given, or_default
 
 __all__ = ["BaseEmbeddings", "EmbeddingInput", "RequestParams"]
 
@@ -41,7 +42,10 @@ class BaseEmbeddings(Resource, Generic[_RE]):
         does (smaller replies); ``encoding_format="base64"`` returns the strings. Retries, errors and key
         handling are those of ``chat.completions.create``; arguments are checked before any I/O.
         """
-        unknown = set(options) - set(RequestParams.__optional_keys__)
+        opts = given(options)  # NOT_GIVEN/omit: not passed
+        dimensions, encoding_format, user = (or_default(dimensions, None), or_default(encoding_format, None),
+                                             or_default(user, None))
+        unknown = set(opts) - set(RequestParams.__optional_keys__)
         if unknown:
             from holysheep._exceptions import InvalidRequestError
 
@@ -51,7 +55,7 @@ class BaseEmbeddings(Resource, Generic[_RE]):
                                       reason="unknown parameter")
         body, decode = embedding_body(model=model, input=input, dimensions=dimensions,
                                       encoding_format=encoding_format, user=user,
-                                      extra_body=options.get("extra_body"))
-        spec = embedding_request(body, decode, request_options(options))
+                                      extra_body=or_default(options.get("extra_body"), None))
+        spec = embedding_request(body, decode, request_options(opts))
         result: _RE = self._client._execute(spec)
         return result

@@ -10,6 +10,7 @@ from typing_extensions import Unpack
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
 from holysheep._clients.resources.structured import _spec
 from holysheep._core.request import ChatParamsNoFormat, ParseParams, RequestSpec, build_chat_spec
+from holysheep._core.sentinels import given, or_default
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ def stream_spec(model: Any, messages: Any, response_format: object,
     a dict is sent as given and not parsed, as in openai) and the tools it sends (with a type, functions and
     models made strict tools, so their calls get ``parsed_arguments``). Raises `InvalidRequestError` before
     any I/O."""
+    params = given(params)
+    response_format = or_default(response_format, None)
     if "stream" in params:
         from holysheep._exceptions import InvalidRequestError
 

@@ -13,6 +13,7 @@ from typing_extensions import Unpack
 
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
 from holysheep._core.request import ChatParamsBase, ParseParams, RequestSpec, ToolInput, build_chat_spec
+from holysheep._core.sentinels import given, or_default
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -120,8 +121,9 @@ class SyncParse:
         """
         from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
 
-        plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
-                           "max_repairs": max_repairs, "on_refusal": on_refusal, **params}, stream=stream)
+        stream = or_default(stream, False)
+        plan = plan_parse(given({"model": model, "messages": messages, "response_format": response_format,
+                                 "max_repairs": max_repairs, "on_refusal": on_refusal, **params}), stream=stream)
         raw = _raw_spec(plan, stream)
         if raw is not None:
             return self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse
@@ -194,8 +196,9 @@ class AsyncParse:
         """
         from holysheep._core.structured import plan_parse  # lazy: `import holysheep` stays light
 
-        plan = plan_parse({"model": model, "messages": messages, "response_format": response_format,
-                           "max_repairs": max_repairs, "on_refusal": on_refusal, **params}, stream=stream)
+        stream = or_default(stream, False)
+        plan = plan_parse(given({"model": model, "messages": messages, "response_format": response_format,
+                                 "max_repairs": max_repairs, "on_refusal": on_refusal, **params}), stream=stream)
         raw = _raw_spec(plan, stream)
         if raw is not None:
             return await self._client._execute(raw)  # type: ignore[no-any-return]  # an APIResponse

@@ -10,6 +10,7 @@ from typing_extensions import Unpack
 from holysheep._clients.resources.chat import Executor, parse_chat_completion
 from holysheep._core.hooks import HookSet, active_hooks
 from holysheep._core.request import RequestSpec, RunToolsParams, ToolInput, build_chat_spec
+from holysheep._core.sentinels import given, or_default
 from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def plan_tools(params: Mapping[str, object], tools: Any, max_turns: int, tool_ti
     from holysheep._core.tool_loop import ToolLoop  # lazy: `import holysheep` stays light
     from holysheep._core.tools import tool_set
 
-    return ToolLoop(params, tool_set(tools), max_turns, tool_timeout)
+    return ToolLoop(given(params), tool_set(tools), or_default(max_turns, 10), or_default(tool_timeout, 60.0))
 
 
 def _pool_of(client: Executor) -> ToolPool:
