@@ -29,7 +29,7 @@ from holysheep._core.response_limits import attempt_seconds
 from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, server_delay
 from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.validation import body_error
-from holysheep._egress import scrub_body
+from holysheep._egress import remember_headers, scrub_body
 from holysheep._exceptions import APIError, APIResponseValidationError
 from holysheep.types.chat import _ResponseMeta
 
@@ -122,7 +122,7 @@ class Call:
     ``rand`` is the jitter source (injectable for tests); times come from ``config.clock``.
     """
 
-    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
+    __slots__ = ("__weakref__", "_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
                  "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers", "retries_taken",
                  "served_by", "spec", "started_at", "status_code", "timeout")
 
@@ -177,6 +177,7 @@ class Call:
         if opts.extra_headers:
             check_key_transport(config.base_url, config.allow_insecure_http, None, opts.extra_headers,
                                 field="extra_headers")
+            remember_headers(opts.extra_headers, self)  # masked in every output while this call lives (_egress)
             for name, value in opts.extra_headers.items():
                 if value is None:
                     headers.pop(name.lower(), None)
