@@ -6,7 +6,7 @@ import functools
 import statistics
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact, redact_value
 from holysheep._core.percentile import percentile
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
+from holysheep._core.scrub import scrub_assembled
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
 from holysheep._core.stream_bounds import MAX_GAPS, Pieces, sample_gap
 from holysheep._egress import scrub_body
@@ -47,6 +48,11 @@ class StreamMetrics:
     time_to_first_content_s: float | None = None
 
 
+def _joined(pieces: Iterable[str]) -> str:
+    """Pieces of a stream's text joined, and scrubbed as a whole (`scrub_assembled`)."""
+    return scrub_assembled("".join(pieces))
+
+
 def _key_without_index(calls: dict[int, dict[str, object]], call_id: str | None) -> int:
     """Where a tool-call fragment without ``index`` belongs (some servers send them so): the call with its
     ``id``, a new call for a new ``id``, else the latest call (a continuation carries no id)."""
@@ -68,7 +74,7 @@ class StreamState:
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
     __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
-                 "_kept", "_last_out", "_max_text", "_outputs", "_reasoning", "_refusals", "_roles", "_secret",
+                 "_kept", "_last_out", "_max_text", "_outputs", "_raw", "_reasoning", "_refusals", "_roles", "_secret",
                  "_served", "_stride", "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at",
                  "finish", "first_at", "overflow", "raw_error", "reported", "started_at")
 
@@ -95,6 +101,10 @@ class StreamState:
         self._gaps = array("d")
         self._stride = 1
         self._first: ChatCompletionChunk | None = None
+        # The chunks of the latest batch whose scrubbed copy was handed out, by the copy's id: the state keeps
+        # what the server sent and scrubs what it joins as it leaves (`scrub_assembled`), so a key split across
+        # two deltas is masked whole, not half masked and half kept.
+        self._raw: dict[int, ChatCompletionChunk] = {}
         self._texts: dict[int, Pieces] = {}  # kept text: pieces joined in runs (see `Pieces`)
         self._roles: dict[int, str] = {}
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
@@ -116,8 +126,14 @@ class StreamState:
 
     @property
     def partial_text(self) -> str:
-        """Content received so far (choice 0)."""
-        return "".join(self._texts.get(0, ()))
+        """Content received so far (choice 0), scrubbed as a whole."""
+        return _joined(self._texts.get(0, ()))
+
+    def raw(self, chunk: ChatCompletionChunk) -> ChatCompletionChunk:
+        """What the server sent for ``chunk``, one of the chunks the latest `feed` handed out (``chunk`` itself
+        unless the scrubber masked something in it): for a consumer that joins the pieces and scrubs the joined
+        value with `scrub_assembled`, as the stream helper's snapshots do."""
+        return self._raw.get(id(chunk), chunk)
 
     def feed(self, data: bytes) -> list[ChatCompletionChunk]:
         """Chunks completed by ``data``. Raises APIStreamError on an in-stream error event, and
@@ -166,6 +182,7 @@ class StreamState:
 
     def _events(self, events: list[ServerSentEvent]) -> list[ChatCompletionChunk]:
         out: list[ChatCompletionChunk] = []
+        self._raw.clear()
         for event in events:
             if self.done or self.overflow is not None:
                 break
@@ -176,10 +193,12 @@ class StreamState:
                 break
             if event.event == "error" or '"error"' in data:
                 self._raise_if_error(event)
+            clean = scrub_body(data)  # a key the server echoed is masked in the chunk handed out
             try:
-                chunk = self._validate(scrub_body(data))  # a key the server echoed is masked
+                chunk = self._validate(clean)
+                raw = chunk if clean is data else self._validate(data)
             except ValueError:  # pydantic's ValidationError is a ValueError
-                chunk = None
+                chunk = raw = None
             if chunk is None:  # raised outside the handler: pydantic's error (with the raw input) is not chained
                 self.mark_end()
                 shown = redact(data[:200], self._secret)
@@ -189,11 +208,15 @@ class StreamState:
                     status_code=200, partial_text=self.partial_text, body=redact(data[:2000], self._secret),
                 )
             try:
-                self._absorb(chunk)
+                self._absorb(raw)
             except StreamTooLargeError:  # the chunks before it are still handed out, then `too_large` again
                 if not out:
                     raise
                 break
+            if raw is not chunk:
+                self._raw[id(chunk)] = raw
+                if self._first is raw:
+                    self._first = chunk
             out.append(chunk)
         return out
 
@@ -246,7 +269,7 @@ class StreamState:
             f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.overflow} chunks; "
             "the connection was closed and the call was not retried. The text up to the limit is in "
             ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
-            partial_text=functools.partial("".join, pieces) if pieces else "", limit=limit)
+            partial_text=functools.partial(_joined, pieces) if pieces else "", limit=limit)
 
     def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
         pieces = store.get(key)
@@ -358,7 +381,7 @@ class StreamState:
             "usage": self._usage.model_dump() if self._usage is not None else None,
             **self._served,
         }
-        completion = ChatCompletion.model_validate(body)
+        completion = ChatCompletion.model_validate(scrub_assembled(body))  # a key split across deltas is whole here
         if self.ended_at is not None:
             completion._update_transport(elapsed_s=self.ended_at - self.started_at)
         return completion
