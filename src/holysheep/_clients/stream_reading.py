@@ -69,8 +69,9 @@ class _Watch:
         self.clock = IdleClock(self.idle) if self.idle is not None else None
 
     def tick(self) -> None:
-        """After a piece of body: no event for ``idle`` seconds is a timeout (events, not bytes, reset it)."""
-        if self.clock is not None and self.clock.expired(self.state.events):
+        """After a piece of body: no progress for ``idle`` seconds is a timeout (chunks that carry output, a finish
+        reason or usage reset it; bytes, comments and keep-alive events with nothing in them do not)."""
+        if self.clock is not None and self.clock.expired(self.state.progress):
             raise _idle_error(self.clock.idle)
 
     def check_complete(self) -> None:

@@ -122,9 +122,9 @@ class Call:
     ``rand`` is the jitter source (injectable for tests); times come from ``config.clock``.
     """
 
-    __slots__ = ("__weakref__", "_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
-                 "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers", "retries_taken",
-                 "served_by", "spec", "started_at", "status_code", "timeout")
+    __slots__ = ("__weakref__", "_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s",
+                 "free_retries", "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers",
+                 "retries_taken", "served_by", "spec", "started_at", "status_code", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
                  idempotency_key: str | None = None, rand: Callable[[], float] = random.random,

@@ -10,7 +10,7 @@ from typing import TypeVar
 import httpx
 
 from holysheep._core.keys import MIN_SECRET_LEN, mask_key, redact
-from holysheep._egress import KEY_HEADERS, header_secret, scrub, scrub_json
+from holysheep._egress import header_secret, scrub, scrub_json
 
 __all__ = ["masked_request", "request_id_of", "scrub_assembled", "scrub_cause", "scrubbed_headers"]
 

@@ -3,50 +3,32 @@
 from __future__ import annotations
 
 import functools
-import statistics
 import time
 from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact, redact_value
-from holysheep._core.percentile import percentile
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
 from holysheep._core.scrub import scrub_assembled
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
-from holysheep._core.stream_bounds import MAX_GAPS, Pieces, sample_gap
+from holysheep._core.stream_bounds import (
+    CHOICE_COST,
+    MAX_CHOICES,
+    MAX_GAPS,
+    MAX_TOOL_CALLS,
+    TOOL_CALL_COST,
+    Pieces,
+    sample_gap,
+    wire_caps,
+)
+from holysheep._core.stream_metrics import StreamMetrics, stream_metrics
 from holysheep._egress import scrub_body
 from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = ["StreamMetrics", "StreamState"]
-
-@dataclass(frozen=True)
-class StreamMetrics:
-    """Latency of one stream, measured on the client.
-
-    ``ttft_s``: request sent → first chunk carrying output (reasoning, content or a tool call).
-    ``time_to_first_reasoning_s`` / ``time_to_first_content_s``: to the first reasoning token and to the first
-    answer token (content or a tool call); each ``None`` when the stream had none. ``itl_*``: gaps between
-    successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request; the
-    percentiles are exact up to 65,536 gaps, then read from an evenly spaced sample of them, see `sample_gap`).
-    ``total_s``: request sent → end of stream. ``tokens_per_s``: completion tokens / ``total_s``.
-    ``completion_tokens`` comes from ``usage`` when the server sends it, else the output-chunk count.
-    """
-
-    ttft_s: float | None
-    itl_mean_s: float | None
-    itl_p50_s: float | None
-    itl_p95_s: float | None
-    chunks: int
-    completion_tokens: int
-    total_s: float | None
-    tokens_per_s: float | None
-    time_to_first_reasoning_s: float | None = None
-    time_to_first_content_s: float | None = None
-
 
 def _joined(pieces: Iterable[str]) -> str:
     """Pieces of a stream's text joined, and scrubbed as a whole (`scrub_assembled`)."""
@@ -73,10 +55,47 @@ class StreamState:
     ``started_at`` and every time it stamps are read from ``clock`` (monotonic seconds: the client config's
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
-    __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
-                 "_kept", "_last_out", "_max_text", "_outputs", "_raw", "_reasoning", "_refusals", "_roles", "_secret",
-                 "_served", "_stride", "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at",
-                 "finish", "first_at", "overflow", "raw_error", "reported", "started_at")
+    __slots__ = (
+        "_args",
+        "_calls",
+        "_choices",
+        "_clock",
+        "_decoder",
+        "_first",
+        "_first_answer",
+        "_first_out",
+        "_first_reasoning",
+        "_gaps",
+        "_kept",
+        "_last_out",
+        "_max_events",
+        "_max_text",
+        "_max_wire",
+        "_outputs",
+        "_raw",
+        "_reasoning",
+        "_refusals",
+        "_roles",
+        "_secret",
+        "_served",
+        "_stride",
+        "_texts",
+        "_tools",
+        "_usage",
+        "_validate",
+        "_why",
+        "_wire",
+        "chunks",
+        "done",
+        "ended_at",
+        "finish",
+        "first_at",
+        "overflow",
+        "progress",
+        "raw_error",
+        "reported",
+        "started_at",
+    )
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
@@ -86,6 +105,12 @@ class StreamState:
         self._secret = secret  # redacted out of every server text an error carries
         self._max_text = max_text_bytes  # the most text kept (UTF-8 bytes): past it, StreamTooLargeError
         self._kept = 0
+        self._max_events, self._max_wire = wire_caps(max_text_bytes)  # what the wire may deliver (stream_bounds)
+        self._wire = 0  # body bytes fed
+        self._choices: set[int] = set()  # the choice indices opened
+        self._calls = 0  # the tool calls opened, over all choices
+        self._why: str | None = None  # which bound the stream passed, when not the text cap
+        self.progress = 0  # chunks that carried output, a finish reason or usage (what stream_idle_timeout counts)
         self.started_at = started_at
         self.ended_at: float | None = None
         self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
@@ -121,8 +146,25 @@ class StreamState:
 
     @property
     def events(self) -> int:
-        """SSE events dispatched so far (what ``stream_idle_timeout`` counts)."""
+        """SSE events dispatched so far (keep-alive events included: ``stream_idle_timeout`` counts `progress`)."""
         return self._decoder.events
+
+    def _count_wire(self, data: bytes) -> None:
+        """Count ``data`` against the stream's body-byte cap (`wire_caps`); past it `StreamTooLargeError`."""
+        self._wire += len(data)
+        if self._wire > self._max_wire:
+            self._over(f"{self._max_wire} bytes of body")
+
+    def _count_events(self) -> None:
+        if self._decoder.events > self._max_events:
+            self._over(f"{self._max_events} SSE events")
+
+    def _over(self, why: str) -> None:
+        """End the stream at a bound other than the text cap: `StreamTooLargeError` saying which."""
+        self._why = why
+        self.mark_end()
+        self.overflow = self.chunks
+        raise self.too_large()
 
     @property
     def partial_text(self) -> str:
@@ -141,7 +183,10 @@ class StreamState:
         raise `too_large` once they have handed those out)."""
         if self.overflow is not None:
             raise self.too_large()
-        return self._events(self._decoder.feed(data))
+        self._count_wire(data)
+        events = self._decoder.feed(data)
+        self._count_events()
+        return self._events(events)
 
     def finish_stream(self) -> list[ChatCompletionChunk]:
         """The transport reached EOF: dispatch what is pending and stop the clock."""
@@ -157,9 +202,14 @@ class StreamState:
         stream would raise (an error event, an event that is not a chunk) is kept in ``raw_error`` instead, and
         later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`;
         text past its cap sets ``overflow`` (the raw reader raises `too_large`: it is a bound)."""
+        try:
+            self._count_wire(data)
+        except StreamTooLargeError:
+            return  # ``overflow`` says so (the raw reader raises `too_large`)
         events = self._decoder.feed(data)
         if self.raw_error is None and events:
             try:
+                self._count_events()
                 self._events(events)
             except StreamTooLargeError:
                 pass  # ``overflow`` says so; the error is not kept (it would hold this state in a cycle)
@@ -265,11 +315,30 @@ class StreamState:
         0's pieces when read, and it holds no reference to this state (nor this state to it): dropping the stream
         frees its text at once, without waiting for the cycle collector."""
         limit, pieces = self._max_text, self._texts.get(0)
+        what = (f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit)" if self._why is None else
+                f"The stream passed {self._why}, the most a stream may deliver for max_stream_text_bytes={limit} "
+                "(see Streaming: bounded memory)")
         return StreamTooLargeError(
-            f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.overflow} chunks; "
-            "the connection was closed and the call was not retried. The text up to the limit is in "
-            ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
-            partial_text=functools.partial(_joined, pieces) if pieces else "", limit=limit)
+            f"{what} after {self.overflow} chunks; the connection was closed and the call was not retried. The text "
+            "up to the limit is in .partial_text; raise max_stream_text_bytes on the client if this server really "
+            "sends that much.", partial_text=functools.partial(_joined, pieces) if pieces else "", limit=limit)
+
+    def _charge(self, size: int) -> None:
+        """Count ``size`` bytes of structure (a choice, a tool call) against the text cap, as `_keep` counts text."""
+        self._kept += size
+        if self._kept > self._max_text:
+            self._kept = self._max_text
+            self.mark_end()
+            self.overflow = self.chunks
+            raise self.too_large()
+
+    def _open_choice(self, idx: int) -> None:
+        """A choice index seen for the first time: the first is free, each other costs `CHOICE_COST`."""
+        if len(self._choices) >= MAX_CHOICES:
+            self._over(f"{MAX_CHOICES} choices")
+        self._choices.add(idx)
+        if len(self._choices) > 1:
+            self._charge(CHOICE_COST)
 
     def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
         pieces = store.get(key)
@@ -291,9 +360,12 @@ class StreamState:
         if chunk.service_tier is not None:
             self._served["service_tier"] = chunk.service_tier
         got_content = got_reasoning = False
+        moved = chunk.usage is not None
         for choice in chunk.choices:
             delta = choice.delta
             idx = choice.index
+            if idx not in self._choices:
+                self._open_choice(idx)
             if delta.role:
                 self._roles[idx] = delta.role if idx in self._roles else self._keep(delta.role)
             text = delta.content
@@ -322,6 +394,9 @@ class StreamState:
                 if idx not in self.finish:
                     self._keep(choice.finish_reason)
                 self.finish[idx] = choice.finish_reason
+                moved = True
+        if moved or got_content or got_reasoning:
+            self.progress += 1  # a keep-alive (no choices, or empty deltas) does not reset the idle clock
         if got_content or got_reasoning:
             now = self._clock()
             if self._first_out is None:
@@ -344,8 +419,11 @@ class StreamState:
             key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
             slot = calls.get(key)
             if slot is None:
+                self._calls += 1
+                if self._calls > MAX_TOOL_CALLS:
+                    self._over(f"{MAX_TOOL_CALLS} tool calls")
+                self._charge(TOOL_CALL_COST)  # what keeping a call costs, with or without arguments
                 slot = calls[key] = {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
-                self._keep("function")  # a new call costs at least its type
             if tc.id and tc.id != slot["id"]:
                 slot["id"] = self._keep(tc.id)
             if tc.type and tc.type != slot["type"]:
@@ -395,23 +473,6 @@ class StreamState:
 
     def metrics(self) -> StreamMetrics:
         """Latency figures so far (complete once the stream has ended)."""
-        first = self._first_out
-        ttft = first - self.started_at if first is not None else None
-        gaps, count = self._gaps, self._outputs - 1  # every gap: the sample may hold fewer
-        end = self.ended_at
-        total = (end - self.started_at) if end is not None else None
         usage_tokens = getattr(self._usage, "completion_tokens", None) if self._usage is not None else None
-        tokens = usage_tokens if usage_tokens else self._outputs
-        return StreamMetrics(
-            ttft_s=ttft,
-            itl_mean_s=(self._last_out - first) / count if first is not None and count > 0 else None,
-            itl_p50_s=statistics.median(gaps) if gaps else None,
-            itl_p95_s=percentile(gaps, 95),
-            chunks=self.chunks,
-            completion_tokens=tokens,
-            total_s=total,
-            tokens_per_s=(tokens / total) if total else None,
-            time_to_first_reasoning_s=(self._first_reasoning - self.started_at
-                                       if self._first_reasoning is not None else None),
-            time_to_first_content_s=self._first_answer - self.started_at if self._first_answer is not None else None,
-        )
+        return stream_metrics(self.started_at, self.ended_at, self._first_out, self._last_out, self._outputs,
+                              self._gaps, self.chunks, usage_tokens, self._first_reasoning, self._first_answer)
