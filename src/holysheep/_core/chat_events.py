@@ -138,8 +138,9 @@ class ChatEventState:
                     slot[0] = call.function.name
                 piece = call.function.arguments or ""
                 slot[1] += piece
-            if piece and i < len(shown_calls) and shown_calls[i].function is not None:
-                piece = shown_calls[i].function.arguments or ""  # type: ignore[union-attr]
+            shown_function = shown_calls[i].function if i < len(shown_calls) else None
+            if piece and shown_function is not None:
+                piece = shown_function.arguments or ""
             arguments = _clean(slot[1])
             parsed_args = partial_json(arguments) if slot[0] in self._strict else None
             events.append(FunctionToolCallArgumentsDeltaEvent(name=_clean(slot[0]), index=call.index,

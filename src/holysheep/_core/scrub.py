@@ -5,7 +5,7 @@ from its pieces (`scrub_assembled`: a key split across two deltas is whole only 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import TypeVar, overload
 
 import httpx
 
@@ -17,18 +17,21 @@ __all__ = ["masked_request", "request_id_of", "scrub_assembled", "scrub_cause", 
 _V = TypeVar("_V")
 
 
-def scrub_assembled(value: _V) -> _V:
+@overload
+def scrub_assembled(value: str) -> str: ...
+@overload
+def scrub_assembled(value: dict[str, object]) -> dict[str, object]: ...
+@overload
+def scrub_assembled(value: list[_V]) -> list[_V]: ...
+def scrub_assembled(value: str | dict[str, object] | list[_V]) -> str | dict[str, object] | list[_V]:
     """The egress scrubber over a value a stream joined from its pieces (a text, or a JSON-like body such as a
     folded completion), called by a stream's state wherever such a value leaves it: each piece was scrubbed
     alone, but a key split across two pieces is whole only in the joined value. Any wire format's stream state
     calls this one function."""
     if isinstance(value, str):
-        clean: object = scrub(value)
-    elif isinstance(value, dict | list):
-        clean = scrub_json(value)
-    else:
-        return value
-    return clean  # type: ignore[return-value]  # same type: scrub keeps strings, scrub_json copies dicts/lists
+        return scrub(value)
+    clean: dict[str, object] | list[_V] = scrub_json(value)  # the same shape, copied, its strings scrubbed
+    return clean
 
 
 def scrubbed_headers(headers: Mapping[str, str] | httpx.Headers) -> httpx.Headers:

@@ -8,24 +8,15 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from holysheep._core.json_check import load_json
-from holysheep._core.keys import redact, redact_value
+from holysheep._core.keys import redact
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
 from holysheep._core.scrub import scrub_assembled
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
-from holysheep._core.stream_bounds import (
-    CHOICE_COST,
-    MAX_CHOICES,
-    MAX_GAPS,
-    MAX_TOOL_CALLS,
-    TOOL_CALL_COST,
-    Pieces,
-    sample_gap,
-    wire_caps,
-)
+from holysheep._core.stream_bounds import MAX_GAPS, Pieces, StreamCaps, sample_gap
+from holysheep._core.stream_errors import stream_error
 from holysheep._core.stream_metrics import StreamMetrics, stream_metrics
 from holysheep._egress import scrub_body
-from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
+from holysheep._exceptions import APIResponseValidationError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = ["StreamMetrics", "StreamState"]
@@ -49,53 +40,16 @@ def _key_without_index(calls: dict[int, dict[str, object]], call_id: str | None)
     return last if calls[last]["id"] is None else last + 1
 
 
-class StreamState:
+class StreamState(StreamCaps):
     """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion.
 
     ``started_at`` and every time it stamps are read from ``clock`` (monotonic seconds: the client config's
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
-    __slots__ = (
-        "_args",
-        "_calls",
-        "_choices",
-        "_clock",
-        "_decoder",
-        "_first",
-        "_first_answer",
-        "_first_out",
-        "_first_reasoning",
-        "_gaps",
-        "_kept",
-        "_last_out",
-        "_max_events",
-        "_max_text",
-        "_max_wire",
-        "_outputs",
-        "_raw",
-        "_reasoning",
-        "_refusals",
-        "_roles",
-        "_secret",
-        "_served",
-        "_stride",
-        "_texts",
-        "_tools",
-        "_usage",
-        "_validate",
-        "_why",
-        "_wire",
-        "chunks",
-        "done",
-        "ended_at",
-        "finish",
-        "first_at",
-        "overflow",
-        "progress",
-        "raw_error",
-        "reported",
-        "started_at",
-    )
+    __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
+                 "_last_out", "_outputs", "_raw", "_reasoning", "_refusals", "_roles", "_secret", "_served", "_stride",
+                 "_texts", "_tools", "_usage", "_validate", "done", "ended_at", "finish", "first_at", "progress",
+                 "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
@@ -103,22 +57,14 @@ class StreamState:
         self._clock = clock  # bound once: one slot read per output chunk, as the module-global lookup was
         self._decoder = SSEDecoder(max_line_bytes=max_event_bytes, max_event_bytes=max_event_bytes)
         self._secret = secret  # redacted out of every server text an error carries
-        self._max_text = max_text_bytes  # the most text kept (UTF-8 bytes): past it, StreamTooLargeError
-        self._kept = 0
-        self._max_events, self._max_wire = wire_caps(max_text_bytes)  # what the wire may deliver (stream_bounds)
-        self._wire = 0  # body bytes fed
-        self._choices: set[int] = set()  # the choice indices opened
-        self._calls = 0  # the tool calls opened, over all choices
-        self._why: str | None = None  # which bound the stream passed, when not the text cap
+        super().__init__(max_text_bytes)  # the caps on its text and on what the wire delivers (StreamCaps)
         self.progress = 0  # chunks that carried output, a finish reason or usage (what stream_idle_timeout counts)
         self.started_at = started_at
         self.ended_at: float | None = None
         self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
         self.reported = False  # the hooks were told of the stream's end (once)
         self.raw_error: Exception | None = None  # what observe() kept instead of raising
-        self.overflow: int | None = None  # the text cap was passed after this many chunks (the stream is over)
         self.done = False
-        self.chunks = 0
         # output chunks: counted, first and last time, and the gaps between them (bounded: see `sample_gap`)
         self._outputs = 0
         self._first_out: float | None = None
@@ -149,23 +95,6 @@ class StreamState:
         """SSE events dispatched so far (keep-alive events included: ``stream_idle_timeout`` counts `progress`)."""
         return self._decoder.events
 
-    def _count_wire(self, data: bytes) -> None:
-        """Count ``data`` against the stream's body-byte cap (`wire_caps`); past it `StreamTooLargeError`."""
-        self._wire += len(data)
-        if self._wire > self._max_wire:
-            self._over(f"{self._max_wire} bytes of body")
-
-    def _count_events(self) -> None:
-        if self._decoder.events > self._max_events:
-            self._over(f"{self._max_events} SSE events")
-
-    def _over(self, why: str) -> None:
-        """End the stream at a bound other than the text cap: `StreamTooLargeError` saying which."""
-        self._why = why
-        self.mark_end()
-        self.overflow = self.chunks
-        raise self.too_large()
-
     @property
     def partial_text(self) -> str:
         """Content received so far (choice 0), scrubbed as a whole."""
@@ -185,7 +114,7 @@ class StreamState:
             raise self.too_large()
         self._count_wire(data)
         events = self._decoder.feed(data)
-        self._count_events()
+        self._count_events(self._decoder.events)
         return self._events(events)
 
     def finish_stream(self) -> list[ChatCompletionChunk]:
@@ -209,7 +138,7 @@ class StreamState:
         events = self._decoder.feed(data)
         if self.raw_error is None and events:
             try:
-                self._count_events()
+                self._count_events(self._decoder.events)
                 self._events(events)
             except StreamTooLargeError:
                 pass  # ``overflow`` says so; the error is not kept (it would hold this state in a cycle)
@@ -271,44 +200,10 @@ class StreamState:
         return out
 
     def _raise_if_error(self, event: ServerSentEvent) -> None:
-        try:
-            payload = load_json(event.data)
-        except ValueError:
-            payload = {"message": event.data}
-        err = payload.get("error") if isinstance(payload, dict) else None
-        if err is None and event.event == "error":
-            err = payload
-        if err is None:
-            return
-        if not isinstance(err, dict):
-            err = {"message": str(err)}
-        self.mark_end()
-        err = redact_value(err, self._secret)  # the server may echo the key: mask it, keep the structure
-        code = err.get("code")
-        message = redact(f"The server reported an error mid-stream: {err.get('message') or 'no message'} "
-                         f"(type={err.get('type')}, code={code}). The partial output is in .partial_text.",
-                         self._secret)
-        err_type = err.get("type")
-        raise APIStreamError(
-            message, body=err, type=err_type if isinstance(err_type, str) else None,
-            code=str(code) if code is not None else None, partial_text=self.partial_text,
-            param=err["param"] if isinstance(err.get("param"), str) else None,
-        )
-
-    def _keep(self, text: str, into: list[str] | None = None) -> str:
-        """Count ``text`` against the cap. Past it the stream ends with `StreamTooLargeError`; ``into``: the
-        pieces of choice 0's content, which then keep what fits of ``text``."""
-        size = len(text) if text.isascii() else len(text.encode())
-        self._kept += size
-        if self._kept <= self._max_text:
-            return text
-        room = self._max_text - self._kept + size
-        self._kept = self._max_text
-        if into is not None and room > 0:
-            into.append(text.encode()[:room].decode("utf-8", "ignore"))
-        self.mark_end()
-        self.overflow = self.chunks
-        raise self.too_large()
+        error = stream_error(event, self._secret, lambda: self.partial_text)
+        if error is not None:
+            self.mark_end()
+            raise error
 
     def too_large(self) -> StreamTooLargeError:
         """A new `StreamTooLargeError` for a stream past its text cap. Its ``partial_text`` is joined from choice
@@ -322,23 +217,6 @@ class StreamState:
             f"{what} after {self.overflow} chunks; the connection was closed and the call was not retried. The text "
             "up to the limit is in .partial_text; raise max_stream_text_bytes on the client if this server really "
             "sends that much.", partial_text=functools.partial(_joined, pieces) if pieces else "", limit=limit)
-
-    def _charge(self, size: int) -> None:
-        """Count ``size`` bytes of structure (a choice, a tool call) against the text cap, as `_keep` counts text."""
-        self._kept += size
-        if self._kept > self._max_text:
-            self._kept = self._max_text
-            self.mark_end()
-            self.overflow = self.chunks
-            raise self.too_large()
-
-    def _open_choice(self, idx: int) -> None:
-        """A choice index seen for the first time: the first is free, each other costs `CHOICE_COST`."""
-        if len(self._choices) >= MAX_CHOICES:
-            self._over(f"{MAX_CHOICES} choices")
-        self._choices.add(idx)
-        if len(self._choices) > 1:
-            self._charge(CHOICE_COST)
 
     def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
         pieces = store.get(key)
@@ -419,10 +297,7 @@ class StreamState:
             key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
             slot = calls.get(key)
             if slot is None:
-                self._calls += 1
-                if self._calls > MAX_TOOL_CALLS:
-                    self._over(f"{MAX_TOOL_CALLS} tool calls")
-                self._charge(TOOL_CALL_COST)  # what keeping a call costs, with or without arguments
+                self._open_call()  # what keeping a call costs, with or without arguments
                 slot = calls[key] = {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
             if tc.id and tc.id != slot["id"]:
                 slot["id"] = self._keep(tc.id)
