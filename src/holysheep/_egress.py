@@ -59,7 +59,42 @@ _released: list[str] = []  # keys whose owner died: dropped by the next `remembe
 # Each key as it appears in text, and as it appears inside JSON text when it holds a quote or a backslash:
 # (form, its UTF-8 bytes, its whole-token pattern or None when it is matched anywhere, what replaces it).
 _needles: tuple[tuple[str, bytes, re.Pattern[str] | None, str], ...] = ()
-_scanned: tuple[tuple[str, bytes], ...] = ()  # the forms a scan for "hs_" does not already find
+_NOTHING = re.compile(r"(?!)")
+_NOTHING_BYTES = re.compile(rb"(?!)")
+# One search finds whether any remembered form occurs (a trie of them: one pass, whatever the number of keys):
+# every form for `scrub`, and for `scrub_body` the forms a scan for "hs_" does not already find.
+_any_text: re.Pattern[str] = _NOTHING
+_scanned_text: re.Pattern[str] = _NOTHING
+_scanned_bytes: re.Pattern[bytes] = _NOTHING_BYTES
+
+
+_Node = dict[str, "_Node"]  # a trie node: next character -> node ("" marks a word's end)
+
+
+def _trie(words: list[str]) -> str:
+    """A regex matching any of ``words``, their common prefixes factored (a single chain is one literal, so the
+    nesting is as deep as the branch points, not the words' length)."""
+    root: _Node = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return _emit(root) if root else "(?!)"
+
+
+def _emit(node: _Node) -> str:
+    """A trie node as a regex: its chain of single children as one literal, then its branches as a group
+    (optional when a word ends there)."""
+    parts = []
+    while len(node) == 1 and "" not in node:
+        ((ch, node),) = node.items()
+        parts.append(re.escape(ch))
+    branches = sorted(ch for ch in node if ch)
+    if not branches:
+        return "".join(parts)
+    alternatives = "|".join(re.escape(ch) + _emit(node[ch]) for ch in branches)
+    return "".join(parts) + "(?:" + alternatives + ")" + ("?" if "" in node else "")
 
 
 def mask_key(key: str | None) -> str:
@@ -126,7 +161,7 @@ def _drop_released() -> bool:
 
 def _rebuild() -> None:
     """The needles of the remembered keys (under ``_lock``)."""
-    global _needles, _scanned, _escape_bytes, _escape_text
+    global _needles, _escape_bytes, _escape_text
     needles = []
     for key in _secrets:
         shown = mask_key(key).replace('"', "*").replace("\\", "*")  # safe inside JSON text too
@@ -135,14 +170,22 @@ def _rebuild() -> None:
             pattern = (None if len(key) >= GLUED_SECRET_LEN else
                        re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"))
             needles.append((form, form.encode("utf-8", "replace"), pattern, shown))
+    global _any_text, _scanned_text, _scanned_bytes
     _needles = tuple(needles)
-    _scanned = tuple((form, raw) for form, raw, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form))
+    scanned = [form for form, _, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form)]
+    _any_text = re.compile(_trie([form for form, _, _, _ in _needles])) if _needles else _NOTHING
+    _scanned_text = re.compile(_trie(scanned)) if scanned else _NOTHING
+    _scanned_bytes = re.compile(_trie(scanned).encode("utf-8", "replace")) if scanned else _NOTHING_BYTES
     _escape_bytes, _escape_text = _escape_scan(_KEY_CHARS.union(*_secrets))
 
 
 def scrub(text: str) -> str:
     """``text`` with every remembered key and anything shaped like an ``hs_`` key masked."""
-    for secret, _, pattern, shown in _needles:
+    if _any_text.search(text) is None:
+        needles: tuple[tuple[str, bytes, re.Pattern[str] | None, str], ...] = ()
+    else:
+        needles = _needles
+    for secret, _, pattern, shown in needles:
         if secret in text:
             text = text.replace(secret, shown) if pattern is None else pattern.sub(shown, text)
     if "hs_" in text:
@@ -206,10 +249,10 @@ def _might_hold_secret(raw: bytes | str) -> bool:
     """Whether ``raw`` may hold a key: plain substring scans, a pattern only where one finds something."""
     if isinstance(raw, str):
         return (("hs_" in raw and _SHAPE_SCAN_TEXT.search(raw) is not None)
-                or any(secret in raw for secret, _ in _scanned)
+                or _scanned_text.search(raw) is not None
                 or ("\\u00" in raw and _escape_text.search(raw) is not None))
     return ((b"hs_" in raw and _SHAPE_SCAN.search(raw) is not None)
-            or any(needle in raw for _, needle in _scanned)
+            or _scanned_bytes.search(raw) is not None
             or (b"\\u00" in raw and _escape_bytes.search(raw) is not None))
 
 

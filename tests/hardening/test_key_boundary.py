@@ -267,3 +267,21 @@ def test_a_key_spelled_with_json_escapes_outside_valid_json_is_masked() -> None:
     for body in (cut_off, unicode):
         clean = scrub_body(body).decode()
         assert not leaks(clean, key) and not leaks(clean.replace("\\/", "/"), key), clean
+
+
+def test_one_search_finds_any_of_many_keys_and_nothing_else() -> None:
+    import random
+    import re
+
+    from holysheep._egress import _trie
+
+    rng = random.Random(45)
+    alphabet = "ab/-_\\\"é"
+    words = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(300)})
+    pattern = re.compile(_trie(words))
+    for word in words:
+        assert pattern.fullmatch(word), word
+        assert pattern.search(f"x{word}y").group(0) in words  # type: ignore[union-attr]
+    others = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)} - set(words)
+    assert not any(pattern.fullmatch(other) for other in others)
+    assert re.compile(_trie(words).encode()).fullmatch(words[0].encode())  # the bytes form too
