@@ -114,3 +114,21 @@ def test_keep_alive_events_do_not_reset_the_idle_timeout(kind: str) -> None:
             chat(kind, srv.url, stream=True, client_kw={"stream_idle_timeout": 0.5})
         assert srv.closed_by_client.wait(5), "the SDK did not close the connection"
     assert info.value.partial_text == "hi" and len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("body", [b"[" + b"[]," * 400_000 + b"[]]",
+                                  b'{"id": "x", "choices": [' + b"1," * 600_000 + b"1]}"])
+def test_a_body_of_tiny_arrays_or_elements_is_refused_unread(body: bytes) -> None:
+    from holysheep import APIResponseValidationError, APIStatusError
+
+    async def scenario(req: Req, w: asyncio.StreamWriter) -> None:
+        status = 400 if req.headers.get("x-status") == "400" else 200
+        w.write(head(status, **{"content_length": str(len(body))}) + body)
+
+    with HostileServer(scenario) as srv:
+        with pytest.raises(APIResponseValidationError, match="JSONTooDenseError: the JSON holds"):
+            chat("sync", srv.url)
+        with pytest.raises(APIStatusError) as info:  # an error body: kept as text, never decoded
+            chat("sync", srv.url, extra_headers={"x-status": "400"})
+    assert isinstance(info.value.body, str) and len(info.value.body) <= 2000
+    assert len(srv.requests) == 2

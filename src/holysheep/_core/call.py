@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from holysheep._core.answer import NoAnswerError
 from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
 from holysheep._core.error_mapping import error_from_status, error_from_transport, redirect_loop_error
+from holysheep._core.json_check import JSONTooDenseError, density_problem
 from holysheep._core.keys import redact
 from holysheep._core.log import logger
 from holysheep._core.option_checks import check_idle_timeout, check_max_retries
@@ -334,6 +335,8 @@ class Call:
         with ``status_code``, ``headers`` and ``content`` (a response, or an `APIResponse`)."""
         failure: str | None = None
         try:
+            if (dense := density_problem(response.content)) is not None:  # before decoding or validating it
+                raise JSONTooDenseError(dense)
             result = self.spec.parse(scrub_body(response.content))  # a key the server echoed is masked
         except NoAnswerError as exc:
             how = ("it is retried like a transient failure" if not self.spec.raw else
@@ -341,8 +344,9 @@ class Call:
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} carries no answer "
                        f"({redact(str(exc), self.api_key)}); {how}.")
         except (ValidationError, ValueError) as exc:
+            why = f": {exc}" if isinstance(exc, JSONTooDenseError) else ""
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                       f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.")
+                       f"JSON ({type(exc).__name__}{why}). Check that base_url points at an OpenAI-compatible API.")
         if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 failure,
