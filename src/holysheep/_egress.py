@@ -59,15 +59,15 @@ _released: list[str] = []  # keys whose owner died: dropped by the next `remembe
 # Each key as it appears in text, and as it appears inside JSON text when it holds a quote or a backslash:
 # (form, its UTF-8 bytes, its whole-token pattern or None when it is matched anywhere, what replaces it).
 _needles: tuple[tuple[str, bytes, re.Pattern[str] | None, str], ...] = ()
-_NOTHING = re.compile(r"(?!)")
 _NOTHING_BYTES = re.compile(rb"(?!)")
-# One search finds whether any remembered form occurs (a trie of them: one pass, whatever the number of keys):
-# every form for `scrub`, and for `scrub_body` the forms a scan for "hs_" does not already find.
-_any_text: re.Pattern[str] = _NOTHING
-_scanned_text: re.Pattern[str] = _NOTHING
+# One search (of the UTF-8 bytes: one pattern to compile) finds whether any remembered form may occur (a trie of
+# their prefixes: one pass, whatever the number of keys): every form for `scrub`, and for `scrub_body` the forms a
+# scan for "hs_" does not already find.
+_any_bytes: re.Pattern[bytes] = _NOTHING_BYTES
 _scanned_bytes: re.Pattern[bytes] = _NOTHING_BYTES
 
 
+_PREFIX = 12  # characters of each key form the prefilter search looks for (a short regex compiles fast)
 _Node = dict[str, "_Node"]  # a trie node: next character -> node ("" marks a word's end)
 
 
@@ -86,15 +86,16 @@ def _trie(words: list[str]) -> str:
 def _emit(node: _Node) -> str:
     """A trie node as a regex: its chain of single children as one literal, then its branches as a group
     (optional when a word ends there)."""
-    parts = []
+    chain = []
     while len(node) == 1 and "" not in node:
         ((ch, node),) = node.items()
-        parts.append(re.escape(ch))
+        chain.append(ch)
+    head = re.escape("".join(chain))
     branches = sorted(ch for ch in node if ch)
     if not branches:
-        return "".join(parts)
+        return head
     alternatives = "|".join(re.escape(ch) + _emit(node[ch]) for ch in branches)
-    return "".join(parts) + "(?:" + alternatives + ")" + ("?" if "" in node else "")
+    return head + "(?:" + alternatives + ")" + ("?" if "" in node else "")
 
 
 def mask_key(key: str | None) -> str:
@@ -121,7 +122,7 @@ def remember(secret: str | None, owner: object = None) -> None:
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_LEN:
         return
     with _lock:
-        known = secret in _secrets
+        known = secret in _secrets  # also a key no owner holds any more, not yet dropped: no rebuild
         _secrets[secret] = _PINNED if owner is None else _secrets.get(secret, 0) + 1
         if owner is not None:
             weakref.finalize(owner, _released.append, secret)
@@ -138,25 +139,30 @@ def remember_headers(headers: Mapping[str, str | None], owner: object) -> None:
 
 
 def live_keys() -> int:
-    """How many keys are remembered now (after dropping those whose every owner is gone)."""
+    """How many keys a live owner holds now (keys no owner holds any more are masked until they are dropped)."""
     with _lock:
         if _drop_released():
             _rebuild()
-        return len(_secrets)
+        return sum(1 for count in _secrets.values() if count > 0)
+
+
+_IDLE_SLACK = 64  # keys no owner holds that stay masked before they are dropped (more, if more are live)
 
 
 def _drop_released() -> bool:
-    """Count down the keys whose owners died (under ``_lock``); True when one was forgotten."""
-    dropped = False
+    """Count down the keys whose owners died (under ``_lock``); True when the keys no owner holds any more
+    outnumbered the live ones and `_IDLE_SLACK` and were dropped. Keeping them a while costs nothing but makes a
+    key that comes and goes with each call (``extra_headers``) cost no rebuild each time."""
     while _released:
         secret = _released.pop()
-        left = _secrets.get(secret, 0) - 1
-        if left > 0:
-            _secrets[secret] = left
-        elif secret in _secrets:
-            del _secrets[secret]
-            dropped = True
-    return dropped
+        if secret in _secrets:
+            _secrets[secret] -= 1
+    idle = [secret for secret, count in _secrets.items() if count <= 0]
+    if len(idle) <= max(_IDLE_SLACK, len(_secrets) - len(idle)):
+        return False
+    for secret in idle:
+        del _secrets[secret]
+    return True
 
 
 def _rebuild() -> None:
@@ -170,18 +176,20 @@ def _rebuild() -> None:
             pattern = (None if len(key) >= GLUED_SECRET_LEN else
                        re.compile(rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"))
             needles.append((form, form.encode("utf-8", "replace"), pattern, shown))
-    global _any_text, _scanned_text, _scanned_bytes
+    global _any_bytes, _scanned_bytes
     _needles = tuple(needles)
-    scanned = [form for form, _, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form)]
-    _any_text = re.compile(_trie([form for form, _, _, _ in _needles])) if _needles else _NOTHING
-    _scanned_text = re.compile(_trie(scanned)) if scanned else _NOTHING
-    _scanned_bytes = re.compile(_trie(scanned).encode("utf-8", "replace")) if scanned else _NOTHING_BYTES
+    # The one search is a prefilter: each form's first `_PREFIX` characters (false hits only cost the exact scan)
+    forms = sorted({form[:_PREFIX] for form, _, _, _ in _needles})
+    scanned = sorted({form[:_PREFIX] for form, _, _, _ in _needles if not _SHAPE_SCAN_TEXT.search(form)})
+    every = (_trie(forms) if forms else "(?!)").encode("utf-8", "surrogatepass")
+    only = (_trie(scanned) if scanned else "(?!)").encode("utf-8", "surrogatepass")
+    _any_bytes, _scanned_bytes = re.compile(every), re.compile(only)  # the same string twice: compiled once
     _escape_bytes, _escape_text = _escape_scan(_KEY_CHARS.union(*_secrets))
 
 
 def scrub(text: str) -> str:
     """``text`` with every remembered key and anything shaped like an ``hs_`` key masked."""
-    if _any_text.search(text) is None:
+    if _any_bytes.search(text.encode("utf-8", "surrogatepass")) is None:
         needles: tuple[tuple[str, bytes, re.Pattern[str] | None, str], ...] = ()
     else:
         needles = _needles
@@ -249,7 +257,7 @@ def _might_hold_secret(raw: bytes | str) -> bool:
     """Whether ``raw`` may hold a key: plain substring scans, a pattern only where one finds something."""
     if isinstance(raw, str):
         return (("hs_" in raw and _SHAPE_SCAN_TEXT.search(raw) is not None)
-                or _scanned_text.search(raw) is not None
+                or _scanned_bytes.search(raw.encode("utf-8", "surrogatepass")) is not None
                 or ("\\u00" in raw and _escape_text.search(raw) is not None))
     return ((b"hs_" in raw and _SHAPE_SCAN.search(raw) is not None)
             or _scanned_bytes.search(raw) is not None
