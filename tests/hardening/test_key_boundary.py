@@ -285,3 +285,26 @@ def test_one_search_finds_any_of_many_keys_and_nothing_else() -> None:
     others = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)} - set(words)
     assert not any(pattern.fullmatch(other) for other in others)
     assert re.compile(_trie(words).encode()).fullmatch(words[0].encode())  # the bytes form too
+
+
+def test_keys_that_come_and_go_with_calls_are_dropped_in_batches() -> None:
+    from holysheep import _egress
+
+    class Call:  # stands for a call whose extra_headers carry a key
+        pass
+
+    gc.collect()
+    live = live_keys()
+    for i in range(300):
+        call = Call()
+        _egress.remember(key_of("churn", i % 100) + f"{i:03d}", call)
+        del call
+    assert live_keys() == live  # every owner is gone
+    idle = len(_egress._secrets) - live
+    assert 0 < idle <= max(64, live)  # dropped in batches: bounded, never all 300
+    again = key_of("again", 0)
+    for _ in range(3):  # a key that comes back while it waits is masked, without a rebuild
+        call = Call()
+        _egress.remember(again, call)
+        assert _egress.scrub(again) == mask_key(again)
+        del call
