@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from holysheep._egress import scrub, scrub_json
+from holysheep._egress import scrub_escaped, scrub_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
@@ -78,7 +78,7 @@ __all__ = [
 
 def _scrubbed(value: object) -> object:
     if isinstance(value, str):
-        return scrub(value)
+        return scrub_escaped(value)  # also a key spelled with JSON escapes in a body kept as text
     if isinstance(value, tuple):
         return tuple(scrub_json(list(value)))
     if isinstance(value, dict | list):

@@ -308,3 +308,14 @@ def test_keys_that_come_and_go_with_calls_are_dropped_in_batches() -> None:
         _egress.remember(again, call)
         assert _egress.scrub(again) == mask_key(again)
         del call
+
+
+def test_an_error_keeps_no_key_spelled_with_escapes_in_a_body_kept_as_text() -> None:
+    from holysheep import APIResponseValidationError
+    from holysheep._egress import remember
+
+    key = key_of("textbody", 0)
+    remember(key)
+    spelled = "".join(f"\\u{ord(c):04x}" for c in key)
+    err = APIResponseValidationError("bad", status_code=200, body=f'{{"cut": "{spelled}')
+    assert not leaks(err.body.encode().decode("unicode_escape"), key) and mask_key(key) in err.body
