@@ -25,7 +25,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
             ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
-            ├── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            ├── StreamIdleTimeoutError  no progress for ``stream_idle_timeout`` seconds (both of the above)
             └── StreamTooLargeError  a stream's kept text went past ``max_stream_text_bytes`` (also a
                                      ResponseTooLargeError; never retried)
 """

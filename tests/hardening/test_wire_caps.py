@@ -132,3 +132,15 @@ def test_a_body_of_tiny_arrays_or_elements_is_refused_unread(body: bytes) -> Non
             chat("sync", srv.url, extra_headers={"x-status": "400"})
     assert isinstance(info.value.body, str) and len(info.value.body) <= 2000
     assert len(srv.requests) == 2
+
+
+def test_keep_alive_events_do_not_reset_the_idle_timeout_of_a_raw_body() -> None:
+    from .conftest import MESSAGES, make_client
+
+    events = [event([{"index": 0, "delta": {"role": "assistant", "content": "hi"}}])] + [event([])] * 60
+    with serve(events, pause=0.05) as srv, make_client("sync", srv.url, stream_idle_timeout=0.5) as client:
+        with client.chat.completions.with_streaming_response.create(model="m", messages=MESSAGES,
+                                                                     stream=True) as response:
+            with pytest.raises(StreamIdleTimeoutError, match="no progress for 0.5 s"):
+                for _ in response.iter_bytes():
+                    pass

@@ -31,8 +31,9 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
     seen = f"after {state.chunks} chunks ({len(text)} characters)"
     if isinstance(exc, httpx.ReadTimeout) and idle is not None:
         return StreamIdleTimeoutError(
-            f"The stream stalled: no event for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
-            "in .partial_text; raise stream_idle_timeout if the model is slow to start.",
+            f"The stream stalled: no progress for {idle:g} s (stream_idle_timeout; keep-alive events do not "
+            f"count) {seen}. The text so far is in .partial_text; raise stream_idle_timeout if the model is slow "
+            "to start.",
             partial_text=text)
     cause = redact(str(exc), call.api_key) if exc is not None else "the server closed it before [DONE]"
     return StreamInterruptedError(
