@@ -138,9 +138,9 @@ def test_keep_alive_events_do_not_reset_the_idle_timeout_of_a_raw_body() -> None
     from .conftest import MESSAGES, make_client
 
     events = [event([{"index": 0, "delta": {"role": "assistant", "content": "hi"}}])] + [event([])] * 60
-    with serve(events, pause=0.05) as srv, make_client("sync", srv.url, stream_idle_timeout=0.5) as client:
-        with client.chat.completions.with_streaming_response.create(model="m", messages=MESSAGES,
-                                                                     stream=True) as response:
-            with pytest.raises(StreamIdleTimeoutError, match="no progress for 0.5 s"):
-                for _ in response.iter_bytes():
-                    pass
+    with serve(events, pause=0.05) as srv, make_client("sync", srv.url, stream_idle_timeout=0.5) as client, \
+            client.chat.completions.with_streaming_response.create(model="m", messages=MESSAGES,
+                                                                    stream=True) as response, \
+            pytest.raises(StreamIdleTimeoutError, match=r"no progress for 0\.5 s"):
+        for _ in response.iter_bytes():
+            pass
