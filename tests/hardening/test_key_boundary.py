@@ -319,3 +319,28 @@ def test_an_error_keeps_no_key_spelled_with_escapes_in_a_body_kept_as_text() -> 
     spelled = "".join(f"\\u{ord(c):04x}" for c in key)
     err = APIResponseValidationError("bad", status_code=200, body=f'{{"cut": "{spelled}')
     assert not leaks(err.body.encode().decode("unicode_escape"), key) and mask_key(key) in err.body
+
+
+@pytest.mark.parametrize("output_format", ["holysheep", "openai"])
+def test_jsonl_lines_and_batch_results_of_tenant_zero_hold_no_key(tmp_path: Path, output_format: str) -> None:
+    from holysheep.batch import run_jsonl
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = (json.dumps({"custom_id": m, "model": m, "messages": MESSAGES}) + "\n" for m in ("ok", "err"))
+    src.write_text("".join(lines))
+    key = key_of("jsonl", 0)
+    with echo_server() as server:
+        base = Client(base_url=server.url, api_key=key_of("jbase", 0), max_retries=0)
+        tenants = [base.with_options(api_key=key) for key in [key, *(key_of("jsonl", i) for i in range(1, TENANTS))]]
+        others = [Client(base_url=server.url, api_key=key_of("jclient", i)) for i in range(TENANTS)]
+        report = run_jsonl(tenants[0], src, out, output_format=output_format)
+        results = tenants[0].chat.completions.batch([{"model": "ok", "messages": MESSAGES},
+                                                     {"model": "err", "messages": MESSAGES}])
+        texts = [out.read_text(), repr(list(results)), *(repr(r.error) for r in results if r.error is not None)]
+        for c in (base, *others):
+            c.close()
+    assert (report.succeeded, report.failed) == (1, 1)
+    assert {_credential(r) for r in server.requests} == {key}
+    assert mask_key(key) in texts[0]
+    for text in texts:
+        assert not leaks(text, key), text[:3000]
