@@ -3,12 +3,14 @@
 The keys of this process's live clients are remembered (`remember`: called by `SecretKey`, by a config for a
 key-carrying header in ``default_headers`` and by a call for one in ``extra_headers``), each for as long as an
 object that holds it lives (counted per owner, released by a weakref finalizer: no fixed-size memory that forty
-tenants could push a live key out of), so a sink needs no key handed to it: exceptions (every
-attribute, as it is set), JSONL result lines, span and metric attributes and span events, log records, CLI
-output, progress lines, tool results sent to the model, cache rows, and reply bodies as they enter the SDK
-(`scrub_body`). A key of 16 or more characters is masked wherever it appears, also glued inside a longer token
-(``chatcmpl-<key>``); a shorter one (8 to 15 characters) only where it stands as a whole token, so placeholder
-keys do not mangle a server's text. Anything shaped like a HolySheep key (``hs_`` and 16+ key characters, not
+tenants could push a live key out of; keys no owner holds are dropped in batches), so a sink needs no key handed
+to it: exceptions (every attribute, as it is set), JSONL result lines, span and metric attributes and span
+events, log records, CLI output, progress lines, tool results sent to the model, cache rows, and reply bodies as
+they enter the SDK (`scrub_body`). One regex of every key's prefixes (a trie) tells whether any may occur, so the
+cost of a scan does not grow with the number of keys. A key of 16 or more characters is masked wherever it
+appears, also glued inside a longer token (``chatcmpl-<key>``); a shorter one (8 to 15 characters) only where it
+stands as a whole token, so placeholder keys do not mangle a server's text. A key spelled with JSON escapes
+(``\\/``, ``\\u0041``) is matched too. Anything shaped like a HolySheep key (``hs_`` and 16+ key characters, not
 glued behind a letter or digit) is masked too. The bottom layer: it imports nothing of the SDK, so
 `_exceptions` can use it.
 """
