@@ -25,7 +25,7 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
             ├── APITLSError         TLS handshake failed (untrusted certificate, or a TLS alert); never retried
             ├── APITimeoutError     connect/read/idle timeout
             ├── StreamInterruptedError  the transport failed mid-stream; carries the partial text
-            ├── StreamIdleTimeoutError  no event for ``stream_idle_timeout`` seconds (both of the above)
+            ├── StreamIdleTimeoutError  no progress for ``stream_idle_timeout`` seconds (both of the above)
             └── StreamTooLargeError  a stream's kept text went past ``max_stream_text_bytes`` (also a
                                      ResponseTooLargeError; never retried)
 """
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from holysheep._egress import scrub, scrub_json
+from holysheep._egress import scrub_escaped, scrub_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
@@ -78,7 +78,7 @@ __all__ = [
 
 def _scrubbed(value: object) -> object:
     if isinstance(value, str):
-        return scrub(value)
+        return scrub_escaped(value)  # also a key spelled with JSON escapes in a body kept as text
     if isinstance(value, tuple):
         return tuple(scrub_json(list(value)))
     if isinstance(value, dict | list):

@@ -117,8 +117,9 @@ class ChatCompletionStream(_Base[T]):
         self._iterator = self._iterate()
 
     def _iterate(self) -> Iterator[ChatCompletionStreamEvent[T]]:
+        state = self._sync._state
         for chunk in self._sync:
-            yield from self._events.handle_chunk(chunk)
+            yield from self._events.handle_chunk(chunk, state.raw(chunk))
 
     def __iter__(self) -> Iterator[ChatCompletionStreamEvent[T]]:
         return self._iterator
@@ -173,8 +174,9 @@ class AsyncChatCompletionStream(_Base[T]):
         self._iterator = self._iterate()
 
     async def _iterate(self) -> AsyncIterator[ChatCompletionStreamEvent[T]]:
+        state = self._async._state
         async for chunk in self._async:
-            for event in self._events.handle_chunk(chunk):
+            for event in self._events.handle_chunk(chunk, state.raw(chunk)):
                 yield event
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionStreamEvent[T]]:

@@ -136,9 +136,10 @@ class _Observer:
         if self.state.overflow is not None:  # a bound, not the server's word: raised to the reader
             raise self.state.too_large()
         clock = self.clock
-        if clock is not None and clock.expired(self.state.events):
+        state = self.state  # progress resets the clock; once the stream failed (raw_error), any event does
+        if clock is not None and clock.expired(state.progress if state.raw_error is None else state.events):
             raise StreamIdleTimeoutError(
-                f"The stream stalled: no event for {clock.idle:g} s (stream_idle_timeout) while its raw body was "
+                f"The stream stalled: no progress for {clock.idle:g} s (stream_idle_timeout) while its raw body was "
                 f"read ({self.total} bytes). Raise stream_idle_timeout if the model is slow to answer.",
                 partial_text=self.state.partial_text)
         return piece

@@ -31,8 +31,9 @@ def _interrupted(state: StreamState, exc: Exception | None, call: Call, idle: fl
     seen = f"after {state.chunks} chunks ({len(text)} characters)"
     if isinstance(exc, httpx.ReadTimeout) and idle is not None:
         return StreamIdleTimeoutError(
-            f"The stream stalled: no event for {idle:g} s (stream_idle_timeout) {seen}. The text so far is "
-            "in .partial_text; raise stream_idle_timeout if the model is slow to start.",
+            f"The stream stalled: no progress for {idle:g} s (stream_idle_timeout; keep-alive events do not "
+            f"count) {seen}. The text so far is in .partial_text; raise stream_idle_timeout if the model is slow "
+            "to start.",
             partial_text=text)
     cause = redact(str(exc), call.api_key) if exc is not None else "the server closed it before [DONE]"
     return StreamInterruptedError(
@@ -69,8 +70,9 @@ class _Watch:
         self.clock = IdleClock(self.idle) if self.idle is not None else None
 
     def tick(self) -> None:
-        """After a piece of body: no event for ``idle`` seconds is a timeout (events, not bytes, reset it)."""
-        if self.clock is not None and self.clock.expired(self.state.events):
+        """After a piece of body: no progress for ``idle`` seconds is a timeout (chunks that carry output, a finish
+        reason or usage reset it; bytes, comments and keep-alive events with nothing in them do not)."""
+        if self.clock is not None and self.clock.expired(self.state.progress):
             raise _idle_error(self.clock.idle)
 
     def check_complete(self) -> None:

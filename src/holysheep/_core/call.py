@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from holysheep._core.answer import NoAnswerError
 from holysheep._core.config import ClientConfig, check_key_transport, normalize_timeout
 from holysheep._core.error_mapping import error_from_status, error_from_transport, redirect_loop_error
+from holysheep._core.json_check import JSONTooDenseError, density_problem
 from holysheep._core.keys import redact
 from holysheep._core.log import logger, retry_logger
 from holysheep._core.option_checks import check_idle_timeout, check_max_retries
@@ -29,7 +30,7 @@ from holysheep._core.response_limits import attempt_seconds
 from holysheep._core.retry import RetryPolicy, backoff_delay, is_retryable, server_delay
 from holysheep._core.scrub import request_id_of, scrub_cause
 from holysheep._core.validation import body_error
-from holysheep._egress import scrub_body
+from holysheep._egress import remember_headers, scrub_body
 from holysheep._exceptions import APIError, APIResponseValidationError
 from holysheep.types.chat import _ResponseMeta
 
@@ -122,9 +123,9 @@ class Call:
     ``rand`` is the jitter source (injectable for tests); times come from ``config.clock``.
     """
 
-    __slots__ = ("_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s", "free_retries",
-                 "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers", "retries_taken",
-                 "served_by", "spec", "started_at", "status_code", "timeout")
+    __slots__ = ("__weakref__", "_content", "_headers", "_rand", "_url", "_url_str", "config", "ctx", "deadline_s",
+                 "free_retries", "idle_timeout", "lazy_body", "policy", "rate_limits_free", "response_headers",
+                 "retries_taken", "served_by", "spec", "started_at", "status_code", "timeout")
 
     def __init__(self, config: ClientConfig, spec: RequestSpec, *, served_by: str = "primary",
                  idempotency_key: str | None = None, rand: Callable[[], float] = random.random,
@@ -177,6 +178,7 @@ class Call:
         if opts.extra_headers:
             check_key_transport(config.base_url, config.allow_insecure_http, None, opts.extra_headers,
                                 field="extra_headers")
+            remember_headers(opts.extra_headers, self)  # masked in every output while this call lives (_egress)
             for name, value in opts.extra_headers.items():
                 if value is None:
                     headers.pop(name.lower(), None)
@@ -336,6 +338,8 @@ class Call:
         with ``status_code``, ``headers`` and ``content`` (a response, or an `APIResponse`)."""
         failure: str | None = None
         try:
+            if (dense := density_problem(response.content)) is not None:  # before decoding or validating it
+                raise JSONTooDenseError(dense)
             result = self.spec.parse(scrub_body(response.content))  # a key the server echoed is masked
         except NoAnswerError as exc:
             how = ("it is retried like a transient failure" if not self.spec.raw else
@@ -343,8 +347,9 @@ class Call:
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} carries no answer "
                        f"({redact(str(exc), self.api_key)}); {how}.")
         except (ValidationError, ValueError) as exc:
+            why = f": {exc}" if isinstance(exc, JSONTooDenseError) else ""
             failure = (f"HTTP {response.status_code} from {self.spec.method} {self.spec.path} is not the expected "
-                       f"JSON ({type(exc).__name__}). Check that base_url points at an OpenAI-compatible API.")
+                       f"JSON ({type(exc).__name__}{why}). Check that base_url points at an OpenAI-compatible API.")
         if failure is not None:  # raised outside the handler: pydantic's error (with the raw body) is not chained
             raise APIResponseValidationError(
                 failure,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from holysheep._core.json_check import load_json
+from holysheep._core.scrub import scrub_assembled as _clean
 from holysheep.types.chat_stream import (
     ChunkEvent,
     ContentDeltaEvent,
@@ -97,34 +98,39 @@ class ChatEventState:
         except ValueError:
             return None
 
-    def handle_chunk(self, chunk: ChatCompletionChunk) -> list[Any]:
-        """The events for one chunk (the first is always its ``chunk`` event)."""
+    def handle_chunk(self, chunk: ChatCompletionChunk, raw: ChatCompletionChunk | None = None) -> list[Any]:
+        """The events for one chunk (the first is always its ``chunk`` event). ``raw``: what the server sent for
+        ``chunk`` (`StreamState.raw`), when the scrubber masked something in it: the snapshots join what was sent
+        and are scrubbed whole, so a key split across two deltas is masked in them (each delta is the chunk's)."""
         events: list[object] = [ChunkEvent(chunk=chunk, snapshot=self._snapshot())]
-        for choice in chunk.choices:
+        sent = raw.choices if raw is not None and len(raw.choices) == len(chunk.choices) else chunk.choices
+        for choice, clean in zip(sent, chunk.choices, strict=True):
             state = self._choices.get(choice.index)
             if state is None:
                 state = self._choices[choice.index] = _ChoiceState()
-            self._deltas(choice, state, events)
+            self._deltas(choice, clean, state, events)
             self._done(choice, state, events)
         return events
 
-    def _deltas(self, choice: ChunkChoice, state: _ChoiceState, events: list[object]) -> None:
-        delta = choice.delta
+    def _deltas(self, choice: ChunkChoice, clean: ChunkChoice, state: _ChoiceState, events: list[object]) -> None:
+        delta, shown = choice.delta, clean.delta
         reasoning = delta.reasoning_content
         if reasoning is not None:
             state.reasoning = (state.reasoning or "") + reasoning
-            events.append(ReasoningDeltaEvent(delta=reasoning, snapshot=state.reasoning))
+            events.append(ReasoningDeltaEvent(delta=shown.reasoning_content or "", snapshot=_clean(state.reasoning)))
         if delta.content is not None:
             if state.reasoning is not None and not state.reasoning_done and delta.content:
                 state.reasoning_done = True
-                events.append(ReasoningDoneEvent(reasoning_content=state.reasoning))
+                events.append(ReasoningDoneEvent(reasoning_content=_clean(state.reasoning)))
             state.content = (state.content or "") + delta.content
-            parsed = partial_json(state.content) if self._fmt is not None and not state.refusal else None
-            events.append(ContentDeltaEvent(delta=delta.content, snapshot=state.content, parsed=parsed))
+            snapshot = _clean(state.content)
+            parsed = partial_json(snapshot) if self._fmt is not None and not state.refusal else None
+            events.append(ContentDeltaEvent(delta=shown.content or "", snapshot=snapshot, parsed=parsed))
         if delta.refusal is not None:
             state.refusal = (state.refusal or "") + delta.refusal
-            events.append(RefusalDeltaEvent(delta=delta.refusal, snapshot=state.refusal))
-        for call in delta.tool_calls or ():
+            events.append(RefusalDeltaEvent(delta=shown.refusal or "", snapshot=_clean(state.refusal)))
+        shown_calls = shown.tool_calls or ()
+        for i, call in enumerate(delta.tool_calls or ()):
             slot = state.tools.setdefault(call.index, ["", ""])
             piece = ""
             if call.function is not None:
@@ -132,9 +138,14 @@ class ChatEventState:
                     slot[0] = call.function.name
                 piece = call.function.arguments or ""
                 slot[1] += piece
-            parsed_args = partial_json(slot[1]) if slot[0] in self._strict else None
-            events.append(FunctionToolCallArgumentsDeltaEvent(name=slot[0], index=call.index, arguments=slot[1],
-                                                              parsed_arguments=parsed_args, arguments_delta=piece))
+            shown_function = shown_calls[i].function if i < len(shown_calls) else None
+            if piece and shown_function is not None:
+                piece = shown_function.arguments or ""
+            arguments = _clean(slot[1])
+            parsed_args = partial_json(arguments) if slot[0] in self._strict else None
+            events.append(FunctionToolCallArgumentsDeltaEvent(name=_clean(slot[0]), index=call.index,
+                                                              arguments=arguments, parsed_arguments=parsed_args,
+                                                              arguments_delta=piece))
         logprobs = choice.logprobs
         if logprobs is not None:
             content = logprobs.content
@@ -161,14 +172,15 @@ class ChatEventState:
     def _text_done(self, state: _ChoiceState, events: list[object]) -> None:
         if state.reasoning is not None and not state.reasoning_done:
             state.reasoning_done = True
-            events.append(ReasoningDoneEvent(reasoning_content=state.reasoning))
+            events.append(ReasoningDoneEvent(reasoning_content=_clean(state.reasoning)))
         if state.content and not state.content_done:
             state.content_done = True
-            parsed = self._parsed(state.content) if self._fmt is not None and not state.refusal else None
-            events.append(ContentDoneEvent[Any](content=state.content, parsed=parsed))
+            content = _clean(state.content)
+            parsed = self._parsed(content) if self._fmt is not None and not state.refusal else None
+            events.append(ContentDoneEvent[Any](content=content, parsed=parsed))
         if state.refusal is not None and not state.refusal_done:
             state.refusal_done = True
-            events.append(RefusalDoneEvent(refusal=state.refusal))
+            events.append(RefusalDoneEvent(refusal=_clean(state.refusal)))
         if state.logprobs_content is not None and not state.logprobs_content_done:
             state.logprobs_content_done = True
             events.append(LogprobsContentDoneEvent(content=state.logprobs_content))
@@ -194,6 +206,6 @@ class ChatEventState:
 
     def _tool_done(self, state: _ChoiceState, index: int, events: list[object]) -> None:
         state.done_tools.add(index)
-        name, arguments = state.tools.get(index, ["", ""])
+        name, arguments = (_clean(text) for text in state.tools.get(index, ["", ""]))
         events.append(FunctionToolCallArgumentsDoneEvent(name=name, index=index, arguments=arguments,
                                                          parsed_arguments=self._parse_arguments(name, arguments)))

@@ -27,7 +27,7 @@ from holysheep._core.response_limits import (
 )
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES
 from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS, check_tool_threads
-from holysheep._egress import remember
+from holysheep._egress import KEY_HEADERS, header_secret, remember_headers
 from holysheep._exceptions import InsecureTransportError, InvalidAPIKeyError, InvalidRequestError
 from holysheep._version import __version__
 
@@ -157,7 +157,7 @@ def check_no_userinfo(url: str, field_name: str) -> None:
             "as api_key=... instead.", field=field_name, reason="credentials in the URL")
 
 
-_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
+_KEY_HEADERS = KEY_HEADERS
 
 
 def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
@@ -181,11 +181,9 @@ def check_headers(field_name: str, headers: object) -> dict[str, str | None]:
                 raise InvalidRequestError(
                     f"{where} must be a string (or None to remove the header), got {type(value).__name__}. "
                     "Convert it first, e.g. str(value).", field=where)
-            if name.lower() in _KEY_HEADERS:  # a credential: say what is wrong without quoting it
-                scheme, _, rest = value.partition(" ")
-                secret = rest if rest and scheme.isalpha() else value
+            secret = header_secret(name, value)
+            if secret is not None:  # a credential: say what is wrong without quoting it (its owner remembers it)
                 check_key_characters(secret, where)
-                remember(secret)  # masked in every output, like api_key (holysheep._egress)
             if any(c in value for c in "\r\n\0"):
                 raise InvalidRequestError(
                     f"{where} contains a line break or NUL, which would split the HTTP header. Remove it.",
@@ -247,6 +245,9 @@ class ClientConfig:
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False, compare=False)
     """Monotonic seconds for everything a call measures: attempt start, ``elapsed_s``, stream metrics and hook
     events. Not a client argument: tests set it through ``BaseClient._use_clock`` to assert exact times."""
+
+    def __post_init__(self) -> None:
+        remember_headers(self.default_headers, self)  # masked in every output while this config lives (_egress)
 
     def replace(self, **changes: Any) -> ClientConfig:
         """A copy with some fields changed (validated like the constructor's)."""

@@ -9,7 +9,8 @@ import httpx
 
 from holysheep._core.json_check import load_json
 from holysheep._core.keys import mask_key, redact, redact_value
-from holysheep._core.scrub import request_id_of
+from holysheep._core.scrub import masked_request, request_id_of, scrubbed_headers
+from holysheep._egress import scrub_body
 from holysheep._exceptions import (
     APIConnectionError,
     APIError,
@@ -52,11 +53,9 @@ _HINTS: dict[int, str] = {
 
 
 def sanitized_request(request: httpx.Request, api_key: str | None) -> httpx.Request:
-    """A copy of ``request`` whose Authorization header shows only ``hs_…`` + the last 4 characters."""
-    headers = httpx.Headers(request.headers)
-    if "authorization" in headers:
-        headers["authorization"] = "Bearer " + mask_key(api_key).replace("…", "...")
-    return httpx.Request(request.method, request.url, headers=headers, extensions=request.extensions)
+    """A copy of ``request`` whose key-carrying headers show only ``hs_…`` + the last 4 characters (see
+    `masked_request`)."""
+    return masked_request(request, api_key)
 
 
 def _parse_body(content: bytes) -> object:
@@ -172,9 +171,13 @@ def error_from_status(
            else _STATUS_CLASSES.get(status)) or (InternalServerError if status >= 500 else APIStatusError)
     request = sanitized_request(response.request, api_key)
     response.request = request
+    response.headers = scrubbed_headers(response.headers)  # a server may echo a key in a header too
     raw = response.content
-    if b"hs_" in raw or (api_key and api_key.encode("utf-8", "replace") in raw):  # the server echoed a key
-        response._content = redact(raw.decode("utf-8", "replace"), api_key).encode()
+    clean = scrub_body(raw)  # every remembered key, however supplied, also spelled with JSON escapes
+    if b"hs_" in clean or (api_key and api_key.encode("utf-8", "replace") in clean):  # a short key, whole-token
+        clean = redact(clean.decode("utf-8", "replace"), api_key).encode()
+    if clean is not raw:
+        response._content = clean
     err = cls(
         message,
         status_code=status,

@@ -253,9 +253,11 @@ class StreamEndEvent:
     @property
     def tool_calls(self) -> list[dict[str, object]]:
         """The tool calls received (choice 0), as ``{"id", "type", "function": {"name", "arguments"}}`` dicts."""
+        from holysheep._core.scrub import scrub_assembled  # the state keeps what arrived: mask what leaves
+
         state = self._state
         calls = state._tools.get(0)
-        return [state._tool_call(0, i) for i in sorted(calls)] if calls else []
+        return scrub_assembled([state._tool_call(0, i) for i in sorted(calls)]) if calls else []
 
     @property
     def chunk_gaps(self) -> list[float]:

@@ -12,20 +12,54 @@ from typing import Any
 
 from pydantic_core import from_json
 
-__all__ = ["MAX_JSON_DEPTH", "JSONTooDeepError", "SchemaMismatch", "load_json", "schema_errors"]
+__all__ = ["DENSE_JSON_FLOOR", "MAX_JSON_DEPTH", "MIN_BYTES_PER_NODE", "JSONTooDeepError", "JSONTooDenseError",
+           "SchemaMismatch", "density_problem", "load_json", "schema_errors"]
 
 MAX_JSON_DEPTH = 200
 """The deepest nesting of arrays and objects decoded (pydantic-core's parser limit, which typed models meet too)."""
+
+
+DENSE_JSON_FLOOR = 1 << 20  # a body this long or longer is checked for density before it is decoded (1 MiB)
+MIN_BYTES_PER_NODE = 4  # bytes per array, object or further element such a body needs on average
+"""A body of ``[],[],...`` (3 bytes a list, 64 bytes each once decoded) or ``1,1,...`` against a typed model (a
+validation error each) costs 20 to 100 times its size; real replies (logprobs, embeddings, token ids) spend 6 or
+more bytes per element."""
 
 
 class JSONTooDeepError(ValueError):
     """The JSON text nests arrays or objects deeper than `MAX_JSON_DEPTH` levels."""
 
 
+class JSONTooDenseError(ValueError):
+    """A JSON text of `DENSE_JSON_FLOOR` bytes or more holds more than one array, object or element per
+    `MIN_BYTES_PER_NODE` bytes (see `density_problem`)."""
+
+
+def density_problem(text: str | bytes | bytearray) -> str | None:
+    """Why ``text`` is refused before it is decoded (a body of tiny arrays, objects or elements, which decoding
+    or validating would blow up in memory and time), or None. Counted at C speed (``[``, ``{`` and ``,``, also
+    inside strings: only a body that is mostly punctuation is refused)."""
+    size = len(text)
+    if size < DENSE_JSON_FLOOR:
+        return None
+    if isinstance(text, str):
+        nodes = text.count("[") + text.count("{") + text.count(",")
+    else:
+        nodes = text.count(b"[") + text.count(b"{") + text.count(b",")
+    if nodes * MIN_BYTES_PER_NODE <= size:
+        return None
+    return (f"the JSON holds {nodes} arrays, objects or elements in {size} bytes (more than one per "
+            f"{MIN_BYTES_PER_NODE} bytes), which would cost many times its size to decode: refused unread")
+
+
 def load_json(text: str | bytes | bytearray) -> object:
     """``text`` decoded like ``json.loads`` (same values, same errors), but nesting deeper than
     `MAX_JSON_DEPTH` levels raises `JSONTooDeepError` (a ``ValueError``) instead of a ``RecursionError``
-    here or in any code that walks the value later."""
+    here or in any code that walks the value later. A body of 1 MiB or more that is mostly tiny arrays, objects
+    or elements raises `JSONTooDenseError` (a ``ValueError``) before it is decoded (`density_problem`)."""
+    problem = density_problem(text)
+    if problem is not None:
+        raise JSONTooDenseError(problem)
     try:
         return from_json(text)  # pydantic-core: fast, and bounded in depth
     except ValueError as exc:

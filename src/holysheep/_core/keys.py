@@ -115,11 +115,11 @@ def validate_holysheep_key(key: str) -> None:
 class SecretKey:
     """Holds an API key; its repr and str never show more than ``hs_…`` + the last 4 characters."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("__weakref__", "_value")
 
     def __init__(self, value: str | None) -> None:
         self._value = value
-        remember(value)  # every sink masks it from now on (holysheep._egress)
+        remember(value, self)  # every sink masks it while this key (or another holder of it) lives (_egress)
 
     def reveal(self) -> str | None:
         """The key itself, for the Authorization header only."""

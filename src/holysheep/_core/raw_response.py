@@ -18,6 +18,7 @@ import httpx
 from holysheep._core.body_chunks import text_decoder
 from holysheep._core.json_check import load_json
 from holysheep._core.parse_to import parse_to, stream_to
+from holysheep._core.scrub import scrubbed_headers
 from holysheep._exceptions import ResponseConsumedError
 
 __all__ = ["RAW", "APIResponse", "BaseAPIResponse", "RawMode", "response_as", "wants_response"]
@@ -56,7 +57,7 @@ class BaseAPIResponse(Generic[R]):
         from holysheep._core.error_mapping import sanitized_request
 
         self.status_code = status_code
-        self.headers = httpx.Headers(headers if isinstance(headers, httpx.Headers) else list(headers.items()))
+        self.headers = scrubbed_headers(headers)  # a key the server echoed in a header is masked
         self._call = call
         self.http_request: httpx.Request = sanitized_request(call.httpx_request(), call.api_key)
         self.elapsed = datetime.timedelta(seconds=call.elapsed)

@@ -1,14 +1,55 @@
-"""Keep the key out of exception chains: what an error may carry as its ``__cause__``."""
+"""Keep the key out of what leaves the SDK by a side door: exception chains (what an error may carry as its
+``__cause__``), requests and headers attached to errors and raw responses, and the values a stream assembles
+from its pieces (`scrub_assembled`: a key split across two deltas is whole only there)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar, overload
 
 import httpx
 
 from holysheep._core.keys import MIN_SECRET_LEN, mask_key, redact
+from holysheep._egress import header_secret, scrub, scrub_json
 
-__all__ = ["masked_request", "request_id_of", "scrub_cause"]
+__all__ = ["masked_request", "request_id_of", "scrub_assembled", "scrub_cause", "scrubbed_headers"]
+
+_V = TypeVar("_V")
+
+
+@overload
+def scrub_assembled(value: str) -> str: ...
+@overload
+def scrub_assembled(value: dict[str, object]) -> dict[str, object]: ...
+@overload
+def scrub_assembled(value: list[_V]) -> list[_V]: ...
+def scrub_assembled(value: str | dict[str, object] | list[_V]) -> str | dict[str, object] | list[_V]:
+    """The egress scrubber over a value a stream joined from its pieces (a text, or a JSON-like body such as a
+    folded completion), called by a stream's state wherever such a value leaves it: each piece was scrubbed
+    alone, but a key split across two pieces is whole only in the joined value. Any wire format's stream state
+    calls this one function."""
+    if isinstance(value, str):
+        return scrub(value)
+    clean: dict[str, object] | list[_V] = scrub_json(value)  # the same shape, copied, its strings scrubbed
+    return clean
+
+
+def scrubbed_headers(headers: Mapping[str, str] | httpx.Headers) -> httpx.Headers:
+    """``headers`` with every value scrubbed (a server may echo the key in one), and the value of a header that
+    carries a key (``Authorization``, ``Api-Key``, ``X-Api-Key``, ``Proxy-Authorization``) masked whatever it is.
+    Values are read and written as Latin-1 bytes, so a server's non-ASCII header survives unchanged."""
+    raw = headers.raw if isinstance(headers, httpx.Headers) else httpx.Headers(list(headers.items())).raw
+    out: list[tuple[bytes, bytes]] = []
+    for name, data in raw:
+        value = data.decode("latin-1")
+        clean = value
+        secret = header_secret(name.decode("latin-1"), value)
+        if secret is not None:
+            shown = mask_key(secret)
+            clean = value[: len(value) - len(secret)] + shown if value.endswith(secret) else shown
+        clean = scrub(clean)
+        out.append((name, data if clean == value else clean.replace("…", "...").encode("latin-1", "replace")))
+    return httpx.Headers(out)
 
 
 def request_id_of(headers: Mapping[str, str], api_key: str | None) -> str | None:
@@ -25,16 +66,12 @@ def request_id_of(headers: Mapping[str, str], api_key: str | None) -> str | None
     return redact(rid) if "hs_" in rid else rid
 
 
-def masked_request(request: httpx.Request, api_key: str | None) -> httpx.Request:
-    """A copy of ``request`` whose credentials show at most ``hs_…`` + the last 4 characters."""
-    headers = httpx.Headers(request.headers)
-    for name in ("authorization", "proxy-authorization", "api-key", "x-api-key"):
-        if name in headers:
-            value = headers[name]
-            scheme, _, secret = value.partition(" ") if name.endswith("authorization") else ("", "", value)
-            shown = mask_key(secret or value).replace("…", "...")
-            headers[name] = f"{scheme} {shown}" if scheme and secret else shown
-    return httpx.Request(request.method, request.url, headers=headers, extensions=request.extensions)
+def masked_request(request: httpx.Request, api_key: str | None = None) -> httpx.Request:
+    """A copy of ``request`` whose credentials show at most ``hs_…`` + the last 4 characters, however they were
+    given (``Authorization``, ``Api-Key``, ``X-Api-Key``, ``Proxy-Authorization``; from ``api_key=``,
+    ``default_headers`` or a call's ``extra_headers``), and whose other headers are scrubbed."""
+    return httpx.Request(request.method, request.url, headers=scrubbed_headers(request.headers),
+                         extensions=request.extensions)
 
 
 def scrub_cause(exc: BaseException, api_key: str | None) -> BaseException | None:

@@ -3,48 +3,27 @@
 from __future__ import annotations
 
 import functools
-import statistics
 import time
 from array import array
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from holysheep._core.json_check import load_json
-from holysheep._core.keys import redact, redact_value
-from holysheep._core.percentile import percentile
+from holysheep._core.keys import redact
 from holysheep._core.response_limits import DEFAULT_MAX_STREAM_TEXT_BYTES
+from holysheep._core.scrub import scrub_assembled
 from holysheep._core.sse import DEFAULT_MAX_SSE_BYTES, ServerSentEvent, SSEDecoder
-from holysheep._core.stream_bounds import MAX_GAPS, Pieces, sample_gap
+from holysheep._core.stream_bounds import MAX_GAPS, Pieces, StreamCaps, sample_gap
+from holysheep._core.stream_errors import stream_error
+from holysheep._core.stream_metrics import StreamMetrics, stream_metrics
 from holysheep._egress import scrub_body
-from holysheep._exceptions import APIResponseValidationError, APIStreamError, StreamTooLargeError
+from holysheep._exceptions import APIResponseValidationError, StreamTooLargeError
 from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = ["StreamMetrics", "StreamState"]
 
-@dataclass(frozen=True)
-class StreamMetrics:
-    """Latency of one stream, measured on the client.
-
-    ``ttft_s``: request sent → first chunk carrying output (reasoning, content or a tool call).
-    ``time_to_first_reasoning_s`` / ``time_to_first_content_s``: to the first reasoning token and to the first
-    answer token (content or a tool call); each ``None`` when the stream had none. ``itl_*``: gaps between
-    successive output chunks (mean over this stream's gaps, as vLLM's benchmark_serving does per request; the
-    percentiles are exact up to 65,536 gaps, then read from an evenly spaced sample of them, see `sample_gap`).
-    ``total_s``: request sent → end of stream. ``tokens_per_s``: completion tokens / ``total_s``.
-    ``completion_tokens`` comes from ``usage`` when the server sends it, else the output-chunk count.
-    """
-
-    ttft_s: float | None
-    itl_mean_s: float | None
-    itl_p50_s: float | None
-    itl_p95_s: float | None
-    chunks: int
-    completion_tokens: int
-    total_s: float | None
-    tokens_per_s: float | None
-    time_to_first_reasoning_s: float | None = None
-    time_to_first_content_s: float | None = None
+def _joined(pieces: Iterable[str]) -> str:
+    """Pieces of a stream's text joined, and scrubbed as a whole (`scrub_assembled`)."""
+    return scrub_assembled("".join(pieces))
 
 
 def _key_without_index(calls: dict[int, dict[str, object]], call_id: str | None) -> int:
@@ -61,16 +40,16 @@ def _key_without_index(calls: dict[int, dict[str, object]], call_id: str | None)
     return last if calls[last]["id"] is None else last + 1
 
 
-class StreamState:
+class StreamState(StreamCaps):
     """Decodes SSE bytes into chunks and keeps everything needed for metrics and the final completion.
 
     ``started_at`` and every time it stamps are read from ``clock`` (monotonic seconds: the client config's
     ``clock``, ``time.perf_counter`` by default; a test passes a fake one to get exact metrics)."""
 
     __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
-                 "_kept", "_last_out", "_max_text", "_outputs", "_reasoning", "_refusals", "_roles", "_secret",
-                 "_served", "_stride", "_texts", "_tools", "_usage", "_validate", "chunks", "done", "ended_at",
-                 "finish", "first_at", "overflow", "raw_error", "reported", "started_at")
+                 "_last_out", "_outputs", "_raw", "_reasoning", "_refusals", "_roles", "_secret", "_served", "_stride",
+                 "_texts", "_tools", "_usage", "_validate", "done", "ended_at", "finish", "first_at", "progress",
+                 "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
@@ -78,16 +57,14 @@ class StreamState:
         self._clock = clock  # bound once: one slot read per output chunk, as the module-global lookup was
         self._decoder = SSEDecoder(max_line_bytes=max_event_bytes, max_event_bytes=max_event_bytes)
         self._secret = secret  # redacted out of every server text an error carries
-        self._max_text = max_text_bytes  # the most text kept (UTF-8 bytes): past it, StreamTooLargeError
-        self._kept = 0
+        super().__init__(max_text_bytes)  # the caps on its text and on what the wire delivers (StreamCaps)
+        self.progress = 0  # chunks that carried output, a finish reason or usage (what stream_idle_timeout counts)
         self.started_at = started_at
         self.ended_at: float | None = None
         self.first_at: float | None = None  # when the first chunk was decoded (a read may hold the whole stream)
         self.reported = False  # the hooks were told of the stream's end (once)
         self.raw_error: Exception | None = None  # what observe() kept instead of raising
-        self.overflow: int | None = None  # the text cap was passed after this many chunks (the stream is over)
         self.done = False
-        self.chunks = 0
         # output chunks: counted, first and last time, and the gaps between them (bounded: see `sample_gap`)
         self._outputs = 0
         self._first_out: float | None = None
@@ -95,6 +72,10 @@ class StreamState:
         self._gaps = array("d")
         self._stride = 1
         self._first: ChatCompletionChunk | None = None
+        # The chunks of the latest batch whose scrubbed copy was handed out, by the copy's id: the state keeps
+        # what the server sent and scrubs what it joins as it leaves (`scrub_assembled`), so a key split across
+        # two deltas is masked whole, not half masked and half kept.
+        self._raw: dict[int, ChatCompletionChunk] = {}
         self._texts: dict[int, Pieces] = {}  # kept text: pieces joined in runs (see `Pieces`)
         self._roles: dict[int, str] = {}
         self._tools: dict[int, dict[int, dict[str, Any]]] = {}
@@ -111,13 +92,19 @@ class StreamState:
 
     @property
     def events(self) -> int:
-        """SSE events dispatched so far (what ``stream_idle_timeout`` counts)."""
+        """SSE events dispatched so far (keep-alive events included: ``stream_idle_timeout`` counts `progress`)."""
         return self._decoder.events
 
     @property
     def partial_text(self) -> str:
-        """Content received so far (choice 0)."""
-        return "".join(self._texts.get(0, ()))
+        """Content received so far (choice 0), scrubbed as a whole."""
+        return _joined(self._texts.get(0, ()))
+
+    def raw(self, chunk: ChatCompletionChunk) -> ChatCompletionChunk:
+        """What the server sent for ``chunk``, one of the chunks the latest `feed` handed out (``chunk`` itself
+        unless the scrubber masked something in it): for a consumer that joins the pieces and scrubs the joined
+        value with `scrub_assembled`, as the stream helper's snapshots do."""
+        return self._raw.get(id(chunk), chunk)
 
     def feed(self, data: bytes) -> list[ChatCompletionChunk]:
         """Chunks completed by ``data``. Raises APIStreamError on an in-stream error event, and
@@ -125,7 +112,10 @@ class StreamState:
         raise `too_large` once they have handed those out)."""
         if self.overflow is not None:
             raise self.too_large()
-        return self._events(self._decoder.feed(data))
+        self._count_wire(data)
+        events = self._decoder.feed(data)
+        self._count_events(self._decoder.events)
+        return self._events(events)
 
     def finish_stream(self) -> list[ChatCompletionChunk]:
         """The transport reached EOF: dispatch what is pending and stop the clock."""
@@ -141,9 +131,14 @@ class StreamState:
         stream would raise (an error event, an event that is not a chunk) is kept in ``raw_error`` instead, and
         later events are only counted. Lines and events past the cap raise `ResponseTooLargeError`, as in `feed`;
         text past its cap sets ``overflow`` (the raw reader raises `too_large`: it is a bound)."""
+        try:
+            self._count_wire(data)
+        except StreamTooLargeError:
+            return  # ``overflow`` says so (the raw reader raises `too_large`)
         events = self._decoder.feed(data)
         if self.raw_error is None and events:
             try:
+                self._count_events(self._decoder.events)
                 self._events(events)
             except StreamTooLargeError:
                 pass  # ``overflow`` says so; the error is not kept (it would hold this state in a cycle)
@@ -166,6 +161,7 @@ class StreamState:
 
     def _events(self, events: list[ServerSentEvent]) -> list[ChatCompletionChunk]:
         out: list[ChatCompletionChunk] = []
+        self._raw.clear()
         for event in events:
             if self.done or self.overflow is not None:
                 break
@@ -176,10 +172,12 @@ class StreamState:
                 break
             if event.event == "error" or '"error"' in data:
                 self._raise_if_error(event)
+            clean = scrub_body(data)  # a key the server echoed is masked in the chunk handed out
             try:
-                chunk = self._validate(scrub_body(data))  # a key the server echoed is masked
+                chunk = self._validate(clean)
+                raw = chunk if clean is data else self._validate(data)
             except ValueError:  # pydantic's ValidationError is a ValueError
-                chunk = None
+                chunk = raw = None
             if chunk is None:  # raised outside the handler: pydantic's error (with the raw input) is not chained
                 self.mark_end()
                 shown = redact(data[:200], self._secret)
@@ -189,64 +187,36 @@ class StreamState:
                     status_code=200, partial_text=self.partial_text, body=redact(data[:2000], self._secret),
                 )
             try:
-                self._absorb(chunk)
+                self._absorb(raw)
             except StreamTooLargeError:  # the chunks before it are still handed out, then `too_large` again
                 if not out:
                     raise
                 break
+            if raw is not chunk:
+                self._raw[id(chunk)] = raw
+                if self._first is raw:
+                    self._first = chunk
             out.append(chunk)
         return out
 
     def _raise_if_error(self, event: ServerSentEvent) -> None:
-        try:
-            payload = load_json(event.data)
-        except ValueError:
-            payload = {"message": event.data}
-        err = payload.get("error") if isinstance(payload, dict) else None
-        if err is None and event.event == "error":
-            err = payload
-        if err is None:
-            return
-        if not isinstance(err, dict):
-            err = {"message": str(err)}
-        self.mark_end()
-        err = redact_value(err, self._secret)  # the server may echo the key: mask it, keep the structure
-        code = err.get("code")
-        message = redact(f"The server reported an error mid-stream: {err.get('message') or 'no message'} "
-                         f"(type={err.get('type')}, code={code}). The partial output is in .partial_text.",
-                         self._secret)
-        err_type = err.get("type")
-        raise APIStreamError(
-            message, body=err, type=err_type if isinstance(err_type, str) else None,
-            code=str(code) if code is not None else None, partial_text=self.partial_text,
-            param=err["param"] if isinstance(err.get("param"), str) else None,
-        )
-
-    def _keep(self, text: str, into: list[str] | None = None) -> str:
-        """Count ``text`` against the cap. Past it the stream ends with `StreamTooLargeError`; ``into``: the
-        pieces of choice 0's content, which then keep what fits of ``text``."""
-        size = len(text) if text.isascii() else len(text.encode())
-        self._kept += size
-        if self._kept <= self._max_text:
-            return text
-        room = self._max_text - self._kept + size
-        self._kept = self._max_text
-        if into is not None and room > 0:
-            into.append(text.encode()[:room].decode("utf-8", "ignore"))
-        self.mark_end()
-        self.overflow = self.chunks
-        raise self.too_large()
+        error = stream_error(event, self._secret, lambda: self.partial_text)
+        if error is not None:
+            self.mark_end()
+            raise error
 
     def too_large(self) -> StreamTooLargeError:
         """A new `StreamTooLargeError` for a stream past its text cap. Its ``partial_text`` is joined from choice
         0's pieces when read, and it holds no reference to this state (nor this state to it): dropping the stream
         frees its text at once, without waiting for the cycle collector."""
         limit, pieces = self._max_text, self._texts.get(0)
+        what = (f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit)" if self._why is None else
+                f"The stream passed {self._why}, the most a stream may deliver for max_stream_text_bytes={limit} "
+                "(see Streaming: bounded memory)")
         return StreamTooLargeError(
-            f"The stream's text passed {limit} bytes (the max_stream_text_bytes limit) after {self.overflow} chunks; "
-            "the connection was closed and the call was not retried. The text up to the limit is in "
-            ".partial_text; raise max_stream_text_bytes on the client if this server really sends that much.",
-            partial_text=functools.partial("".join, pieces) if pieces else "", limit=limit)
+            f"{what} after {self.overflow} chunks; the connection was closed and the call was not retried. The text "
+            "up to the limit is in .partial_text; raise max_stream_text_bytes on the client if this server really "
+            "sends that much.", partial_text=functools.partial(_joined, pieces) if pieces else "", limit=limit)
 
     def _add(self, store: dict[Any, Pieces], key: Any, text: str) -> None:
         pieces = store.get(key)
@@ -268,9 +238,12 @@ class StreamState:
         if chunk.service_tier is not None:
             self._served["service_tier"] = chunk.service_tier
         got_content = got_reasoning = False
+        moved = chunk.usage is not None
         for choice in chunk.choices:
             delta = choice.delta
             idx = choice.index
+            if idx not in self._choices:
+                self._open_choice(idx)
             if delta.role:
                 self._roles[idx] = delta.role if idx in self._roles else self._keep(delta.role)
             text = delta.content
@@ -299,6 +272,9 @@ class StreamState:
                 if idx not in self.finish:
                     self._keep(choice.finish_reason)
                 self.finish[idx] = choice.finish_reason
+                moved = True
+        if moved or got_content or got_reasoning:
+            self.progress += 1  # a keep-alive (no choices, or empty deltas) does not reset the idle clock
         if got_content or got_reasoning:
             now = self._clock()
             if self._first_out is None:
@@ -321,8 +297,8 @@ class StreamState:
             key = tc.index if "index" in tc.model_fields_set else _key_without_index(calls, tc.id)
             slot = calls.get(key)
             if slot is None:
+                self._open_call()  # what keeping a call costs, with or without arguments
                 slot = calls[key] = {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
-                self._keep("function")  # a new call costs at least its type
             if tc.id and tc.id != slot["id"]:
                 slot["id"] = self._keep(tc.id)
             if tc.type and tc.type != slot["type"]:
@@ -358,7 +334,7 @@ class StreamState:
             "usage": self._usage.model_dump() if self._usage is not None else None,
             **self._served,
         }
-        completion = ChatCompletion.model_validate(body)
+        completion = ChatCompletion.model_validate(scrub_assembled(body))  # a key split across deltas is whole here
         if self.ended_at is not None:
             completion._update_transport(elapsed_s=self.ended_at - self.started_at)
         return completion
@@ -372,23 +348,6 @@ class StreamState:
 
     def metrics(self) -> StreamMetrics:
         """Latency figures so far (complete once the stream has ended)."""
-        first = self._first_out
-        ttft = first - self.started_at if first is not None else None
-        gaps, count = self._gaps, self._outputs - 1  # every gap: the sample may hold fewer
-        end = self.ended_at
-        total = (end - self.started_at) if end is not None else None
         usage_tokens = getattr(self._usage, "completion_tokens", None) if self._usage is not None else None
-        tokens = usage_tokens if usage_tokens else self._outputs
-        return StreamMetrics(
-            ttft_s=ttft,
-            itl_mean_s=(self._last_out - first) / count if first is not None and count > 0 else None,
-            itl_p50_s=statistics.median(gaps) if gaps else None,
-            itl_p95_s=percentile(gaps, 95),
-            chunks=self.chunks,
-            completion_tokens=tokens,
-            total_s=total,
-            tokens_per_s=(tokens / total) if total else None,
-            time_to_first_reasoning_s=(self._first_reasoning - self.started_at
-                                       if self._first_reasoning is not None else None),
-            time_to_first_content_s=self._first_answer - self.started_at if self._first_answer is not None else None,
-        )
+        return stream_metrics(self.started_at, self.ended_at, self._first_out, self._last_out, self._outputs,
+                              self._gaps, self.chunks, usage_tokens, self._first_reasoning, self._first_answer)

@@ -195,8 +195,9 @@ async def within_deadline(awaitable: Awaitable[_T], seconds: float | None, shown
 
 
 class IdleClock:
-    """``stream_idle_timeout`` counted in dispatched SSE events: bytes that complete no event (comment
-    lines, keep-alive padding, an endless line) do not reset it."""
+    """``stream_idle_timeout`` counted in a stream's progress (chunks carrying output, a finish reason or usage):
+    bytes that complete no event (comment lines, keep-alive padding, an endless line) and keep-alive events that
+    carry nothing (``choices: []``) do not reset it."""
 
     __slots__ = ("_clock", "idle", "last", "seen")
 
@@ -207,7 +208,7 @@ class IdleClock:
         self.seen = 0
 
     def expired(self, events: int) -> bool:
-        """True when no new event arrived for longer than ``idle`` seconds (``events`` is the running count)."""
+        """True when nothing new arrived for longer than ``idle`` seconds (``events`` is the running count)."""
         now = self._clock()
         if events != self.seen:
             self.seen = events
