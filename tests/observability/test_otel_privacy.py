@@ -56,6 +56,35 @@ def test_content_when_asked(server: FakeServer, monkeypatch: pytest.MonkeyPatch,
     assert out["role"] == "assistant" and out["finish_reason"] == "stop" and out["parts"][0]["content"]
 
 
+@pytest.mark.parametrize(("value", "opt_in", "captured"), [
+    ("true", None, True), ("TRUE", None, True), ("1", None, True), ("false", None, False), ("", None, False),
+    # the official instrumentation's modes, read as it reads them: only with the latest-conventions opt-in
+    ("SPAN_AND_EVENT", "gen_ai_latest_experimental", True), ("span_only", "http, gen_ai_latest_experimental", True),
+    ("EVENT_ONLY", "gen_ai_latest_experimental", False), ("NO_CONTENT", "gen_ai_latest_experimental", False),
+    ("SPAN_AND_EVENT", None, False), ("SPAN_ONLY", "http", False),
+    ("true", "gen_ai_latest_experimental", True),  # holysheep's own switch keeps working under the opt-in
+])
+def test_content_capture_honours_the_official_settings(monkeypatch: pytest.MonkeyPatch, value: str,
+                                                       opt_in: str | None, captured: bool) -> None:
+    from holysheep.integrations.otel._attributes import OPT_IN_ENV, capture_from_env
+
+    monkeypatch.setenv(CAPTURE_ENV, value)
+    if opt_in is None:
+        monkeypatch.delenv(OPT_IN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(OPT_IN_ENV, opt_in)
+    assert capture_from_env() is captured
+
+
+def test_span_and_event_with_the_opt_in_records_content(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, "SPAN_AND_EVENT")
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    with instrumented() as t:
+        _call(server)
+    (span,) = t.spans()
+    assert SECRET_TEXT in span.attributes["gen_ai.input.messages"]
+
+
 def test_the_argument_overrides_the_environment(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CAPTURE_ENV, "true")
     with instrumented(capture_message_content=False) as t:
