@@ -15,7 +15,7 @@ import pytest
 
 import holysheep
 from holysheep.hooks import Hooks
-from holysheep.testing import Fault, FakeServer
+from holysheep.testing import FakeServer, Fault
 
 MSG = [{"role": "user", "content": "hello there"}]
 

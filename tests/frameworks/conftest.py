@@ -79,6 +79,6 @@ class Stack:
 def stack() -> Iterator[Stack]:
     """A structured test server (tool calls, schema-valid JSON) and holysheep clients on it with a hook."""
     seen = Seen()
-    with FakeServer(reply=auto_reply()) as server:
-        with holysheep.Client(api_key=server.api_key, base_url=server.url, hooks=[seen]) as client:
-            yield Stack(server, client, seen)
+    with FakeServer(reply=auto_reply()) as server, \
+            holysheep.Client(api_key=server.api_key, base_url=server.url, hooks=[seen]) as client:
+        yield Stack(server, client, seen)

@@ -12,25 +12,46 @@ or the final error status, which openai turns into its own typed error. openai's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
 from holysheep._clients.resources.chat import parse_chat_completion
+from holysheep._clients.streamed_response import AsyncStreamedAPIResponse, StreamedAPIResponse
 from holysheep._core.bridge_request import bridged_spec, reply_headers
 from holysheep._core.embeddings import embedding_parser
 from holysheep._core.json_check import load_json
+from holysheep._core.raw_response import APIResponse
 from holysheep._exceptions import APIConnectionError, APIStatusError, APITimeoutError
 
 if TYPE_CHECKING:
     import types
+    from collections.abc import Awaitable
 
     import openai
 
-    from holysheep._clients.async_client import AsyncClient
-    from holysheep._clients.client import Client
-    from holysheep._core.raw_response import APIResponse
+    from holysheep._core.config import ClientConfig
+    from holysheep._core.raw_response import RawMode
+    from holysheep._core.request import RequestSpec
+
+
+class SyncSender(Protocol):
+    """What the sync transport needs of a `Client`: its settings and its call loop."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+    def _check_open(self) -> None: ...
+    def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> object: ...
+
+
+class AsyncSender(Protocol):
+    """What the async transport needs of an `AsyncClient`."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+    def _check_open(self) -> None: ...
+    def _execute_raw(self, spec: RequestSpec, mode: RawMode) -> Awaitable[object]: ...
 
 __all__ = ["AsyncHolySheepTransport", "HolySheepTransport", "async_openai_client", "openai_client"]
 
@@ -78,7 +99,7 @@ def _error_reply(exc: APIStatusError, request: httpx.Request) -> httpx.Response 
 class _SyncBody(httpx.SyncByteStream):
     """A reply's body as the caller reads it, through holysheep's bounds (and its stream hooks)."""
 
-    def __init__(self, reply: Any, request: httpx.Request) -> None:
+    def __init__(self, reply: StreamedAPIResponse[object], request: httpx.Request) -> None:
         self._reply, self._request = reply, request
         self._taken = False
 
@@ -98,7 +119,7 @@ class _SyncBody(httpx.SyncByteStream):
 class _AsyncBody(httpx.AsyncByteStream):
     """`_SyncBody` for the async client."""
 
-    def __init__(self, reply: Any, request: httpx.Request) -> None:
+    def __init__(self, reply: AsyncStreamedAPIResponse[object], request: httpx.Request) -> None:
         self._reply, self._request = reply, request
         self._taken = False
 
@@ -116,19 +137,19 @@ class _AsyncBody(httpx.AsyncByteStream):
         await self._reply.close()
 
 
-def _reply(result: Any, request: httpx.Request, lazy: bool, body: type[_SyncBody | _AsyncBody]) -> httpx.Response:
-    headers = reply_headers(result.headers)
-    if lazy:
-        return httpx.Response(result.status_code, headers=headers, stream=body(result, request), request=request)
-    whole: APIResponse[Any] = result
-    return httpx.Response(whole.status_code, headers=headers, content=whole.content, request=request)
+def _reply(status: int, headers: Mapping[str, str], request: httpx.Request, *, content: bytes = b"",
+           stream: httpx.SyncByteStream | httpx.AsyncByteStream | None = None) -> httpx.Response:
+    """The response openai reads: a body read whole (``content``) or handed over unread (``stream``)."""
+    if stream is not None:
+        return httpx.Response(status, headers=reply_headers(headers), stream=stream, request=request)
+    return httpx.Response(status, headers=reply_headers(headers), content=content, request=request)
 
 
 class HolySheepTransport(httpx.BaseTransport):
     """An httpx transport that sends every request through a holysheep `Client` (see the module's docstring).
     Closing it leaves the client open: the client owns its connection pool."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: SyncSender) -> None:
         self._client = client
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -143,13 +164,16 @@ class HolySheepTransport(httpx.BaseTransport):
             return reply
         except APIConnectionError as exc:
             raise _transport_error(exc, request) from exc
-        return _reply(result, request, lazy, _SyncBody)
+        if isinstance(result, StreamedAPIResponse):
+            return _reply(result.status_code, result.headers, request, stream=_SyncBody(result, request))
+        assert isinstance(result, APIResponse)
+        return _reply(result.status_code, result.headers, request, content=result.content)
 
 
 class AsyncHolySheepTransport(httpx.AsyncBaseTransport):
     """`HolySheepTransport` for an `AsyncClient` (on either of its backends, aiohttp or httpx)."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncSender) -> None:
         self._client = client
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -164,28 +188,28 @@ class AsyncHolySheepTransport(httpx.AsyncBaseTransport):
             return reply
         except APIConnectionError as exc:
             raise _transport_error(exc, request) from exc
-        return _reply(result, request, lazy, _AsyncBody)
+        if isinstance(result, AsyncStreamedAPIResponse):
+            return _reply(result.status_code, result.headers, request, stream=_AsyncBody(result, request))
+        assert isinstance(result, APIResponse)
+        return _reply(result.status_code, result.headers, request, content=result.content)
 
 
-def _settings(client: Client | AsyncClient) -> dict[str, Any]:
-    config = client.config
+def _settings(config: ClientConfig) -> dict[str, object]:
+    """openai's settings: its key a placeholder, its retries off (httpx's client goes with them: openai 3 takes it
+    as well as its own httpx2's)."""
     return {"api_key": KEY_PLACEHOLDER, "base_url": str(config.base_url), "timeout": config.timeout,
             "max_retries": 0}
 
 
-def openai_client(client: Client) -> openai.OpenAI:
+def openai_client(client: SyncSender) -> openai.OpenAI:
     """An ``openai.OpenAI`` that sends through ``client`` (`Client.as_openai`)."""
-    module = _openai_module()
-    client_type: type[openai.OpenAI] = module.OpenAI
-    settings = _settings(client)
-    settings["http_client"] = httpx.Client(transport=HolySheepTransport(client))  # openai 3 takes httpx's too
-    return client_type(**settings)
+    made: openai.OpenAI = _openai_module().OpenAI(**_settings(client.config),
+                                                  http_client=httpx.Client(transport=HolySheepTransport(client)))
+    return made
 
 
-def async_openai_client(client: AsyncClient) -> openai.AsyncOpenAI:
+def async_openai_client(client: AsyncSender) -> openai.AsyncOpenAI:
     """An ``openai.AsyncOpenAI`` that sends through ``client`` (`AsyncClient.as_openai`)."""
-    module = _openai_module()
-    client_type: type[openai.AsyncOpenAI] = module.AsyncOpenAI
-    settings = _settings(client)
-    settings["http_client"] = httpx.AsyncClient(transport=AsyncHolySheepTransport(client))
-    return client_type(**settings)
+    http = httpx.AsyncClient(transport=AsyncHolySheepTransport(client))
+    made: openai.AsyncOpenAI = _openai_module().AsyncOpenAI(**_settings(client.config), http_client=http)
+    return made

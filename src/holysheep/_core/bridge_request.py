@@ -10,7 +10,6 @@ request for another origin is refused before any I/O: the key is only sent to th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import httpx
 
@@ -46,7 +45,7 @@ def _path(config: ClientConfig, url: httpx.URL) -> str:
     return here[len(base):]
 
 
-def _body(content: bytes, headers: httpx.Headers) -> dict[str, Any] | None:
+def _body(content: bytes, headers: httpx.Headers) -> dict[str, object] | None:
     if not content:
         return None
     kind = headers.get("content-type", "application/json").split(";")[0].strip().lower()
