@@ -46,8 +46,3 @@ async def test_streamed_text(stack: Stack) -> None:
     assert text == "hello streamed"
     assert stack.paths() == ["/v1/chat/completions"]
     assert stack.server.requests[0].body["stream"] is True
-
-
-def test_sync_run(stack: Stack) -> None:
-    agent = pydantic_ai.Agent(_model("chat", stack.client.as_openai()))
-    assert agent.run_sync("hello sync").output == "hello sync"
