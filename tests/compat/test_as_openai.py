@@ -185,3 +185,22 @@ def test_missing_openai_is_a_typed_error_naming_the_extra() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == ("MissingExtraError as_openai() needs openai-python, which is not installed: "
                                   "pip install 'holysheep[openai]'.")
+
+
+def test_openai_requests_get_holysheeps_genai_spans() -> None:
+    from tests.observability.otel_util import instrumented
+
+    with FakeServer() as server, instrumented() as telemetry, \
+            holysheep.Client(api_key=server.api_key, base_url=server.url) as client:
+        oa = client.as_openai()
+        usages = [oa.chat.completions.create(model="gpt-4.1", messages=MSG).usage]
+        usages += [chunk.usage for chunk in oa.chat.completions.create(
+            model="gpt-4.1", messages=MSG, stream=True, stream_options={"include_usage": True}) if chunk.usage]
+    spans = telemetry.spans()
+    assert len(spans) == len(usages) == 2
+    for span, usage in zip(spans, usages, strict=True):
+        assert span.name == "chat gpt-4.1"
+        assert usage is not None and usage.prompt_tokens > 0
+        assert span.attributes["gen_ai.usage.input_tokens"] == usage.prompt_tokens
+        assert span.attributes["gen_ai.usage.output_tokens"] == usage.completion_tokens
+    assert "traceparent" in server.requests[0].headers  # the span's context went out with the request
