@@ -113,3 +113,20 @@ def test_keys_and_authorization_are_never_recorded(monkeypatch: pytest.MonkeyPat
     assert "other-secret-value-123" not in dump and "Bearer" not in dump
     assert "authorization" not in dump.lower() and "x-api-key" not in dump
     assert "gen_ai.input.messages" in dump  # content capture was on: the key inside it was masked
+
+
+def test_clean_attributes_scrubs_every_string_and_keeps_the_shapes() -> None:
+    """The scrubber every span attribute passes (a plain loop since issue 44): strings, strings inside sequences
+    (a list becomes a tuple), anything deeper through `scrub_json`; numbers and booleans as they are."""
+    from holysheep.integrations.otel._scrubbing import clean_attributes
+
+    key = "hs_" + "Q" * 30
+    cleaned = clean_attributes({"a": f"x {key}", "b": [key, 3, True, 2.5], "c": (key,), "d": 7, "e": None,
+                                "f": [{"k": key}]})
+    assert cleaned is not None
+    assert key not in repr(cleaned)
+    assert cleaned["a"].startswith("x hs_") and cleaned["b"][1:] == (3, True, 2.5)
+    assert type(cleaned["b"]) is tuple and type(cleaned["c"]) is tuple
+    assert (cleaned["d"], cleaned["e"]) == (7, None)
+    assert key not in json.dumps(cleaned["f"])
+    assert clean_attributes(None) is None
