@@ -5,10 +5,13 @@ telemetry is switched off, and a connection anywhere else fails the test."""
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +19,15 @@ import pytest
 import holysheep
 from holysheep.hooks import Hooks
 from holysheep.testing import FakeServer, auto_reply
+
+
+def need(module: str) -> ModuleType:
+    """The framework's module; skipped where it is not installed (the default run), but a missing one fails the
+    group where ``.ci/run`` requires them all (``HOLYSHEEP_REQUIRE_FRAMEWORKS=1``)."""
+    if os.environ.get("HOLYSHEEP_REQUIRE_FRAMEWORKS") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
 
 QUIET = {"OPENAI_AGENTS_DISABLE_TRACING": "1", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false",
          "DO_NOT_TRACK": "1", "OTEL_SDK_DISABLED": "true", "LOGFIRE_IGNORE_NO_CONFIG": "1"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from .conftest import Stack
+from .conftest import Stack, need
 
-instructor = pytest.importorskip("instructor")
+instructor = need("instructor")
 pytestmark = pytest.mark.frameworks
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from .conftest import Stack
+from .conftest import Stack, need
 
-langchain_openai = pytest.importorskip("langchain_openai")
+langchain_openai = need("langchain_openai")
 pytestmark = pytest.mark.frameworks
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Stack
+from .conftest import Stack, need
 
-agents = pytest.importorskip("agents")
+agents = need("agents")
 pytestmark = pytest.mark.frameworks
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from .conftest import Stack
+from .conftest import Stack, need
 
-pydantic_ai = pytest.importorskip("pydantic_ai")
-openai_models = pytest.importorskip("pydantic_ai.models.openai")
-providers = pytest.importorskip("pydantic_ai.providers.openai")
+pydantic_ai = need("pydantic_ai")
+openai_models = need("pydantic_ai.models.openai")
+providers = need("pydantic_ai.providers.openai")
 pytestmark = pytest.mark.frameworks
 
 
