@@ -19,22 +19,21 @@ _SEQUENCES = (list, tuple)
 _PRIMITIVES = frozenset((bool, int, float))
 
 
-def _clean(value: object) -> object:
-    if type(value) is str:
-        return scrub(value)
-    if isinstance(value, _SEQUENCES):
-        return tuple(scrub(item) if type(item) is str else item if type(item) in _PRIMITIVES else scrub_json(item)
-                     for item in value)
-    return value
-
-
 def clean_attributes(attrs: Mapping[str, object] | None) -> dict[str, Any] | None:
     """``attrs`` with every string (inside sequences too) scrubbed; sequences stay tuples. An attribute's sequence
     holds primitives only (OpenTelemetry drops any other), so its strings are scrubbed one by one; anything deeper
-    goes through `scrub_json`. No ``X | Y`` is built per value: this runs twice per traced call."""
+    goes through `scrub_json`. A copy whose strings and sequences are replaced, no ``X | Y`` built per value: this
+    runs twice per traced call."""
     if attrs is None:
         return None
-    return {key: _clean(value) for key, value in attrs.items()}
+    clean = dict(attrs)
+    for key, value in attrs.items():
+        if type(value) is str:
+            clean[key] = scrub(value)
+        elif isinstance(value, _SEQUENCES):
+            clean[key] = tuple(scrub(item) if type(item) is str else item if type(item) in _PRIMITIVES else
+                               scrub_json(item) for item in value)
+    return clean
 
 
 class ScrubbingSpan:
