@@ -3,6 +3,7 @@
 
     python benchmarks/otel_overhead.py --peer [-n 2000] [--rounds 5]       # CPU time, interleaved rounds
     python benchmarks/otel_overhead.py --peer --instructions [--items 900]  # valgrind instruction counts
+    python benchmarks/otel_overhead.py --peer --stream ...                  # the same with stream=True
     python benchmarks/otel_overhead.py [-n 2000] [--rounds 5] [--concurrency 64] [--no-write]
     python benchmarks/otel_overhead.py --instructions [--items 900]
 
@@ -161,7 +162,7 @@ PEER_SIDES = ("openai_off", "openai_traced", "holysheep_off", "holysheep_traced"
 PEER_TARGET = 0.5
 
 
-def _peer_child(side: str, n: int, url: str, concurrency: int) -> None:
+def _peer_child(side: str, n: int, url: str, concurrency: int, stream: bool = False) -> None:
     """One peer side: ``n`` creates (after 200 for warm-up) at ``concurrency``, each library's async client with its
     defaults but no retries and 600 s timeouts (valgrind is slow to connect); ``*_traced`` with its instrumentation
     on an SDK ``TracerProvider`` without exporter (global no-op meter provider). Prints the CPU µs per request."""
@@ -190,7 +191,12 @@ def _peer_child(side: str, n: int, url: str, concurrency: int) -> None:
             client = holysheep.AsyncClient(api_key=KEY, base_url=url, max_retries=0, timeout=600.0)
 
         async def one() -> None:
-            await client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16)
+            if not stream:
+                await client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16)
+                return
+            async for _ in await client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16,
+                                                                stream=True):
+                pass
 
         await inflight(one, 200, concurrency)
         start = time.process_time()
@@ -203,12 +209,14 @@ def _peer_child(side: str, n: int, url: str, concurrency: int) -> None:
     print(json.dumps({"us_per_request": asyncio.run(main())}))
 
 
-def _peer(items: int, rounds: int, concurrency: int, instructions: bool, write: bool, words: int) -> None:
+def _peer(items: int, rounds: int, concurrency: int, instructions: bool, write: bool, words: int,
+          stream: bool = False) -> None:
     """holysheep + its instrumentor against openai + the official openai-v2 instrumentation, in the same run."""
     import subprocess
 
     def child(side: str, n: int) -> list[str]:
-        return [sys.executable, __file__, "--peer-child", side, str(n), url, "--concurrency", str(concurrency)]
+        return [sys.executable, __file__, "--peer-child", side, str(n), url, "--concurrency", str(concurrency),
+                *(["--stream"] if stream else [])]
 
     per: dict[str, float] = {}
     runs: dict[str, list[float]] = {side: [] for side in PEER_SIDES}
@@ -239,6 +247,7 @@ def _peer(items: int, rounds: int, concurrency: int, instructions: bool, write: 
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "date": time.strftime("%Y-%m-%d"), "requests": items, "concurrency": concurrency, "reply_words": words,
+        "call": "create(stream=True), read to the end (22 events)" if stream else "create",
         unit: {side: round(v, 1) for side, v in per.items()},
         "ratio": round(ratio, 3), "ratio_untraced": round(ratio_off, 3), "tracing_increment_ratio": round(increment, 3),
         "target": PEER_TARGET, "meets_target": ratio <= PEER_TARGET,
@@ -254,7 +263,7 @@ def _peer(items: int, rounds: int, concurrency: int, instructions: bool, write: 
     if write:
         path = Path(HERE / "results.json")
         data = json.loads(path.read_text())
-        key = f"{'instructions' if instructions else 'cpu'}_concurrency_{concurrency}"
+        key = f"{'instructions' if instructions else 'cpu'}_concurrency_{concurrency}{'_stream' if stream else ''}"
         data.setdefault("otel_overhead", {}).setdefault("peer", {})[key] = result
         path.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote otel_overhead.peer.{key} into {path}")
@@ -274,6 +283,7 @@ def main() -> None:
     parser.add_argument("--peer", action="store_true",
                         help="holysheep + its instrumentor against openai + the official instrumentation (target "
                              f"<= {PEER_TARGET}x); with --instructions, counted by valgrind")
+    parser.add_argument("--stream", action="store_true", help="--peer: stream=True creates, read to the end")
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "N", "URL"), help=argparse.SUPPRESS)
     parser.add_argument("--peer-child", nargs=3, metavar=("SIDE", "N", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -281,11 +291,11 @@ def main() -> None:
         _child(args.child[0], int(args.child[1]), args.child[2], args.concurrency)
         return
     if args.peer_child:
-        _peer_child(args.peer_child[0], int(args.peer_child[1]), args.peer_child[2], args.concurrency)
+        _peer_child(args.peer_child[0], int(args.peer_child[1]), args.peer_child[2], args.concurrency, args.stream)
         return
     if args.peer:
         _peer(args.items if args.instructions else args.n, args.rounds, args.concurrency, args.instructions,
-              not args.no_write, args.reply_words)
+              not args.no_write, args.reply_words, args.stream)
         return
     if args.instructions:
         counted: tuple[str, ...] = tuple(args.only) if args.only else SIDES

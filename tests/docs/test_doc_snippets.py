@@ -130,6 +130,7 @@ def _invoice_reply(body: dict[str, Any]) -> ScriptedReply:
 API_SERVER: dict[str, Callable[[], dict[str, Any]]] = {
     "fallback.md": lambda: {"faults": [Fault.status(503)] * 4},    # the primary is down for a while
     "migrating.md": lambda: {"reply": auto_reply()},               # parse() gets JSON that fits its schema
+    "frameworks.md": lambda: {"reply": auto_reply()},              # tool calls and schema-valid JSON
     "structured-outputs.md": lambda: {"reply": _invoice_reply},    # a model that answers in JSON
     "tools.md": lambda: {"reply": Script.load(MOCK_SCRIPT, fallback=auto_reply())},  # the page's mock-server
 }
@@ -145,9 +146,10 @@ PRINTS = {
     "testing.md": "400 content_policy",
     "hardware.md": "2.1 32.0",
     "scale-out.md": "0 rows failed",
+    "frameworks.md": "JSON True",
 }
 # Pages that need an optional extra: (module, marker).
-EXTRA = {"scale-out.md": ("ray", pytest.mark.ray)}
+EXTRA = {"scale-out.md": ("ray", pytest.mark.ray), "frameworks.md": ("instructor", pytest.mark.frameworks)}
 RUNNABLE = [pytest.param(p, marks=EXTRA[p.name][1]) if p.name in EXTRA else p for p in PAGES]
 
 

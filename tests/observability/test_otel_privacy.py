@@ -56,6 +56,35 @@ def test_content_when_asked(server: FakeServer, monkeypatch: pytest.MonkeyPatch,
     assert out["role"] == "assistant" and out["finish_reason"] == "stop" and out["parts"][0]["content"]
 
 
+@pytest.mark.parametrize(("value", "opt_in", "captured"), [
+    ("true", None, True), ("TRUE", None, True), ("1", None, True), ("false", None, False), ("", None, False),
+    # the official instrumentation's modes, read as it reads them: only with the latest-conventions opt-in
+    ("SPAN_AND_EVENT", "gen_ai_latest_experimental", True), ("span_only", "http, gen_ai_latest_experimental", True),
+    ("EVENT_ONLY", "gen_ai_latest_experimental", False), ("NO_CONTENT", "gen_ai_latest_experimental", False),
+    ("SPAN_AND_EVENT", None, False), ("SPAN_ONLY", "http", False),
+    ("true", "gen_ai_latest_experimental", True),  # holysheep's own switch keeps working under the opt-in
+])
+def test_content_capture_honours_the_official_settings(monkeypatch: pytest.MonkeyPatch, value: str,
+                                                       opt_in: str | None, captured: bool) -> None:
+    from holysheep.integrations.otel._attributes import OPT_IN_ENV, capture_from_env
+
+    monkeypatch.setenv(CAPTURE_ENV, value)
+    if opt_in is None:
+        monkeypatch.delenv(OPT_IN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(OPT_IN_ENV, opt_in)
+    assert capture_from_env() is captured
+
+
+def test_span_and_event_with_the_opt_in_records_content(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, "SPAN_AND_EVENT")
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    with instrumented() as t:
+        _call(server)
+    (span,) = t.spans()
+    assert SECRET_TEXT in span.attributes["gen_ai.input.messages"]
+
+
 def test_the_argument_overrides_the_environment(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CAPTURE_ENV, "true")
     with instrumented(capture_message_content=False) as t:
@@ -84,3 +113,20 @@ def test_keys_and_authorization_are_never_recorded(monkeypatch: pytest.MonkeyPat
     assert "other-secret-value-123" not in dump and "Bearer" not in dump
     assert "authorization" not in dump.lower() and "x-api-key" not in dump
     assert "gen_ai.input.messages" in dump  # content capture was on: the key inside it was masked
+
+
+def test_clean_attributes_scrubs_every_string_and_keeps_the_shapes() -> None:
+    """The scrubber every span attribute passes (a plain loop since issue 44): strings, strings inside sequences
+    (a list becomes a tuple), anything deeper through `scrub_json`; numbers and booleans as they are."""
+    from holysheep.integrations.otel._scrubbing import clean_attributes
+
+    key = "hs_" + "Q" * 30
+    cleaned = clean_attributes({"a": f"x {key}", "b": [key, 3, True, 2.5], "c": (key,), "d": 7, "e": None,
+                                "f": [{"k": key}]})
+    assert cleaned is not None
+    assert key not in repr(cleaned)
+    assert cleaned["a"].startswith("x hs_") and cleaned["b"][1:] == (3, True, 2.5)
+    assert type(cleaned["b"]) is tuple and type(cleaned["c"]) is tuple
+    assert (cleaned["d"], cleaned["e"]) == (7, None)
+    assert key not in json.dumps(cleaned["f"])
+    assert clean_attributes(None) is None

@@ -36,6 +36,8 @@ _T = TypeVar("_T")
 if TYPE_CHECKING:
     from collections.abc import AsyncIterable, Iterable
 
+    import openai
+
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._engine.iterator import BatchIterator
@@ -164,6 +166,15 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         self.models = AsyncModels(self)
         self.quota = AsyncQuotaResource(self)
         self.embeddings = AsyncEmbeddings(self)
+
+    def as_openai(self) -> openai.AsyncOpenAI:
+        """A genuine ``openai.AsyncOpenAI`` whose requests go through this client (``holysheep[openai]``); see
+        `Client.as_openai` and ``docs/frameworks.md``."""
+        from holysheep._clients.openai_bridge import async_openai_client
+
+        self._check_open()
+        client: openai.AsyncOpenAI = async_openai_client(self)
+        return client
 
     async def _execute(self, spec: RequestSpec) -> Any:
         mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)

@@ -33,6 +33,8 @@ _T = TypeVar("_T")
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    import openai
+
     from holysheep._clients.senders import ThreadSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._engine.results import BatchResults
@@ -196,6 +198,19 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         spec = generic_spec("GET", path, cast_to=cast_to, params=options)
         result = self._execute(spec)
         return response_as(result, cast_to) if spec.raw else result
+
+    def as_openai(self) -> openai.OpenAI:
+        """A genuine ``openai.OpenAI`` whose requests go through this client (``holysheep[openai]``), for code
+        and frameworks that take an openai client (openai-agents, pydantic-ai, langchain-openai, instructor).
+
+        Any endpoint openai-python calls goes out with this client's key, headers, retries (openai's own are
+        off), hooks and OpenTelemetry spans, fallbacks and limits, on its connection pool; a final error status
+        reaches openai, which raises its own typed error. Streams stream. See ``docs/frameworks.md``."""
+        from holysheep._clients.openai_bridge import openai_client
+
+        self._check_open()
+        client: openai.OpenAI = openai_client(self)
+        return client
 
     def sender(self, max_workers: int) -> ThreadSender:
         """What the batch engine sends through: this client's plans and attempts, each attempt run in a

@@ -51,9 +51,24 @@ _REQUEST_PARAMS = {
 _OTHER_PARAMS = frozenset(("stop", "encoding_format", "response_format"))
 
 
+OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
+_SPAN_MODES = ("span_only", "span_and_event")
+"""The official instrumentation's content modes that put content on spans (holysheep emits no GenAI events, so
+``event_only`` records none here)."""
+
+
 def capture_from_env() -> bool:
-    """The ecosystem's switch: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``."""
-    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+    """The ecosystem's switch, as the official openai-v2 instrumentation reads it:
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (also ``1``/``yes``), or, with
+    ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``, one of its content modes that records on spans
+    (``span_only``, ``span_and_event``, any case)."""
+    value = os.environ.get(CAPTURE_ENV, "").strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value not in _SPAN_MODES:
+        return False
+    opt_in = os.environ.get(OPT_IN_ENV, "")
+    return "gen_ai_latest_experimental" in (part.strip() for part in opt_in.split(","))
 
 
 def request_attributes(attrs: dict[str, object], body: Mapping[str, object] | None,

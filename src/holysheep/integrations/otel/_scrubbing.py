@@ -15,12 +15,25 @@ from holysheep._egress import scrub, scrub_json
 __all__ = ["ScrubbingSpan", "ScrubbingTracer", "clean_attributes"]
 
 
+_SEQUENCES = (list, tuple)
+_PRIMITIVES = frozenset((bool, int, float))
+
+
 def clean_attributes(attrs: Mapping[str, object] | None) -> dict[str, Any] | None:
-    """``attrs`` with every string (inside sequences too) scrubbed; sequences stay tuples."""
+    """``attrs`` with every string (inside sequences too) scrubbed; sequences stay tuples. An attribute's sequence
+    holds primitives only (OpenTelemetry drops any other), so its strings are scrubbed one by one; anything deeper
+    goes through `scrub_json`. A copy whose strings and sequences are replaced, no ``X | Y`` built per value: this
+    runs twice per traced call."""
     if attrs is None:
         return None
-    return {k: tuple(scrub_json(list(v))) if isinstance(v, list | tuple) else scrub(v) if isinstance(v, str) else v
-            for k, v in attrs.items()}
+    clean = dict(attrs)
+    for key, value in attrs.items():
+        if type(value) is str:
+            clean[key] = scrub(value)
+        elif isinstance(value, _SEQUENCES):
+            clean[key] = tuple(scrub(item) if type(item) is str else item if type(item) in _PRIMITIVES else
+                               scrub_json(item) for item in value)
+    return clean
 
 
 class ScrubbingSpan:
