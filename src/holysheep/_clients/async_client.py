@@ -16,6 +16,7 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
 from holysheep._clients.resources.tools import AsyncRunTools
+from holysheep._clients.resources.wire import AsyncWireResource
 from holysheep._clients.streamed_response import AsyncStreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import AsyncStream
 from holysheep._core.call import Call, Outcome
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
+    from holysheep._core.wire import WireFormat
     from holysheep._engine.iterator import BatchIterator
     from holysheep._engine.results import BatchResults
 
@@ -150,6 +152,11 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         self.models = AsyncModels(self)
         self.quota = AsyncQuotaResource(self)
         self.embeddings = AsyncEmbeddings(self)
+
+    def wire(self, wire: WireFormat) -> AsyncWireResource:
+        """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``
+        with this client's retries, rate limits, hooks, response cache and batch engine."""
+        return AsyncWireResource(self, wire)
 
     async def _execute(self, spec: RequestSpec) -> Any:
         mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)

@@ -27,6 +27,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from holysheep._core.wire import CHAT, WireFormat
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["DEFAULT_OUTPUT_BOUND", "NOT_PROMPT_FIELDS", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap",
@@ -37,12 +38,9 @@ DEFAULT_OUTPUT_BOUND = 4096
 PART_TOKEN_BOUND = 2048
 """Tokens reserved for each non-text content part (image, audio, file) of a prompt."""
 
-NOT_PROMPT_FIELDS = frozenset({
-    "model", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p", "frequency_penalty",
-    "presence_penalty", "seed", "stream", "stream_options", "logprobs", "top_logprobs", "logit_bias",
-    "parallel_tool_calls", "store", "service_tier", "reasoning_effort", "verbosity", "user", "safety_identifier",
-    "metadata", "prompt_cache_key", "prompt_cache_retention", "modalities"})
-"""Body fields that carry no prompt text; every other field of the body counts towards the input bound."""
+NOT_PROMPT_FIELDS = CHAT.not_prompt_fields
+"""Chat completions' body fields that carry no prompt text (`WireFormat.not_prompt_fields`); every other field of
+the body counts towards the input bound."""
 
 
 @dataclass(frozen=True)
@@ -136,31 +134,25 @@ def _non_text_parts(messages: object) -> int:
     return count
 
 
-def input_token_bound(body: Mapping[str, object]) -> int:
-    """An upper bound on the prompt tokens of a request body (see the module's docstring)."""
-    prompt = {k: v for k, v in body.items() if k not in NOT_PROMPT_FIELDS and v is not None}
+def input_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> int:
+    """An upper bound on the prompt tokens of a request body in ``wire``'s format (see the module's docstring)."""
+    skip = wire.not_prompt_fields
+    prompt = {k: v for k, v in body.items() if k not in skip and v is not None}
     size = len(json.dumps(prompt, ensure_ascii=False, default=_default, separators=(",", ":")).encode("utf-8"))
-    return size + PART_TOKEN_BOUND * _non_text_parts(body.get("messages"))
+    return size + PART_TOKEN_BOUND * _non_text_parts(wire.prompt_parts(body))
 
 
-def _positive_int(value: object) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+def output_limit(body: Mapping[str, object], wire: WireFormat = CHAT) -> int | None:
+    """The largest output limit the body sets (``wire.output_limit_fields``: chat's ``max_tokens`` /
+    ``max_completion_tokens``, a server may honour either), or None when it sets none."""
+    return wire.output_limit(body)
 
 
-def output_limit(body: Mapping[str, object]) -> int | None:
-    """The largest of ``max_tokens`` / ``max_completion_tokens`` the body sets (a server may honour either),
-    or None when it sets neither."""
-    limits = [v for v in (_positive_int(body.get("max_tokens")), _positive_int(body.get("max_completion_tokens")))
-              if v is not None]
-    return max(limits) if limits else None
-
-
-def output_token_bound(body: Mapping[str, object]) -> tuple[int, bool]:
+def output_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> tuple[int, bool]:
     """(most completion tokens of a request body, whether the body sets that bound itself)."""
-    limit = output_limit(body)
+    limit = output_limit(body, wire)
     tokens = DEFAULT_OUTPUT_BOUND if limit is None else limit
-    n = _positive_int(body.get("n"))
-    return tokens * (n or 1), limit is not None
+    return tokens * wire.answers(body), limit is not None
 
 
 def check_priced(models: Iterable[str], prices: Mapping[str, object] | None) -> None:
@@ -205,14 +197,14 @@ class SpendCap:
         self.unbounded_output = 0  # requests reserved with DEFAULT_OUTPUT_BOUND (no max_tokens)
         self._settled: asyncio.Event | None = None
 
-    def worst_case(self, body: Mapping[str, object]) -> float | None:
+    def worst_case(self, body: Mapping[str, object], wire: WireFormat = CHAT) -> float | None:
         """The most one request can cost, from its final body (what goes on the wire); None when its model
         has no price."""
         price = self.pricer.price(str(body.get("model") or ""))
         if price is None:
             return None
-        output, _ = output_token_bound(body)
-        return price.cost(input_token_bound(body), output)
+        output, _ = output_token_bound(body, wire)
+        return price.cost(input_token_bound(body, wire), output)
 
     def fits(self, amount: float) -> bool:
         """True when ``amount`` more can be reserved now."""
