@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
@@ -37,6 +38,7 @@ _T = TypeVar("_T")
 if TYPE_CHECKING:
     from collections.abc import AsyncIterable, Iterable
 
+    from holysheep._clients.resources.responses import AsyncResponses
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._core.wire import WireFormat
@@ -152,6 +154,14 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         self.models = AsyncModels(self)
         self.quota = AsyncQuotaResource(self)
         self.embeddings = AsyncEmbeddings(self)
+
+    @functools.cached_property
+    def responses(self) -> AsyncResponses:
+        """``client.responses``: the Responses API (``create``, ``stream``, ``parse``, ``batch``; loaded on first
+        use, so ``import holysheep`` does not load its types)."""
+        from holysheep._clients.resources.responses import AsyncResponses
+
+        return AsyncResponses(self)
 
     def wire(self, wire: WireFormat) -> AsyncWireResource:
         """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
@@ -34,6 +35,7 @@ _T = TypeVar("_T")
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from holysheep._clients.resources.responses import Responses
     from holysheep._clients.senders import ThreadSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._core.wire import WireFormat
@@ -122,6 +124,14 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         self.models = Models(self)
         self.quota = QuotaResource(self)
         self.embeddings = Embeddings(self)
+
+    @functools.cached_property
+    def responses(self) -> Responses:
+        """``client.responses``: the Responses API (``create``, ``stream``, ``parse``, ``batch``; loaded on first
+        use, so ``import holysheep`` does not load its types)."""
+        from holysheep._clients.resources.responses import Responses
+
+        return Responses(self)
 
     def wire(self, wire: WireFormat) -> WireResource:
         """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``

@@ -8,10 +8,14 @@ Batch API line ``{"custom_id", "method", "url", "body"}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holysheep._core.wire import CHAT, EMBEDDINGS, WireFormat, wire_for_url
 from holysheep._exceptions import InvalidRequestError
+
+if TYPE_CHECKING:
+    from holysheep._core.call_plan import CallPlan
+    from holysheep._core.tool_loop import ToolRunResult
 
 __all__ = ["BatchRequest", "DEFAULT_COMPLETION_TOKENS", "estimate_tokens", "is_embedding", "normalize_item",
            "possible_tokens"]
@@ -47,7 +51,7 @@ class BatchRequest:
         self.attempts = 0
         self.first_sent: float | None = None
         self.key: str | None = None
-        self.plan: Any = None  # the client's CallPlan, made on the first attempt
+        self.plan: CallPlan | None = None  # the client's CallPlan, made on the first attempt
         self.steps: Any = None  # structured output: the re-ask loop (a generator) when the item wants parsing
         self._request: dict[str, object] | None = None  # ... and the create() arguments of its current request
         self.retrying = False  # its next send is a retry (counted in BatchStats.retries when it goes out)
@@ -55,7 +59,7 @@ class BatchRequest:
         self.cache_key: str | None = None  # the response cache's key of its current request
         self.reserved = 0.0  # USD the cost cap holds for its request in flight
         self.agent = False  # the item runs a tool loop (steps yields requests and RunTools)
-        self.tool_run: Any = None  # ... and its ToolRunResult once it is done
+        self.tool_run: ToolRunResult | None = None  # ... and its ToolRunResult once it is done
         self._est_tokens: int | None = None if invalid is None else 0
 
     @property

@@ -22,9 +22,9 @@ __all__ = ["CHAT", "EMBEDDINGS", "TokenUsage", "WireFormat", "register", "respon
 _BY_PATH: dict[str, WireFormat] = {}
 _BY_URL: dict[str, WireFormat] = {}
 _BY_TYPE: dict[type[object], WireFormat | None] = {}
-_LAZY: dict[str, str] = {}
+_LAZY = {"responses": "holysheep._core.wire.responses"}
 """Formats whose module loads on first use (``import holysheep`` does not pay for their types)."""
-_LAZY_URLS: dict[str, str] = {}
+_LAZY_URLS = {"/v1/responses": "responses", "/responses": "responses", "v1/responses": "responses"}
 
 
 _W = TypeVar("_W", bound=WireFormat)

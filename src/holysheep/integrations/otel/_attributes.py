@@ -41,6 +41,7 @@ BODY_UNPARSED = "holysheep.response.unparsed"  # read in full, no usage from it:
 _REQUEST_PARAMS = {
     "max_tokens": "gen_ai.request.max_tokens",
     "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",  # the Responses API's
     "temperature": "gen_ai.request.temperature",
     "top_p": "gen_ai.request.top_p",
     "frequency_penalty": "gen_ai.request.frequency_penalty",
