@@ -63,13 +63,13 @@ class BatchRequest:
         self._est_tokens: int | None = None if invalid is None else 0
 
     @property
-    def request(self) -> dict[str, Any] | None:
+    def request(self) -> dict[str, object] | None:
         """The create() arguments of the item's current request (a re-ask or a tool loop's turn), None until
         its loop made one: ``params`` are sent as they are."""
         return self._request
 
     @request.setter
-    def request(self, value: dict[str, Any] | None) -> None:
+    def request(self, value: dict[str, object] | None) -> None:
         self._request = value
         self._est_tokens = None  # a later turn carries the transcript so far: its estimate is its own
 
@@ -150,8 +150,8 @@ def _params_from_mapping(item: Mapping[str, object], where: str,
             params.pop("stream", None)
             return params, other
         if url not in _CHAT_URLS and url not in _EMBEDDING_URLS:
-            raise InvalidRequestError(f"{where}url must be '/v1/chat/completions' or '/v1/embeddings', got {url!r}.",
-                                      field="url")
+            raise InvalidRequestError(f"{where}url must be '/v1/chat/completions', '/v1/embeddings' or "
+                                      f"'/v1/responses', got {url!r}.", field="url")
         if not isinstance(body, Mapping):
             raise InvalidRequestError(f"{where}body must be an object of request parameters.", field="body")
         if (url in _EMBEDDING_URLS) != ("input" in body and "messages" not in body):
