@@ -64,7 +64,14 @@ def limits_key(client: PlanningClient) -> str:
 def chat_plan(client: PlanningClient, params: Mapping[str, object], idempotency_key: str | None,
               wire: WireFormat = CHAT) -> CallPlan:
     """A non-streamed request plan on ``client`` in ``wire``'s format (chat completions, or embeddings when the
-    parameters hold ``input`` and no ``messages``; checks the parameters before any I/O)."""
+    parameters hold ``input`` and no ``messages``; checks the parameters before any I/O). A Responses API item
+    (a ``/v1/responses`` line) goes through the client's own Responses format: native, or bridged to chat
+    completions once the server answered 404 for ``/responses`` (`AutoResponsesWire`)."""
+    if wire.name == "responses":
+        from holysheep._core.wire.responses import RESPONSES
+
+        if wire is RESPONSES:  # the registered, client-less one: this client's, which knows its server
+            wire = getattr(getattr(client, "responses", None), "format", wire)
     return client.plan(wire.spec(params), idempotency_key=idempotency_key)
 
 

@@ -205,6 +205,12 @@ class AttemptRunner:
             self._queue.retry_later(item, delay + extra)
 
     def _on_final_error(self, item: BatchRequest, error: APIError, policy: RetryPolicy, rate_limited: bool) -> None:
+        spec = item.plan.call.spec if item.plan is not None else None
+        if spec is not None and spec.wire is not None and wire_of(spec).replan(error, spec):
+            item.plan = None  # its format builds another request for it (the Responses API's bridge after a 404)
+            item.retrying = True
+            self._queue.retry_now(item)
+            return
         if isinstance(error, AuthenticationError):
             self.stop(error, "authentication failed (HTTP 401)")
         elif is_quota_exhausted(error):

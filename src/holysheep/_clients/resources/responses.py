@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from holysheep._clients.resources.chat import Resource
 from holysheep._clients.resources.wire import AsyncWireResource, WireResource, _AsyncClient, _SyncClient
-from holysheep._core.wire.responses import RESPONSES, parse_response, text_format_param
+from holysheep._core.wire.responses import ResponsesWire, parse_response, text_format_param
+from holysheep._core.wire.responses_bridge import BRIDGE_MODES, AutoResponsesWire
+from holysheep._exceptions import NotFoundError
 from holysheep.types.responses import ParsedResponse, Response, ResponseStreamEvent
 
 if TYPE_CHECKING:
@@ -23,12 +25,12 @@ __all__ = ["AsyncResponseStream", "AsyncResponseStreamManager", "AsyncResponses"
 T = TypeVar("T")
 
 
-def _spec(params: dict[str, object], stream: bool, text_format: object = None) -> RequestSpec:
+def _spec(wire: ResponsesWire, params: dict[str, object], stream: bool, text_format: object = None) -> RequestSpec:
     if text_format is None:
-        return RESPONSES.build(params, stream=stream)
+        return wire.build(params, stream=stream)
     text = params.get("text")
     params["text"] = {**(text if isinstance(text, dict) else {}), "format": text_format_param(text_format)}
-    return RESPONSES.build(params, stream=stream, parse=_parser(text_format))
+    return wire.build(params, stream=stream, parse=_parser(text_format))
 
 
 def _parsed(response: Response, text_format: object) -> ParsedResponse[object]:
@@ -140,12 +142,44 @@ class AsyncResponseStreamManager:
             await self._stream.close()
 
 
-class Responses(Resource):
+class _Bridging(Resource):
+    """What both clients' ``responses`` share: the format (native, or bridged to chat completions)."""
+
+    format: AutoResponsesWire
+
+    @property
+    def bridge(self) -> str:
+        """When ``responses`` calls go to chat completions instead of ``/responses``: ``"auto"`` (the default:
+        after this server answered 404 for ``/responses``, remembered by this client), ``"always"`` or
+        ``"never"``. See docs/responses.md."""
+        return self.format.mode
+
+    @bridge.setter
+    def bridge(self, mode: str) -> None:
+        if mode not in BRIDGE_MODES:
+            from holysheep._exceptions import InvalidRequestError
+
+            raise InvalidRequestError(f"responses.bridge must be 'auto', 'always' or 'never', got {mode!r}.",
+                                      field="bridge")
+        self.format.mode = mode
+
+
+class Responses(_Bridging):
     """``client.responses`` on the sync client (openai-python's ``client.responses``)."""
 
     def __init__(self, client: _SyncClient) -> None:
         super().__init__(client)
-        self._formatted = WireResource(client, RESPONSES)  # the seam's resource: what batch() runs on
+        self.format = AutoResponsesWire(str(client.config.base_url))
+        self._formatted = WireResource(client, self.format)  # the seam's resource: what batch() runs on
+
+    def _run(self, params: dict[str, object], stream: bool, text_format: object = None) -> Any:
+        spec = _spec(self.format, params, stream, text_format)
+        try:
+            return self._client._execute(spec)
+        except NotFoundError as exc:
+            if not self.format.learn(exc, spec):
+                raise
+        return self._client._execute(_spec(self.format, params, stream, text_format))  # bridged
 
     @overload
     def create(self, *, model: str, input: object = None, stream: Literal[False] = False,
@@ -162,22 +196,21 @@ class Responses(Resource):
         plus ``extra_body``/``extra_headers``/``extra_query``/``timeout``/``max_retries``. With ``stream=True``,
         a stream of `ResponseStreamEvent`; else a `Response`. Same retries, rate limits, hooks, spans and
         response cache as ``chat.completions.create``."""
-        result: Response | Stream[ResponseStreamEvent] = self._client._execute(
-            _spec({"model": model, "input": input, **params}, stream))
+        result: Response | Stream[ResponseStreamEvent] = self._run({"model": model, "input": input, **params}, stream)
         return result
 
     def parse(self, *, model: str, text_format: type[T], input: object = None, **params: object) -> ParsedResponse[T]:
         """``create`` with ``text.format`` set from ``text_format`` (a pydantic model, strict JSON schema); the
         reply's text validated as it in ``output_parsed``."""
-        result: ParsedResponse[T] = self._client._execute(
-            _spec({"model": model, "input": input, **params}, False, text_format))
+        result: ParsedResponse[T] = self._run({"model": model, "input": input, **params}, False, text_format)
         return result
 
     def stream(self, *, model: str, input: object = None, text_format: object = None,
                **params: object) -> ResponseStreamManager:
         """A streamed ``create`` as a context manager: ``with client.responses.stream(...) as stream:``."""
-        spec = _spec({"model": model, "input": input, **params}, True, text_format)
-        return ResponseStreamManager(lambda: self._client._execute(spec), text_format)
+        args: dict[str, object] = {"model": model, "input": input, **params}
+        _spec(self.format, dict(args), True, text_format)  # checked now, before any request
+        return ResponseStreamManager(lambda: self._run(args, True, text_format), text_format)
 
     def batch(self, requests: Iterable[object], **params: object) -> BatchResults:
         """Run many Responses API requests through the batch engine (prompt strings, lists of input items, dicts
@@ -186,12 +219,22 @@ class Responses(Resource):
         return self._formatted.batch(requests, **params)
 
 
-class AsyncResponses(Resource):
+class AsyncResponses(_Bridging):
     """``client.responses`` on the async client (every method is a coroutine function)."""
 
     def __init__(self, client: _AsyncClient) -> None:
         super().__init__(client)
-        self._formatted = AsyncWireResource(client, RESPONSES)
+        self.format = AutoResponsesWire(str(client.config.base_url))
+        self._formatted = AsyncWireResource(client, self.format)
+
+    async def _run(self, params: dict[str, object], stream: bool, text_format: object = None) -> Any:
+        spec = _spec(self.format, params, stream, text_format)
+        try:
+            return await self._client._execute(spec)
+        except NotFoundError as exc:
+            if not self.format.learn(exc, spec):
+                raise
+        return await self._client._execute(_spec(self.format, params, stream, text_format))  # bridged
 
     @overload
     async def create(self, *, model: str, input: object = None, stream: Literal[False] = False,
@@ -204,22 +247,22 @@ class AsyncResponses(Resource):
     async def create(self, *, model: str, input: object = None, stream: bool = False,
                      **params: object) -> Response | AsyncStream[ResponseStreamEvent]:
         """The async ``responses.create`` (see the sync client's)."""
-        result: Response | AsyncStream[ResponseStreamEvent] = await self._client._execute(
-            _spec({"model": model, "input": input, **params}, stream))
+        result: Response | AsyncStream[ResponseStreamEvent] = await self._run(
+            {"model": model, "input": input, **params}, stream)
         return result
 
     async def parse(self, *, model: str, text_format: type[T], input: object = None,
                     **params: object) -> ParsedResponse[T]:
         """The async ``responses.parse``."""
-        result: ParsedResponse[T] = await self._client._execute(
-            _spec({"model": model, "input": input, **params}, False, text_format))
+        result: ParsedResponse[T] = await self._run({"model": model, "input": input, **params}, False, text_format)
         return result
 
     def stream(self, *, model: str, input: object = None, text_format: object = None,
                **params: object) -> AsyncResponseStreamManager:
         """``async with client.responses.stream(...) as stream:`` (the request is sent on entry)."""
-        spec = _spec({"model": model, "input": input, **params}, True, text_format)
-        return AsyncResponseStreamManager(lambda: self._client._execute(spec), text_format)
+        args: dict[str, object] = {"model": model, "input": input, **params}
+        _spec(self.format, dict(args), True, text_format)  # checked now, before any request
+        return AsyncResponseStreamManager(lambda: self._run(args, True, text_format), text_format)
 
     async def batch(self, requests: Iterable[object] | AsyncIterable[object], **params: object) -> BatchResults:
         """The async ``responses.batch``."""

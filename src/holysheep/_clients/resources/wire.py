@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from holysheep._clients.resources.chat import Executor, Resource
 
 if TYPE_CHECKING:
+    from holysheep._core.config import ClientConfig
     from holysheep._core.wire import WireFormat
     from holysheep._engine.results import BatchResults
     from holysheep._engine.sender import Sender
@@ -19,6 +20,9 @@ __all__ = ["AsyncWireResource", "WireResource"]
 class _Client(Executor, Protocol):
     @property
     def cache(self) -> object: ...
+
+    @property
+    def config(self) -> ClientConfig: ...
 
     def _check_open(self) -> None: ...
 

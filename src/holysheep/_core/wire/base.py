@@ -218,6 +218,11 @@ class WireFormat:
         """The sans-I/O decoder of this format's ``stream=True`` events."""
         raise NotImplementedError(f"the {self.name or type(self).__name__} format has no stream")
 
+    def replan(self, error: BaseException, spec: RequestSpec) -> bool:
+        """True when a batch item whose request ``spec`` failed with ``error`` is to be planned again (this format
+        now builds another request for it, such as the Responses API's bridge after a 404); False by default."""
+        return False
+
     def error_fields(self, payload: object) -> Mapping[str, object] | None:
         """The error object of an error reply's JSON (``message``, ``type``, ``code``, ``param``)."""
         err = payload.get("error") if isinstance(payload, Mapping) else None
