@@ -154,3 +154,40 @@ def test_a_jsonl_file_of_responses_lines_pays_the_404_once(server: FakeServer, t
     assert _paths(server).count("/v1/responses") == 1 and _paths(server).count("/v1/chat/completions") == 6
     bodies = [json.loads(line)["response"]["body"] for line in dst.read_text().splitlines()]
     assert [b["object"] for b in bodies] == ["response"] * 6 and bodies[0]["output"][0]["content"][0]["text"] == "l0"
+
+
+def test_a_bridged_stream_gives_responses_events_and_the_final_response(server: FakeServer) -> None:
+    from holysheep.types.responses import ResponseCompletedEvent, ResponseTextDeltaEvent
+
+    with Client(base_url=server.url, api_key=KEY) as client:
+        client.responses.bridge = "always"
+        with client.responses.stream(model="m", input="one two three", instructions="x") as stream:
+            events = list(stream)
+            final = stream.get_final_response()
+        kinds = [e.type for e in events]
+        assert kinds[:3] == ["response.created", "response.output_item.added", "response.content_part.added"]
+        assert kinds[-4:] == ["response.output_text.done", "response.content_part.done",
+                              "response.output_item.done", "response.completed"]
+        assert "".join(e.delta for e in events if isinstance(e, ResponseTextDeltaEvent)) == "one two three"
+        last = events[-1]
+        assert isinstance(last, ResponseCompletedEvent) and last.response.output_text == "one two three"
+        assert final.output_text == "one two three" and final.usage is not None and final.usage.output_tokens == 3
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        sent = next(r.body for r in server.requests if r.path == "/v1/chat/completions")
+        assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}  # type: ignore[index]
+
+
+def test_a_bridged_stream_carries_function_call_arguments(server: FakeServer) -> None:
+    from holysheep.types.responses import ResponseFunctionCallArgumentsDeltaEvent
+
+    server.reply = ScriptedReply("", tool_calls=[tool_call("f", {"city": "Paris"}, id="call_3")])  # type: ignore[assignment]
+    with Client(base_url=server.url, api_key=KEY) as client:
+        client.responses.bridge = "always"
+        stream = client.responses.create(model="m", input="x", stream=True,
+                                         tools=[{"type": "function", "name": "f", "parameters": {"type": "object"}}])
+        with stream:
+            events = list(stream)
+    args = "".join(e.delta for e in events if isinstance(e, ResponseFunctionCallArgumentsDeltaEvent))
+    assert json.loads(args) == {"city": "Paris"}
+    done = [e for e in events if e.type == "response.output_item.done"]
+    assert [(e.item.call_id, e.item.name) for e in done] == [("call_3", "f")]  # type: ignore[union-attr]

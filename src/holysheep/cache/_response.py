@@ -130,7 +130,7 @@ class ResponseCache:
                        "go on uncached; check the file (a full disk, a read-only or damaged file, or a lock "
                        "another program holds).", where, doing, type(exc).__name__, exc)
 
-    def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
+    def key(self, body: Mapping[str, object], *, path: str = "chat/completions", base_url: str = "",
             method: str = "POST", query: Mapping[str, object] | None = None,
             headers: Mapping[str, str | None] | None = None) -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""

@@ -12,6 +12,7 @@ from holysheep._clients.resources.wire import AsyncWireResource, WireResource, _
 from holysheep._core.wire.responses import ResponsesWire, parse_response, text_format_param
 from holysheep._core.wire.responses_bridge import BRIDGE_MODES, AutoResponsesWire
 from holysheep._exceptions import NotFoundError
+from holysheep.types.chat import ChatCompletion
 from holysheep.types.responses import ParsedResponse, Response, ResponseStreamEvent
 
 if TYPE_CHECKING:
@@ -50,8 +51,13 @@ def _parser(text_format: object) -> Callable[[bytes], object]:
 
 
 def _final(stream: Stream[ResponseStreamEvent] | AsyncStream[ResponseStreamEvent], text_format: object) -> Response:
-    response = stream._final()
-    assert isinstance(response, Response)
+    folded: object = stream._final()
+    if not isinstance(folded, Response):  # a bridged stream folds a chat completion
+        from holysheep._core.wire.responses_bridge import to_response
+
+        assert isinstance(folded, ChatCompletion)
+        folded = to_response(folded)
+    response = folded
     return _parsed(response, text_format) if text_format is not None else response
 
 

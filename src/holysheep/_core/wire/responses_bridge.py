@@ -23,6 +23,7 @@ from holysheep.types.responses import Response
 
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
+    from holysheep._core.stream_state import StreamState
 
 __all__ = ["BRIDGED", "BridgedResponsesWire", "to_chat", "to_response"]
 
@@ -157,7 +158,7 @@ def to_response(completion: ChatCompletion) -> Response:
         if message.refusal:
             output.append({"id": f"msg_{completion.id}", "type": "message", "role": "assistant",
                            "status": "completed", "content": [{"type": "refusal", "refusal": message.refusal}]})
-        elif message.content is not None:
+        elif message.content is not None and (message.content or not message.tool_calls):  # not an empty text
             output.append({"id": f"msg_{completion.id}", "type": "message", "role": "assistant",
                            "status": "completed",
                            "content": [{"type": "output_text", "text": message.content, "annotations": []}]})
@@ -208,17 +209,25 @@ class BridgedResponsesWire(ResponsesWire):
         from holysheep._core.request import build_chat_spec
 
         native = super().build(params, stream=stream)  # the same checks as a native call
-        if stream:
-            raise _refuse("stream", "stream=True (bridged responses are not streamed yet)")
         chat = to_chat({k: v for k, v in params.items() if v is not None})
         model, messages = chat.pop("model"), chat.pop("messages")
         assert isinstance(model, str) and isinstance(messages, list)
-        spec = build_chat_spec(model=model, messages=messages, stream=False, params=chat,
+        if stream:
+            chat["stream_options"] = {"include_usage": True}  # the usage a Responses stream ends with
+        spec = build_chat_spec(model=model, messages=messages, stream=stream, params=chat,
                                parse=_bridged_parser(parse) if parse is not None else _parse_bridged)
         return dataclasses.replace(spec, wire=self, options=native.options)
 
     def parse(self, content: bytes) -> object:
         return _parse_bridged(content)
+
+    def stream_state(self, started_at: float, *, secret: str | None, max_event_bytes: int,
+                     clock: Callable[[], float], max_text_bytes: int) -> StreamState:
+        """A chat stream whose chunks come out as Responses API events (`BridgedStreamState`)."""
+        from holysheep._core.bridge_stream import BridgedStreamState
+
+        return BridgedStreamState(started_at, to_response, secret=secret, max_event_bytes=max_event_bytes,
+                                  clock=clock, max_text_bytes=max_text_bytes)
 
 
 def _bridged_parser(parse: Callable[[bytes], object]) -> Callable[[bytes], object]:

@@ -172,14 +172,14 @@ def _tool_call_part(call_id: object, name: object, arguments: object) -> dict[st
     return {"type": "tool_call", "id": call_id, "name": name, "arguments": value}
 
 
-def output_messages(choices: list[tuple[str | None, str | None, Any]]) -> str:
+def output_messages(choices: list[tuple[str | None, str | None, object]]) -> str:
     """(text, finish reason, tool calls) per choice as the convention's JSON (only with content capture on): a
     ``text`` part when there is text, then a ``tool_call`` part per call (objects with ``.id`` and
     ``.function.name/.arguments``, or their dict form)."""
     out = []
     for text, reason, calls in choices:
         parts: list[dict[str, object]] = [{"type": "text", "content": redact(text)}] if text else []
-        for call in calls or ():
+        for call in calls if isinstance(calls, (list, tuple)) else ():
             if isinstance(call, Mapping):
                 function = call.get("function") or {}
                 parts.append(_tool_call_part(call.get("id"), function.get("name"), function.get("arguments")))
