@@ -206,3 +206,14 @@ def test_the_async_client_s_methods_are_coroutine_functions(tmp_path: Path) -> N
 
     with FakeServer(api_key=KEY) as server:
         assert asyncio.run(main(server)) == ("async hi", "s t", "b")
+
+
+def test_a_2xx_body_that_is_no_response_is_retried() -> None:
+    from holysheep.testing import Response as Reply
+
+    bodies = [{}, {"error": {"message": "busy"}}, {"id": "resp_1", "object": "response", "status": "completed",
+                                                    "output": [], "model": "m"}]
+    with FakeServer(api_key=KEY) as server, _client(server) as client:
+        server.on("POST", "/responses", lambda request: Reply(200, bodies.pop(0)))
+        reply = client.responses.create(model="m", input="x")
+        assert (reply.id, reply.retries_taken) == ("resp_1", 2)

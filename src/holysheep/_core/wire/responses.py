@@ -40,11 +40,10 @@ def parse_response(content: bytes) -> Response:
         Response.model_rebuild()
         _validate = Response.__pydantic_validator__.validate_json
     response = _validate(content)
-    if not response.output and response.status is None and not response.id:
-        from holysheep._core.answer import NoAnswerError, check_answer
+    if not response.output and response.status is None and not response.id:  # {}, or an error object
+        from holysheep._core.answer import check_answer
 
-        check_answer(None, content)
-        raise NoAnswerError("the body is not a response")
+        check_answer(None, content)  # raises NoAnswerError saying what came instead (an error object, {})
     return response
 
 
