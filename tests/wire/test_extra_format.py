@@ -69,6 +69,13 @@ class MessagesWire(WireFormat):
     def answered(self, response: object) -> bool:
         return any(self.output_texts(response))
 
+    def error_fields(self, payload: object) -> Mapping[str, object] | None:
+        """This API's errors are ``{"type": "error", "problem": {"kind", "text"}}``."""
+        problem = payload.get("problem") if isinstance(payload, dict) else None
+        if not isinstance(problem, dict):
+            return None
+        return {"type": problem.get("kind"), "message": problem.get("text"), "code": problem.get("code")}
+
 
 MESSAGES = register(MessagesWire())
 
@@ -76,6 +83,7 @@ MESSAGES = register(MessagesWire())
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     refuse_first = 0  # how many of the first requests get a 429
+    invalid = False  # answer 400 in this API's own error shape
     paths: list[str]
 
 
@@ -89,7 +97,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         server = self.server
         server.paths.append(self.path)
-        if len(server.paths) <= server.refuse_first:
+        if server.invalid:
+            payload = b'{"type": "error", "problem": {"kind": "invalid_request", "text": "max_tokens too big", ' \
+                      b'"code": "too_big"}}'
+            self.send_response(400)
+        elif len(server.paths) <= server.refuse_first:
             payload = b'{"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}'
             self.send_response(429)
             self.send_header("retry-after", "0")
@@ -163,6 +175,17 @@ def test_a_batch_pauses_on_429_caps_spend_and_counts_usage(server: _Server) -> N
     assert (summary.prompt_tokens, summary.completion_tokens) == (30, 15)
     assert summary.spent_usd == pytest.approx(3 * (10 * 1.0 + 5 * 2.0) / 1e6)
     assert len(server.paths) == 4
+
+
+def test_its_error_body_is_read_by_the_format(server: _Server) -> None:
+    from holysheep import BadRequestError
+
+    server.invalid = True
+    with _client(server) as client, pytest.raises(BadRequestError) as info:
+        client.wire(MESSAGES).create(model="claude-test", max_tokens=10**9, messages=[{"role": "user", "content": "x"}])
+    error = info.value
+    assert (error.type, error.code, error.status_code) == ("invalid_request", "too_big", 400)
+    assert "max_tokens too big" in str(error) and len(server.paths) == 1  # a 400 is not retried
 
 
 def test_a_batch_refuses_an_argument_the_format_does_not_take(server: _Server) -> None:
