@@ -149,7 +149,10 @@ def output_limit(body: Mapping[str, object], wire: WireFormat = CHAT) -> int | N
 
 
 def output_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> tuple[int, bool]:
-    """(most completion tokens of a request body, whether the body sets that bound itself)."""
+    """(most completion tokens of a request body, whether the body sets that bound itself); (0, True) for a format
+    whose replies have no output (embeddings)."""
+    if not wire.has_output:
+        return 0, True
     limit = output_limit(body, wire)
     tokens = DEFAULT_OUTPUT_BOUND if limit is None else limit
     return tokens * wire.answers(body), limit is not None

@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from holysheep._core.wire import CHAT, WireFormat
-from holysheep._engine.requests import BatchRequest, normalize_item
+from holysheep._core.wire import CHAT, EMBEDDINGS, WireFormat
+from holysheep._engine.requests import BatchRequest, is_embedding, normalize_item
 from holysheep._engine.spend import Pricer, check_max_cost, input_token_bound, output_token_bound
 from holysheep._exceptions import InvalidRequestError
 from holysheep.batch._tokens import count_prompt_tokens, load_tokenizer
@@ -150,7 +150,7 @@ class _Tally:
             result.refused.append(RefusedItem(index, custom_id, f"model {model!r} has no price, and max_cost_usd "
                                               "needs one: pass prices= (--price MODEL=IN,OUT)", line))
             return
-        fmt = wire or CHAT
+        fmt = wire or (EMBEDDINGS if is_embedding(params) else CHAT)
         tokens = (count_prompt_tokens(body.get(CHAT.prompt_field), self.tokenizer) if wire is None
                   else self.tokenizer.count(wire.prompt_text(body)))
         bound = input_token_bound(body, fmt)
