@@ -9,7 +9,9 @@ Every failure the SDK reports is one of these classes; nothing is printed or tur
     │   ├── UnknownGPUError         a GPU name the hardware table does not know
     │   ├── InsecureTransportError  a key (api_key= or a header, also per call) would travel over plain http
     │   │                           to a non-loopback host
-    │   └── CacheFileError      the ``cache=`` file is not a response cache (not SQLite, or another format)
+    │   ├── CacheFileError      the ``cache=`` file is not a response cache (not SQLite, or another format)
+    │   └── ResponsesBridgeError  a Responses API feature that cannot go over chat completions (stored state,
+    │                           built-in tools) on a server without ``/responses``
     ├── QuotaExceededError          the batch cannot (or can no longer) run within the account quota
     ├── ClientClosedError           a call on a client that was closed (also a RuntimeError)
     ├── ResponseConsumedError       a with_streaming_response body read again after it was iterated or closed
@@ -66,6 +68,7 @@ __all__ = [
     "RateLimitError",
     "RedirectRefusedError",
     "ResponseConsumedError",
+    "ResponsesBridgeError",
     "ResponseTooLargeError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
@@ -130,6 +133,13 @@ class InsecureTransportError(InvalidRequestError):
     """An API key (``api_key=``, or a key-carrying header in ``default_headers`` or a call's ``extra_headers``)
     would be sent over plain ``http://`` to a host that is not loopback. Raised before any request; an
     `InvalidRequestError`, so a batch item with such headers fails alone, with nothing sent."""
+
+
+class ResponsesBridgeError(InvalidRequestError):
+    """``responses.create`` went to chat completions (the server has no ``/responses``, or
+    ``client.responses.bridge = "always"``) with a feature that cannot be bridged: stored state
+    (``previous_response_id``, ``conversation``, ``prompt``, ``background``) or a built-in tool (``web_search``,
+    ``file_search``, ...). ``field`` names it. Nothing was sent for this call."""
 
 
 class CacheFileError(InvalidRequestError):

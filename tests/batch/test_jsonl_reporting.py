@@ -64,14 +64,14 @@ def test_bad_lines_have_one_prefix_and_one_line_number(tmp_path: Path, server: F
     bad = [line for line in capsys.readouterr().err.splitlines() if "bad input" in line]
     assert bad == [
         "holysheep batch: error: bad input line 3: not valid JSON (Expecting ',' delimiter at column 9)",
-        "holysheep batch: error: bad input line 4: url must be '/v1/chat/completions' or '/v1/embeddings', got "
-        "'/v1/completions'.",
+        "holysheep batch: error: bad input line 4: url must be '/v1/chat/completions', '/v1/embeddings' or "
+        "'/v1/responses', got '/v1/completions'.",
         "holysheep batch: error: bad input line 5: expected a JSON object, got list",
     ]
     errors = {r["custom_id"]: r["error"] for r in map(json.loads, dst.read_text().splitlines()) if "error" in r}
     assert errors["line-3"]["message"] == "line 3: not valid JSON (Expecting ',' delimiter at column 9)"
-    assert errors["e"]["message"] == ("line 4: url must be '/v1/chat/completions' or '/v1/embeddings', got "
-                                      "'/v1/completions'.")
+    assert errors["e"]["message"] == ("line 4: url must be '/v1/chat/completions', '/v1/embeddings' or "
+                                      "'/v1/responses', got '/v1/completions'.")
     assert errors["line-5"]["message"] == "line 5: expected a JSON object, got list"
     assert {e["type"] for e in errors.values()} == {"invalid_request_error"}
     assert len(chat_requests(server)) == 1

@@ -131,6 +131,7 @@ API_SERVER: dict[str, Callable[[], dict[str, Any]]] = {
     "fallback.md": lambda: {"faults": [Fault.status(503)] * 4},    # the primary is down for a while
     "migrating.md": lambda: {"reply": auto_reply()},               # parse() gets JSON that fits its schema
     "frameworks.md": lambda: {"reply": auto_reply()},              # tool calls and schema-valid JSON
+    "responses.md": lambda: {"reply": auto_reply()},               # responses.parse() too
     "structured-outputs.md": lambda: {"reply": _invoice_reply},    # a model that answers in JSON
     "tools.md": lambda: {"reply": Script.load(MOCK_SCRIPT, fallback=auto_reply())},  # the page's mock-server
 }
@@ -141,6 +142,7 @@ PRINTS = {
     "errors.md": "StreamInterruptedError; partial_text = 'one two '",
     "fallback.md": "after cool-down: primary | circuit: closed",
     "migrating.md": "name='example' req_",
+    "responses.md": "city='example' country='example'",
     "structured-outputs.md": "not an Invoice:",
     "tools.md": "4 agents finished in 8 requests",
     "testing.md": "400 content_policy",

@@ -1,13 +1,9 @@
-"""The folders are the layers, and imports point one way (see docs/architecture.md):
-
-    bottom (_exceptions, _version, types) <- _core <- _transports <- _engine <- _clients
-        <- batch, integrations, testing <- cli
-
-and, beside the request path, the planner: accelerators <- estimator <- hardware, with pricing below both.
+"""The folders are the layers, and imports point one way: what each room (folder) may import is the
+"Layering rules" table of docs/architecture.md, which this test reads (the doc shows the rules it enforces).
 
 Every import statement counts: module level, function level and ``if TYPE_CHECKING`` alike (a lazy or
-type-only import is still a dependency). No file may import a file of a higher layer, and no two files may
-import each other, directly or through a circle."""
+type-only import is still a dependency). No file may import a room its own may not, and no two files may
+import each other, directly or through a circle; the planner and the request path are separate trees."""
 
 from __future__ import annotations
 
@@ -16,18 +12,24 @@ from collections.abc import Iterable
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "holysheep"
+DOC = SRC.parents[1] / "docs" / "architecture.md"
 
-# Rank of each top-level room of the package. A file may import files of its own rank or below.
-RANKS = {
-    "_version": 0, "_exceptions": 0, "_egress": 0, "types": 1, "pricing": 1, "accelerators": 1,
-    "_core": 2, "estimator": 2,
-    "_transports": 3, "hardware": 3,
-    "_engine": 4,
-    "_clients": 5,
-    "holysheep": 6,  # the package root: the public names, re-exported from the clients
-    "batch": 7, "integrations": 7, "testing": 7, "cache": 4, "hooks": 7,
-    "cli": 8, "__main__": 8,
-}
+
+def read_rules(text: str) -> dict[str, frozenset[str]]:
+    """The "Layering rules" table of docs/architecture.md: each room and the rooms it may import."""
+    block = text.split("<!-- layering-rules -->", 1)[1].split("<!-- end layering-rules -->", 1)[0]
+    rules: dict[str, frozenset[str]] = {}
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        allowed = frozenset() if cells[1] == "nothing" else frozenset(c.strip().strip("`") for c in cells[1].split(","))
+        rules[cells[0].strip("`")] = allowed
+    return rules
+
+
+MAY_IMPORT = read_rules(DOC.read_text(encoding="utf-8"))
+"""Room -> the rooms it may import (its own always): the table the doc shows, read from it."""
 PLANNER = {"estimator", "hardware", "accelerators"}
 REQUEST_PATH = {"_transports", "_engine", "_clients", "batch", "integrations"}
 MAX_ROOT_MODULES = 12
@@ -129,7 +131,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+def upward_imports(graph: dict[str, set[str]], rules: dict[str, frozenset[str]] | None = None) -> list[str]:
+    rules = MAY_IMPORT if rules is None else rules
     wrong = []
     for module, targets in sorted(graph.items()):
         own = room(module)
@@ -137,10 +140,10 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
             other = room(target)
             if own == other:
                 continue
-            if own not in RANKS or other not in RANKS:
-                wrong.append(f"{module} -> {target}: a room the layering test does not know")
-            elif RANKS[other] > RANKS[own]:
-                wrong.append(f"{module} ({own}) imports {target} ({other}), a higher layer")
+            if own not in rules or other not in rules:
+                wrong.append(f"{module} -> {target}: a room the layering rules (docs/architecture.md) do not name")
+            elif other not in rules[own]:
+                wrong.append(f"{module} ({own}) imports {target} ({other}), which its room may not import")
             elif (own in PLANNER and other in REQUEST_PATH) or (own in REQUEST_PATH and other in PLANNER):
                 wrong.append(f"{module} ({own}) imports {target} ({other}): the planner and the request path "
                              "are separate trees")
@@ -160,7 +163,7 @@ def test_imports_point_down_the_layers() -> None:
 def test_the_package_root_holds_few_modules() -> None:
     root = sorted(p.name for p in SRC.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
-    assert {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} <= set(RANKS)
+    assert {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} <= set(MAY_IMPORT)
 
 
 def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path: Path) -> None:
@@ -179,7 +182,17 @@ def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path: Path) -> None:
     graph = import_graph(pkg)
     assert circles(graph) == [["holysheep._core.a", "holysheep._core.b"]]
     assert upward_imports(graph) == [
-        "holysheep._core.c (_core) imports holysheep._clients.client (_clients), a higher layer"]
+        "holysheep._core.c (_core) imports holysheep._clients.client (_clients), which its room may not import"]
+
+
+def test_the_rules_are_the_docs_table_and_forbid_going_up() -> None:
+    """The table is read (every room of the package is in it), and it never lets a lower room import a higher
+    one: the engine never imports a client, the core never the engine, nothing but the CLI imports the CLI."""
+    assert len(MAY_IMPORT) >= 20 and MAY_IMPORT["_egress"] == frozenset()
+    assert "_clients" not in MAY_IMPORT["_engine"] and "_engine" not in MAY_IMPORT["_core"]
+    assert [r for r, allowed in MAY_IMPORT.items() if "cli" in allowed] == ["__main__"]
+    assert read_rules("x\n<!-- layering-rules -->\n| Room | May import |\n|---|---|\n| `a` | `b`, `c` |\n"
+                      "| `b` | nothing |\n<!-- end layering-rules -->\n") == {"a": {"b", "c"}, "b": frozenset()}
 
 
 def test_the_batch_reads_no_client_privates() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from holysheep._engine import private_state
+from holysheep import _private_state as private_state
 from holysheep._engine.key_limits import KeyLimits, SharedBucket
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench_blocks import fake_server_table, http2_table, otel_cost, otel_peer, performance_results
+from .module_blocks import request_path_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -237,5 +238,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "retried-4xx": retried_4xx,
     "retried-4xx-codes": retried_4xx_codes,
     "never-retried": never_retried,
+    "request-path-modules": request_path_modules,
     **{f"default-{name.replace('_', '-')}": _default_block(name) for name in CLIENT_DEFAULTS},
 }

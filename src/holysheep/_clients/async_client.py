@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
@@ -16,6 +17,7 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import AsyncStreamHelper
 from holysheep._clients.resources.structured import AsyncParse
 from holysheep._clients.resources.tools import AsyncRunTools
+from holysheep._clients.resources.wire import AsyncWireResource
 from holysheep._clients.streamed_response import AsyncStreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import AsyncStream
 from holysheep._core.call import Call, Outcome
@@ -38,8 +40,10 @@ if TYPE_CHECKING:
 
     import openai
 
+    from holysheep._clients.resources.responses import AsyncResponses
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
+    from holysheep._core.wire import WireFormat
     from holysheep._engine.iterator import BatchIterator
     from holysheep._engine.results import BatchResults
 
@@ -175,6 +179,18 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         self._check_open()
         client: openai.AsyncOpenAI = async_openai_client(self)
         return client
+    @functools.cached_property
+    def responses(self) -> AsyncResponses:
+        """``client.responses``: the Responses API (``create``, ``stream``, ``parse``, ``batch``; loaded on first
+        use, so ``import holysheep`` does not load its types)."""
+        from holysheep._clients.resources.responses import AsyncResponses
+
+        return AsyncResponses(self)
+
+    def wire(self, wire: WireFormat) -> AsyncWireResource:
+        """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``
+        with this client's retries, rate limits, hooks, response cache and batch engine."""
+        return AsyncWireResource(self, wire)
 
     async def _execute(self, spec: RequestSpec) -> Any:
         mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
     from holysheep._core.call import Call
     from holysheep.cache import ResponseCache
-    from holysheep.types.chat import ChatCompletion
 
 __all__ = ["BaseClient", "LazyPool"]
 
@@ -209,7 +208,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         """The response cache (``cache=``), or None."""
         return self._cache
 
-    def _cache_lookup(self, spec: RequestSpec) -> tuple[str | None, ChatCompletion | None]:
+    def _cache_lookup(self, spec: RequestSpec) -> tuple[str | None, object]:
         """The response cache's key for ``spec`` and its hit (``ResponseCache.lookup``, on this client's
         clock); the shells ask it only when a cache is on."""
         assert self._cache is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
@@ -17,6 +18,7 @@ from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParam
 from holysheep._clients.resources.stream_helper import SyncStreamHelper
 from holysheep._clients.resources.structured import SyncParse
 from holysheep._clients.resources.tools import SyncRunTools
+from holysheep._clients.resources.wire import WireResource
 from holysheep._clients.streamed_response import StreamedAPIResponse, raw_reply
 from holysheep._clients.streaming import Stream
 from holysheep._core.call import Call, Outcome
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
 
     import openai
 
+    from holysheep._clients.resources.responses import Responses
     from holysheep._clients.senders import ThreadSender
     from holysheep._core.batch_params import BatchParams
+    from holysheep._core.wire import WireFormat
     from holysheep._engine.results import BatchResults
     from holysheep._engine.sender import Sender
 
@@ -122,6 +126,19 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         self.models = Models(self)
         self.quota = QuotaResource(self)
         self.embeddings = Embeddings(self)
+
+    @functools.cached_property
+    def responses(self) -> Responses:
+        """``client.responses``: the Responses API (``create``, ``stream``, ``parse``, ``batch``; loaded on first
+        use, so ``import holysheep`` does not load its types)."""
+        from holysheep._clients.resources.responses import Responses
+
+        return Responses(self)
+
+    def wire(self, wire: WireFormat) -> WireResource:
+        """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``
+        with this client's retries, rate limits, hooks, response cache and batch engine."""
+        return WireResource(self, wire)
 
     def _execute(self, spec: RequestSpec) -> Any:
         mode: RawMode = RAW.get() or ("raw" if spec.raw else "")  # spec.raw: post/get(cast_to=httpx.Response)

@@ -15,11 +15,10 @@ from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from holysheep._clients.resources.chat import parse_chat_completion
 from holysheep._core.call import Call, Outcome
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.hooks import HookSet
-from holysheep._core.item_spec import item_spec
+from holysheep._core.wire import CHAT, WireFormat
 
 if TYPE_CHECKING:
     from holysheep._core.config import ClientConfig
@@ -62,10 +61,18 @@ def limits_key(client: PlanningClient) -> str:
     return f"{client.config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
-def chat_plan(client: PlanningClient, params: Mapping[str, object], idempotency_key: str | None) -> CallPlan:
-    """A non-streamed chat completion (or embeddings) plan on ``client`` (checks the parameters before any I/O)."""
-    spec = item_spec(params, parse_chat_completion)
-    return client.plan(spec, idempotency_key=idempotency_key)
+def chat_plan(client: PlanningClient, params: Mapping[str, object], idempotency_key: str | None,
+              wire: WireFormat = CHAT) -> CallPlan:
+    """A non-streamed request plan on ``client`` in ``wire``'s format (chat completions, or embeddings when the
+    parameters hold ``input`` and no ``messages``; checks the parameters before any I/O). A Responses API item
+    (a ``/v1/responses`` line) goes through the client's own Responses format: native, or bridged to chat
+    completions once the server answered 404 for ``/responses`` (`AutoResponsesWire`)."""
+    if wire.name == "responses":
+        from holysheep._core.wire.responses import RESPONSES
+
+        if wire is RESPONSES:  # the registered, client-less one: this client's, which knows its server
+            wire = getattr(getattr(client, "responses", None), "format", wire)
+    return client.plan(wire.spec(params), idempotency_key=idempotency_key)
 
 
 class _ClientSender:
@@ -73,8 +80,9 @@ class _ClientSender:
 
     _client: PlanningClient
 
-    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None) -> CallPlan:
-        return chat_plan(self._client, params, idempotency_key)
+    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None,
+             wire: WireFormat = CHAT) -> CallPlan:
+        return chat_plan(self._client, params, idempotency_key, wire)
 
     @property
     def limits_key(self) -> str | None:

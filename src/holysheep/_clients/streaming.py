@@ -13,29 +13,30 @@ from holysheep._core.closing import AsyncClosing, SyncClosing
 from holysheep._core.hooks import StreamEvent
 from holysheep._core.scrub import request_id_of
 from holysheep._core.stream_state import StreamMetrics, StreamState
+from holysheep._core.wire import wire_of
 from holysheep._exceptions import (
     APIConnectionError,
     ResponseConsumedError,
 )
 from holysheep._transports.body import aiter_decoded, iter_decoded
 from holysheep._transports.lazy_body import AsyncTap, Tap
-from holysheep.types.chat import ChatCompletion, ChatCompletionChunk
+from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
     from holysheep._core.call import Call
 
 __all__ = ["AsyncStream", "Stream"]
 
-_T = TypeVar("_T", bound=ChatCompletionChunk)
+_T = TypeVar("_T")  # a chat chunk, or the event of another wire format (a Responses API event)
 
 
 class _StreamBase(Generic[_T]):
     def __init__(self, response: httpx.Response, call: Call) -> None:
         self.response = response
         self._call = call
-        self._state = StreamState(call.started_at, secret=call.api_key,
-                                  max_event_bytes=call.config.max_sse_event_bytes, clock=call.config.clock,
-                                  max_text_bytes=call.config.max_stream_text_bytes)
+        self._state: StreamState = wire_of(call.spec).stream_state(  # the format decodes its own events
+            call.started_at, secret=call.api_key, max_event_bytes=call.config.max_sse_event_bytes,
+            clock=call.config.clock, max_text_bytes=call.config.max_stream_text_bytes)
         self._head: list[_T] = []  # the first chunk, read by _prime before the stream is handed out
         self._head_error: BaseException | None = None
         self._released = False  # closed by the caller (or after its raw body was read)

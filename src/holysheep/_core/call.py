@@ -289,8 +289,10 @@ class Call:
                 return self.decide(exc)
         retry_after = server_delay(status, response.headers)
         assert isinstance(response, httpx.Response)  # backends hand error responses over as httpx.Response
+        wire = self.spec.wire  # a format's own error body (None: chat, embeddings: OpenAI's {"error": {...}})
         err = error_from_status(response, api_key=self.api_key, retries_taken=self.retries_taken,
-                                retry_after=retry_after)
+                                retry_after=retry_after,
+                                error_fields=getattr(wire, "error_fields", None) if wire is not None else None)
         if logger.isEnabledFor(10):  # DEBUG: at INFO the log says what openai-python's does (each retry)
             logger.debug("%s %s -> HTTP %d (request_id=%s)", self.spec.method, self.spec.path, status,
                          err.request_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 
 import httpx
 
@@ -131,14 +132,21 @@ def missing_version_hint(url: httpx.URL) -> str | None:
 
 
 def error_from_status(
-    response: httpx.Response, *, api_key: str | None, retries_taken: int, retry_after: float | None
+    response: httpx.Response, *, api_key: str | None, retries_taken: int, retry_after: float | None,
+    error_fields: Callable[[object], Mapping[str, object] | None] | None = None,
 ) -> APIStatusError:
-    """The typed exception for an HTTP error response (body already read)."""
+    """The typed exception for an HTTP error response (body already read). ``error_fields``: the request's wire
+    format's reading of its error body (`WireFormat.error_fields`); OpenAI's ``{"error": {...}}`` without it."""
     status = response.status_code
     body = _parse_body(response.content)
-    err_obj = body.get("error") if isinstance(body, dict) else None
-    detail: dict[str, object] = err_obj if isinstance(err_obj, dict) else {}
+    if error_fields is None:
+        err_obj = body.get("error") if isinstance(body, dict) else None
+        detail: Mapping[str, object] = err_obj if isinstance(err_obj, dict) else {}
+    else:
+        detail = error_fields(body) or {}
     server_msg = server_message(body)
+    if error_fields is not None and isinstance(detail.get("message"), str) and detail["message"]:
+        server_msg = str(detail["message"])
     err_type = detail.get("type")
     err_code = detail.get("code")
     err_param = detail.get("param")

@@ -171,6 +171,8 @@ class RequestSpec:
     ``"stream"`` (``with_streaming_response``): a 2xx body is handed over unread; ``""``: the parsed reply."""
     defaulted: frozenset[str] = frozenset()
     """Body keys the SDK filled in itself (the caller did not set them): hooks report them as not set."""
+    wire: object = None
+    """The `WireFormat` that built it (``holysheep._core.wire.wire_of`` reads it); None: the one of its path."""
 
     @property
     def model(self) -> str | None:

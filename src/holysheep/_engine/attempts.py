@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from holysheep._core.call import Outcome
 from holysheep._core.log import get_logger
 from holysheep._core.retry import RetryPolicy, is_quota_exhausted, is_retryable
+from holysheep._core.wire import TokenUsage, WireFormat, wire_of
 from holysheep._engine.admission import Admission
 from holysheep._engine.delivery import ResultSink
 from holysheep._engine.item_plans import ItemPlanner
@@ -34,7 +35,6 @@ from holysheep._exceptions import (
     ClientClosedError,
     InvalidRequestError,
 )
-from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
     from holysheep.cache import ResponseCache
@@ -130,7 +130,7 @@ class AttemptRunner:
             self._settle(item, None, sent=True)  # (a no-op once settled) no reservation may outlive its request
             self._sink.finalize(item, None, exc)
 
-    def _on_success(self, item: BatchRequest, response: ChatCompletion, charge: int) -> None:
+    def _on_success(self, item: BatchRequest, response: object, charge: int) -> None:
         self._outage.record(True)
         admission = self._admission
         admission.on_success()
@@ -157,7 +157,7 @@ class AttemptRunner:
         """A reply's total tokens, at most what its request could use (`possible_tokens`), so one absurd
         ``usage`` cannot put the TPM bucket hours into debt; logged once per batch."""
         request = item.request
-        cap = possible_tokens(item.params if request is None else request)  # this turn's, with its transcript
+        cap = possible_tokens(item.params if request is None else request, item.wire)  # this turn's, transcript too
         if actual <= cap:
             return actual
         if not self._usage_capped:
@@ -207,6 +207,12 @@ class AttemptRunner:
             self._queue.retry_later(item, delay + extra)
 
     def _on_final_error(self, item: BatchRequest, error: APIError, policy: RetryPolicy, rate_limited: bool) -> None:
+        spec = item.plan.call.spec if item.plan is not None else None
+        if spec is not None and spec.wire is not None and wire_of(spec).replan(error, spec):
+            item.plan = None  # its format builds another request for it (the Responses API's bridge after a 404)
+            item.retrying = True
+            self._queue.retry_now(item)
+            return
         if isinstance(error, AuthenticationError):
             self.stop(error, "authentication failed (HTTP 401)")
         elif is_quota_exhausted(error):
@@ -240,7 +246,8 @@ class AttemptRunner:
             return True
         call = plan.call
         key = item.cache_key = self.cache.key_for(call.spec, call.config)
-        response = self.cache.get(key, clock=call.config.clock) if key is not None else None  # the call's clock
+        response = (self.cache.get(key, clock=call.config.clock, wire=wire_of(call.spec))  # the call's clock
+                    if key is not None else None)
         if response is None:
             return False
         if item.steps is not None:
@@ -251,7 +258,7 @@ class AttemptRunner:
         self._sink.finalize_cached(item, response)
         return True
 
-    def _store(self, key: str, response: ChatCompletion) -> None:
+    def _store(self, key: str, response: object) -> None:
         assert self.cache is not None
         try:
             self.cache.put(key, response)
@@ -267,7 +274,8 @@ class AttemptRunner:
         if plan is None:  # invalid parameters: the item is finished, nothing was sent
             return False
         body = plan.call.spec.body or {}
-        need = spend.worst_case(body)
+        wire = wire_of(plan.call.spec)
+        need = spend.worst_case(body, wire)
         if need is None:
             model = body.get("model")
             self._sink.finalize(item, None, InvalidRequestError(
@@ -275,12 +283,12 @@ class AttemptRunner:
                 f"(input_per_m, output_per_m)}} (USD per million tokens) or --price {model}=IN,OUT. Not sent.",
                 field="prices", reason="no price"))
             return False
-        if not spend.unbounded_output and not output_token_bound(body)[1]:
+        if not spend.unbounded_output and not output_token_bound(body, wire)[1]:
             spend.unbounded_output += 1  # said once per batch
             logger.warning("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
                            "an assumption (set max_tokens= to make the cap a hard bound)", item.index,
                            DEFAULT_OUTPUT_BOUND)
-        assumed = assumption(body)
+        assumed = assumption(body, wire)
         if not spend.try_reserve(need, assumed=assumed) and not await spend.reserve(need, assumed=assumed):
             self.stop_unfinished(spend.stop_reason(need), None)
             self._sink.finalize(item, None, self.unfinished_error(None))
@@ -294,7 +302,7 @@ class AttemptRunner:
             self.spend.refund(item.reserved, item.assumed)
             item.reserved, item.assumed = 0.0, None
 
-    def _settle(self, item: BatchRequest, response: ChatCompletion | None, *, sent: bool) -> None:
+    def _settle(self, item: BatchRequest, response: object | None, *, sent: bool) -> None:
         """Count a request against the cap: a reply's usage at the batch's prices (or its reservation, when that
         is more or the usage cannot be true); a request that may have been billed but gave no usage counts its
         whole reservation; one that surely was not is refunded. A reply billed past the cap stops the batch."""
@@ -306,32 +314,27 @@ class AttemptRunner:
             spend.refund(amount, assumed)
             return
         cost = None
-        usage = response.usage if response is not None else None
-        if usage is not None and response is not None and self._usage_true(item, response):
-            details = usage.prompt_tokens_details
-            cached = (details.cached_tokens or 0) if details is not None else 0
-            model = str((item.request or item.params).get("model") or response.model)
-            cost = spend.pricer.cost(model, usage.prompt_tokens, usage.completion_tokens, cached)
+        wire = wire_of(item.plan.call.spec) if item.plan is not None else None
+        usage = wire.usage(response) if wire is not None and response is not None else None
+        if usage is not None and wire is not None and self._usage_true(item, response, wire, usage):
+            model = str((item.request or item.params).get("model") or wire.model_of(response))
+            cost = spend.pricer.cost(model, usage.input, usage.output, usage.cached)
             if cost is not None and cost > amount * (1 + 1e-9):  # a bound did not hold: the billed cost counts
                 logger.warning("max_cost_usd: item %d was billed $%.6f, more than the $%.6f reserved for it (%d "
-                               "prompt, %d completion tokens: reasoning, an image/audio part or output beyond the "
+                               "input, %d output tokens: reasoning, an image/audio part or output beyond the "
                                "request's limits); the larger figure counts, and later reservations are scaled",
-                               item.index, cost, amount, usage.prompt_tokens, usage.completion_tokens)
+                               item.index, cost, amount, usage.input, usage.output)
         spend.settle(amount, cost, assumed)
         if spend.passed and self.abort is None:
             self.stop_unfinished(spend.stop_reason(0.0), None)
 
-    def _usage_true(self, item: BatchRequest, response: ChatCompletion) -> bool:
+    def _usage_true(self, item: BatchRequest, response: object, wire: WireFormat, usage: TokenUsage) -> bool:
         """False for usage that cannot be true: negative tokens, or zero tokens on a non-empty answer. Such a
         reply counts its whole reservation (logged once). Usage above the reservation is believed: a server
         that bills more is charged in full (``SpendCap.settle``)."""
-        usage = response.usage
-        assert usage is not None
-        answered = any(c.message is not None and (c.message.content or c.message.tool_calls)
-                       for c in response.choices or ())
-        why = ("negative token counts" if min(usage.prompt_tokens, usage.completion_tokens) < 0
-               else "zero tokens for a non-empty answer" if answered and not (usage.prompt_tokens
-                                                                             and usage.completion_tokens)
+        answered = wire.has_answer(response)
+        why = ("negative token counts" if min(usage.input, usage.output) < 0
+               else "zero tokens for a non-empty answer" if answered and not (usage.input and usage.output)
                else None)
         if why is None:
             return True

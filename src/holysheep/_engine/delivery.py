@@ -8,13 +8,13 @@ from collections import deque
 from typing import Any
 
 from holysheep._core.hooks import BatchContext, BatchItemEvent
+from holysheep._core.wire import wire_of_response
 from holysheep._engine.admission import Admission
 from holysheep._engine.requests import BatchRequest
 from holysheep._engine.results import BatchResult, BatchStats
 from holysheep._engine.spend import Pricer
 from holysheep._engine.waiters import wake_first
 from holysheep._engine.work_queue import WorkQueue
-from holysheep.types.chat import ChatCompletion
 
 __all__ = ["EMPTY", "ResultChannel", "ResultSink"]
 
@@ -77,7 +77,7 @@ class ResultSink:
         self._usage: dict[str, list[int]] = {}  # model -> [prompt, completion, cached] tokens; priced on read
         self.batch_ctx: BatchContext | None = None  # the batch as hooks see it (None without hooks)
 
-    def finalize(self, item: BatchRequest, response: ChatCompletion | None, error: BaseException | None) -> None:
+    def finalize(self, item: BatchRequest, response: Any, error: BaseException | None) -> None:
         """End ``item`` with its response or its error."""
         latency = time.perf_counter() - item.first_sent if item.first_sent is not None else 0.0
         result = BatchResult(item.index, item.custom_id, response, error, item.attempts, latency, item.tool_run)
@@ -93,16 +93,15 @@ class ResultSink:
         if self.batch_ctx is not None:
             self.batch_ctx.hooks.emit("on_batch_item", BatchItemEvent(self.batch_ctx, result))
 
-    def finalize_cached(self, item: BatchRequest, response: ChatCompletion) -> None:
+    def finalize_cached(self, item: BatchRequest, response: object) -> None:
         """End ``item`` with a response from the cache: a success with no request, no tokens and no cost
         (what it cost when it was fetched is counted as the saving)."""
         stats = self.stats
         stats.cached += 1
-        usage = response.usage
-        if usage is not None:
-            details = usage.prompt_tokens_details
-            cached = (details.cached_tokens or 0) if details is not None else 0
-            price = self._price(response.model, usage.prompt_tokens, usage.completion_tokens, cached)
+        wire = wire_of_response(response)
+        usage = wire.usage(response) if wire is not None else None
+        if wire is not None and usage is not None:
+            price = self._price(wire.model_of(response), usage.input, usage.output, usage.cached)
             stats.cache_saved_usd += price or 0.0
         self.finalize(item, response, None)
 
@@ -116,28 +115,28 @@ class ResultSink:
         except Exception:  # the price catalog is optional
             return None
 
-    def count_usage(self, response: ChatCompletion) -> int:
-        """Add a reply's tokens to the stats; its total tokens (0 when it has no usage). The cost is worked
-        out from the sums per model when the stats are read (the price is linear in tokens)."""
-        usage = response.usage
-        if usage is None:
+    def count_usage(self, response: object) -> int:
+        """Add a reply's tokens (as its wire format reads them) to the stats; its total tokens (0 when it has no
+        usage). The cost is worked out from the sums per model when the stats are read (the price is linear in
+        tokens)."""
+        wire = wire_of_response(response)
+        usage = wire.usage(response) if wire is not None else None
+        if wire is None or usage is None:
             return 0
         stats = self.stats
-        prompt, completion = usage.prompt_tokens, getattr(usage, "completion_tokens", 0)  # embeddings: none
-        stats.prompt_tokens += prompt
-        stats.completion_tokens += completion
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = (details.cached_tokens or 0) if details is not None else 0
-        sums = self._usage.get(response.model)
+        prompt, completion, cached = usage.input, usage.output, usage.cached
+        stats.add_tokens(prompt, completion)
+        model = wire.model_of(response)
+        sums = self._usage.get(model)
         if sums is None:
-            sums = self._usage[response.model] = [0, 0, 0]
+            sums = self._usage[model] = [0, 0, 0]
         if prompt > 0:  # each reply's counts clamped as ModelPrice.cost clamps them
             sums[0] += prompt
             if cached > 0:
                 sums[2] += cached if cached < prompt else prompt
         if completion > 0:
             sums[1] += completion
-        return usage.total_tokens or prompt + completion
+        return usage.total or prompt + completion
 
     def sync_stats(self) -> None:
         """Bring the stats up to date: the load-control figures and the cost so far."""

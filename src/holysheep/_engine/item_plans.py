@@ -29,7 +29,6 @@ from holysheep._engine.tool_calls import run_turn_async
 from holysheep._engine.tool_pool import tool_pool
 from holysheep._engine.work_queue import WorkQueue
 from holysheep._exceptions import HolySheepError
-from holysheep.types.chat import ChatCompletion
 
 __all__ = ["UNLIMITED_RETRIES", "ItemPlanner", "request_of", "stable_key"]
 
@@ -43,6 +42,8 @@ def request_of(item: BatchRequest) -> Mapping[str, object]:
     `max_repairs`) runs parse()'s re-ask loop, an agent its tool loop: their requests come from that loop."""
     if item.request is not None:
         return item.request
+    if item.wire is not None:  # another format (the Responses API, ...): sent as given
+        return item.params
     if item.steps is None and wants_tool_loop(item.params):  # an agent: its requests come from its loop
         item.steps = plan_tool_loop(item.params).steps()
         item.agent = True
@@ -99,7 +100,10 @@ class ItemPlanner:
             if item.key is None and self.key_seed is not None and item.custom_id is not None:
                 item.key = stable_key(self.key_seed, item.custom_id, item.params)
             try:
-                plan = item.plan = self._sender.plan(request_of(item), idempotency_key=item.key)
+                if item.wire is None:
+                    plan = item.plan = self._sender.plan(request_of(item), idempotency_key=item.key)
+                else:
+                    plan = item.plan = self._sender.plan(item.params, idempotency_key=item.key, wire=item.wire)
                 if plan.ctx is not None:
                     plan.ctx.batch = self.batch_ctx
             except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
@@ -120,7 +124,7 @@ class ItemPlanner:
             own = self._policies[policy] = replace(policy, max_retries=UNLIMITED_RETRIES)
         call.policy = own
 
-    def next_step(self, item: BatchRequest, response: object) -> ChatCompletion | None:
+    def next_step(self, item: BatchRequest, response: object) -> object:
         """Feed a reply (or an agent's tool outcomes) to the item's loop: the final completion when it is done,
         None when a next request was queued (re-ask or next turn, with its own idempotency key), the item's
         tools are running, or the item failed."""
@@ -130,8 +134,7 @@ class ItemPlanner:
             if isinstance(stop.value, ToolRunResult):
                 item.tool_run = stop.value
                 return stop.value.completion
-            parsed: ChatCompletion = stop.value
-            return parsed
+            return stop.value
         except HolySheepError as exc:  # StructuredOutputError, RefusalError, MaxTurnsError: the item's own error
             self._sink.finalize(item, None, exc)
             return None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.hooks import BatchContext, BatchEvent, active_hooks
+from holysheep._core.wire import WireFormat
 from holysheep._engine.admission import Admission
 from holysheep._engine.attempts import AttemptRunner
 from holysheep._engine.delivery import EMPTY, ResultSink
@@ -59,6 +60,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         progress: Any = None,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        wire: WireFormat | None = None,
     ) -> None:
         opts = self.options = options or BatchOptions()
         self._sender = sender
@@ -74,7 +76,8 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
 
             self.cache = open_cache(opts.cache)
             self._owns_cache = not isinstance(opts.cache, ResponseCache)
-        self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
+        self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128),
+                               wire)
         self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
         self._sink = ResultSink(self._stats, self.queue, self.admission, pricer=pricer)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,

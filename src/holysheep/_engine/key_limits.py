@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar, cast
 
-from holysheep._engine.private_state import open_private_file, private_folder, warn_once
+from holysheep._private_state import open_private_file, private_folder, warn_once
 
 __all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "forget_limits", "limits_dir"]
 

@@ -33,7 +33,7 @@ import time
 from collections import deque
 
 from holysheep._engine.key_limits import MAX_DEBT_S, STALE_S, Clock, SharedBucket, Sleep
-from holysheep._engine.private_state import warn_once
+from holysheep._private_state import warn_once
 
 __all__ = ["BETA", "FLOOR_SHARE", "LEARNED_BURST_S", "MAX_EVIDENCE_WINDOW", "METER_TAU_S", "MIN_WINDOW_S", "PROBE",
            "RECOVER_S", "STATE_FIELDS",

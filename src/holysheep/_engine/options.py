@@ -15,12 +15,14 @@ from holysheep._core.batch_params import (
 )
 from holysheep._core.option_checks import check_int, check_max_retries, check_non_negative, check_positive_or_none
 from holysheep._core.retry import is_quota_exhausted
+from holysheep._core.wire import WireFormat
 from holysheep._engine.gc_scope import DEFAULT_GC_THRESHOLD
 from holysheep._engine.results import BatchResult
 from holysheep._engine.spend import Pricer, check_max_cost
 from holysheep._exceptions import InvalidRequestError
 
-__all__ = ["DEFAULTS", "BatchOptions", "Hooks", "OnResult", "check_requests", "is_quota_exhausted", "split_params"]
+__all__ = ["DEFAULTS", "BatchOptions", "Hooks", "OnResult", "batch_wire", "check_requests", "is_quota_exhausted",
+           "split_params"]
 
 OnResult = Callable[[BatchResult], None]
 
@@ -101,14 +103,24 @@ class Hooks:
                                           field=name)
 
 
+def batch_wire(params: Mapping[str, object]) -> WireFormat | None:
+    """The batch's wire format (``wire=``, set by ``client.responses.batch`` and ``client.wire(fmt).batch``);
+    None: chat completions (and embeddings for ``input`` items)."""
+    wire = params.get("wire")
+    if wire is not None and not isinstance(wire, WireFormat):
+        raise InvalidRequestError(f"wire must be a WireFormat, got {type(wire).__name__}.", field="wire")
+    return wire
+
+
 def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[str, object]]:
     """``BatchParams`` as engine options, hooks and ``create()`` defaults (None values dropped); every
-    option is checked here, before any request."""
+    option is checked here, before any request (``wire``, the format, is read by `batch_wire`)."""
     options = {k: v for k, v in params.items() if k in BATCH_OPTION_NAMES}
     hooks = {k: v for k, v in params.items() if k in HOOK_NAMES}
     defaults = {k: v for k, v in params.items()  # tool_timeout=None means no limit: it is kept
-                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and (v is not None or k == "tool_timeout")}
-    _check_known(defaults)
+                if k not in BATCH_OPTION_NAMES and k not in HOOK_NAMES and k != "wire"
+                and (v is not None or k == "tool_timeout")}
+    _check_known(defaults, batch_wire(params))
     if "max_retries" in defaults:
         check_max_retries(defaults["max_retries"])
     if "stream" in defaults:
@@ -128,11 +140,14 @@ def split_params(params: Mapping[str, Any]) -> tuple[BatchOptions, Hooks, dict[s
     return BatchOptions(**options), Hooks(**hooks), defaults
 
 
-def _check_known(defaults: Mapping[str, object]) -> None:
+def _check_known(defaults: Mapping[str, object], wire: WireFormat | None = None) -> None:
     """A misspelt option fails the whole batch up front (it would otherwise fail every item)."""
     from holysheep._core.request import CHAT_PARAM_NAMES
 
-    known = CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "tool_timeout", "dimensions", "encoding_format"}
+    if wire is not None and wire.param_names is None:
+        return  # a format that takes any field
+    known = (CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "tool_timeout", "dimensions", "encoding_format"}
+             if wire is None or wire.param_names is None else wire.param_names | {"model"})
     for key in defaults:
         if key not in known:
             import difflib

@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from holysheep._exceptions import HolySheepError
-from holysheep.types.chat import ChatCompletion
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the public result's type for readers (the engine reads no field of it)
     from holysheep._core.tool_loop import ToolCallRecord, ToolRunResult
+    from holysheep.types.chat import ChatCompletion
 
 __all__ = [
     "BatchCancelledError",
@@ -197,6 +197,21 @@ class BatchStats:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens billed over every request (every format's input; ``prompt_tokens`` in the summary)."""
+        return self.prompt_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens billed over every request (``completion_tokens`` in the summary)."""
+        return self.completion_tokens
+
+    def add_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Count a reply's tokens (its wire format's input and output, in the summary's prompt/completion)."""
+        self.prompt_tokens += input_tokens
+        self.completion_tokens += output_tokens
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from holysheep._core.wire import CHAT, WireFormat
 from holysheep._engine.fd_limit import ensure_open_files
 from holysheep._engine.iterator import BatchIterator
-from holysheep._engine.options import check_requests, split_params
+from holysheep._engine.options import batch_wire, check_requests, split_params
 from holysheep._engine.private_loop import run_in_private_loop
 from holysheep._engine.progress import make_progress
 from holysheep._engine.requests import estimate_tokens, normalize_item
@@ -33,7 +34,8 @@ ESTIMATE_SAMPLE = 256
 """Inputs longer than this get their token estimate (for the quota check) from an even sample of this size."""
 
 
-def _estimate(items: Sequence[object], defaults: Mapping[str, object], *, exact: bool = False) -> int:
+def _estimate(items: Sequence[object], defaults: Mapping[str, object], *, exact: bool = False,
+              wire: WireFormat | None = None) -> int:
     """Estimated tokens of the whole input: every item when ``exact`` (``require_quota``) or the input is short,
     else an even sample scaled up (the estimate is chars/4 + max_tokens anyway; this keeps it off the hot path)."""
     n = len(items)
@@ -42,15 +44,15 @@ def _estimate(items: Sequence[object], defaults: Mapping[str, object], *, exact:
     total = count = 0
     for i in picks:
         item = items[i]
-        if isinstance(item, str):
-            total += estimate_tokens({**defaults, "messages": [{"content": item}]})
+        if isinstance(item, str) and wire is None:
+            total += estimate_tokens({**defaults, **CHAT.prompt_params(item)})
         else:
-            total += normalize_item(item, i, defaults).est_tokens
+            total += normalize_item(item, i, defaults, wire=wire).est_tokens
         count += 1
     return total if step == 1 else round(total * n / count)
 
 
-def _models(items: Sequence[object], defaults: Mapping[str, object]) -> set[str]:
+def _models(items: Sequence[object], defaults: Mapping[str, object], wire: WireFormat | None = None) -> set[str]:
     """The models a sized input names (items that are not valid are left to fail on their own)."""
     default = defaults.get("model")
     models: set[str] = set()
@@ -58,7 +60,7 @@ def _models(items: Sequence[object], defaults: Mapping[str, object]) -> set[str]
         if isinstance(item, (str, list, tuple)):
             model = default
         else:
-            request = normalize_item(item, i, defaults)
+            request = normalize_item(item, i, defaults, wire=wire)
             model = request.params.get("model") if request.invalid is None else None
         if model:
             models.add(str(model))
@@ -77,6 +79,7 @@ def iterator_for(sender: Sender, requests: Iterable[object] | AsyncIterable[obje
     """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
     check_requests(requests)
     options, hooks, defaults = split_params(params)
+    wire = batch_wire(params)
     ensure_open_files(options.concurrency)  # raised up to the hard limit, or refused before any request
     reserve = getattr(sender, "reserve", None)
     if reserve is not None:  # the pool holds `concurrency` connections: no silent cap below it
@@ -84,12 +87,12 @@ def iterator_for(sender: Sender, requests: Iterable[object] | AsyncIterable[obje
     sized = _sized(requests)
     if sized is not None:
         if options.max_cost_usd is not None:
-            check_priced(_models(sized, defaults), options.prices)
+            check_priced(_models(sized, defaults, wire), options.prices)
         total = len(sized) if total is None else total
         if estimated_tokens is None and options.check_quota:
-            estimated_tokens = _estimate(sized, defaults, exact=options.require_quota)
+            estimated_tokens = _estimate(sized, defaults, exact=options.require_quota, wire=wire)
     return BatchIterator(sender, requests, defaults=defaults, options=options, estimated_tokens=estimated_tokens,
-                         total=total, on_result=hooks.on_result, on_progress=hooks.on_progress,
+                         wire=wire, total=total, on_result=hooks.on_result, on_progress=hooks.on_progress,
                          progress=make_progress(hooks.progress))
 
 
@@ -137,7 +140,7 @@ def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[object],
         params = {**params, "tools": defaults["tools"]}
     sized = _sized(requests)
     if options.max_cost_usd is not None and sized is not None:
-        check_priced(_models(sized, defaults), options.prices)
+        check_priced(_models(sized, defaults, batch_wire(params)), options.prices)
     sink: dict[int, BatchResult] = {}
     holder: dict[str, BatchIterator] = {}
 

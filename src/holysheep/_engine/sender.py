@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from holysheep._core.call import Call, Outcome
 from holysheep._core.call_plan import CallPlan
+from holysheep._core.wire import CHAT, WireFormat
 
 __all__ = ["Sender"]
 
@@ -18,8 +19,10 @@ __all__ = ["Sender"]
 class Sender(Protocol):
     """The interface the batch engine needs from a client."""
 
-    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None) -> CallPlan:
-        """A plan for one chat completion with ``create()`` parameters (raises on invalid ones)."""
+    def plan(self, params: Mapping[str, object], *, idempotency_key: str | None = None,
+             wire: WireFormat = CHAT) -> CallPlan:
+        """A plan for one request with ``create()`` parameters in ``wire``'s format (raises on invalid ones). The
+        engine passes ``wire`` only for an item of another format than chat completions and embeddings."""
         ...
 
     async def attempt(self, call: Call) -> Outcome:

@@ -19,7 +19,7 @@ dry run builds the same body):
   (a server may honour any), plus an explicit reasoning budget (``reasoning.max_tokens``,
   ``thinking.budget_tokens``, ``thinking_budget``), x ``n``; without a limit, ``DEFAULT_OUTPUT_BOUND``, an
   assumption: set ``max_tokens`` for a hard bound. Numbers are read as a server reads them: ``8000``, ``8000.0``
-  and ``"8000"`` are the same limit (``_count``).
+  and ``"8000"`` are the same limit (``lenient_count``).
 
 A bound that is an assumption (no output limit, reasoning asked for without a budget, an image or audio part)
 is *calibrated*: until one reply has settled, such a request goes alone. When a server bills more than was
@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from holysheep._core.wire import CHAT, WireFormat
+from holysheep._core.wire.base import lenient_count
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["DEFAULT_OUTPUT_BOUND", "NOT_PROMPT_FIELDS", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap",
@@ -46,12 +47,9 @@ DEFAULT_OUTPUT_BOUND = 4096
 PART_TOKEN_BOUND = 2048
 """Tokens reserved for each non-text content part (image, audio, file) of a prompt."""
 
-NOT_PROMPT_FIELDS = frozenset({
-    "model", "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "temperature", "top_p",
-    "frequency_penalty", "presence_penalty", "seed", "stream", "stream_options", "logprobs", "top_logprobs",
-    "logit_bias", "parallel_tool_calls", "store", "service_tier", "reasoning_effort", "verbosity", "user",
-    "safety_identifier", "metadata", "prompt_cache_key", "prompt_cache_retention", "modalities"})
-"""Body fields that carry no prompt text; every other field of the body counts towards the input bound."""
+NOT_PROMPT_FIELDS = CHAT.not_prompt_fields
+"""Chat completions' body fields that carry no prompt text (`WireFormat.not_prompt_fields`); every other field of
+the body counts towards the input bound."""
 
 
 @dataclass(frozen=True)
@@ -149,43 +147,19 @@ def _non_text_parts(messages: object) -> int:
     return count
 
 
-def _all_non_text_parts(body: Mapping[str, object]) -> int:
-    return _non_text_parts(body.get("messages")) + _non_text_parts(body.get("input"))
-
-
-def input_token_bound(body: Mapping[str, object]) -> int:
-    """An upper bound on the prompt tokens of a request body (see the module's docstring)."""
-    prompt = {k: v for k, v in body.items() if k not in NOT_PROMPT_FIELDS and v is not None}
+def input_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> int:
+    """An upper bound on the prompt tokens of a request body in ``wire``'s format (see the module's docstring)."""
+    skip = wire.not_prompt_fields
+    prompt = {k: v for k, v in body.items() if k not in skip and v is not None}
     size = len(json.dumps(prompt, ensure_ascii=False, default=_default, separators=(",", ":")).encode("utf-8"))
-    return size + PART_TOKEN_BOUND * _all_non_text_parts(body)
+    return size + PART_TOKEN_BOUND * _non_text_parts(wire.prompt_parts(body))
 
 
-OUTPUT_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-"""Body fields a server may read as the output limit (chat's two, and the Responses API's)."""
-
-
-def _count(value: object) -> int | None:
-    """A positive count as a lenient server reads it: an int, a finite float (rounded up: ``8000.0`` is 8000,
-    ``2.5`` may be read as 3) or a numeric string; None for anything else (absent, zero, negative, a bool)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, float) and math.isfinite(value) and value > 0:
-        return math.ceil(value)
-    return None
-
-
-def output_limit(body: Mapping[str, object]) -> int | None:
-    """The largest output limit the body sets (``OUTPUT_LIMIT_FIELDS``: a server may honour any of them), or
-    None when it sets none."""
-    limits = [v for v in (_count(body.get(k)) for k in OUTPUT_LIMIT_FIELDS) if v is not None]
-    return max(limits) if limits else None
+def output_limit(body: Mapping[str, object], wire: WireFormat = CHAT) -> int | None:
+    """The largest output limit the body sets (``wire.output_limit_fields``: chat's ``max_tokens`` /
+    ``max_completion_tokens``, a server may honour either; read as a lenient server reads numbers), or None when
+    it sets none."""
+    return wire.output_limit(body)
 
 
 def _reasoning_asked(body: Mapping[str, object]) -> bool:
@@ -206,28 +180,33 @@ def reasoning_budget(body: Mapping[str, object]) -> int | None:
     """Reasoning tokens the body allows beyond its output limit, where it names a budget: OpenRouter's
     ``reasoning.max_tokens``, Anthropic's ``thinking.budget_tokens``, a ``thinking_budget`` field."""
     reasoning, thinking = body.get("reasoning"), body.get("thinking")
-    found = [_count(reasoning.get("max_tokens")) if isinstance(reasoning, Mapping) else None,
-             _count(thinking.get("budget_tokens")) if isinstance(thinking, Mapping) else None,
-             _count(body.get("thinking_budget"))]
+    found = [lenient_count(reasoning.get("max_tokens")) if isinstance(reasoning, Mapping) else None,
+             lenient_count(thinking.get("budget_tokens")) if isinstance(thinking, Mapping) else None,
+             lenient_count(body.get("thinking_budget"))]
     budgets = [b for b in found if b is not None]
     return max(budgets) if budgets else None
 
 
-def output_token_bound(body: Mapping[str, object]) -> tuple[int, bool]:
-    """(most completion tokens of a request body, whether the body sets that bound itself): the output limit
-    plus any reasoning budget, times ``n``."""
-    limit = output_limit(body)
+def output_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> tuple[int, bool]:
+    """(most completion tokens of a request body, whether the body sets that bound itself): the output limit plus
+    any reasoning budget, times the answers asked for; (0, True) for a format whose replies have no output
+    (embeddings)."""
+    if not wire.has_output:
+        return 0, True
+    limit = output_limit(body, wire)
     tokens = (DEFAULT_OUTPUT_BOUND if limit is None else limit) + (reasoning_budget(body) or 0)
-    return tokens * (_count(body.get("n")) or 1), limit is not None
+    return tokens * wire.answers(body), limit is not None
 
 
-def assumption(body: Mapping[str, object]) -> str | None:
+def assumption(body: Mapping[str, object], wire: WireFormat = CHAT) -> str | None:
     """What the body's worst case assumes, rather than reads from its own fields (None: nothing): ``model``
     with ``+no-limit`` (no output limit), ``+reasoning`` (reasoning asked for without a budget), ``+parts``
     (a non-text part, ``PART_TOKEN_BOUND``). Requests that assume the same are calibrated together."""
-    kinds = [kind for kind, assumed in (("no-limit", output_limit(body) is None),
+    if not wire.has_output:
+        return None
+    kinds = [kind for kind, assumed in (("no-limit", output_limit(body, wire) is None),
                                          ("reasoning", _reasoning_asked(body) and reasoning_budget(body) is None),
-                                         ("parts", _all_non_text_parts(body) > 0)) if assumed]
+                                         ("parts", _non_text_parts(wire.prompt_parts(body)) > 0)) if assumed]
     return "+".join([str(body.get("model") or ""), *kinds]) if kinds else None
 
 
@@ -284,14 +263,14 @@ class SpendCap:
         self._assumed: dict[str, int] = {}  # requests in flight by unchecked assumption
         self._settled: asyncio.Event | None = None
 
-    def worst_case(self, body: Mapping[str, object]) -> float | None:
+    def worst_case(self, body: Mapping[str, object], wire: WireFormat = CHAT) -> float | None:
         """The most one request can cost, from its final body (what goes on the wire); None when its model
         has no price."""
         price = self.pricer.price(str(body.get("model") or ""))
         if price is None:
             return None
-        output, _ = output_token_bound(body)
-        return price.cost(input_token_bound(body), output)
+        output, _ = output_token_bound(body, wire)
+        return price.cost(input_token_bound(body, wire), output)
 
     def fits(self, amount: float) -> bool:
         """True when ``amount`` more can be reserved now."""

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
+from holysheep._core.wire import WireFormat
 from holysheep._engine.requests import BatchRequest, normalize_item
 from holysheep._engine.waiters import wake_first
 
@@ -29,7 +30,8 @@ class WorkQueue:
     """Retries first, then fresh inputs (at most ``read_ahead`` read and not yet taken by the consumer)."""
 
     def __init__(self, requests: Iterable[object] | AsyncIterable[object], defaults: Mapping[str, object],
-                 read_ahead: int) -> None:
+                 read_ahead: int, wire: WireFormat | None = None) -> None:
+        self._wire = wire
         self._ait: AsyncIterator[object] | None = None
         self._it: Iterator[object] | None = None
         if isinstance(requests, AsyncIterable):
@@ -99,7 +101,7 @@ class WorkQueue:
         self.in_memory += 1
         if isinstance(raw, BatchRequest):
             return raw
-        return normalize_item(raw, index, self._defaults, where=None)
+        return normalize_item(raw, index, self._defaults, where=None, wire=self._wire)
 
     async def _wait(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from holysheep._engine.requests import BatchRequest, normalize_item
+from holysheep._core.wire import CHAT, EMBEDDINGS, WireFormat
+from holysheep._engine.requests import BatchRequest, is_embedding, normalize_item
 from holysheep._engine.spend import Pricer, check_max_cost, input_token_bound, output_token_bound
 from holysheep._exceptions import InvalidRequestError
 from holysheep.batch._tokens import count_prompt_tokens, load_tokenizer
@@ -108,13 +109,16 @@ class BatchEstimate:
         return ", ".join(parts) + f" ({self.rate_limits.get('source')})"
 
 
-def wire_body(index: int, params: Mapping[str, object]) -> Mapping[str, Any]:
+def wire_body(index: int, params: Mapping[str, object], wire: WireFormat | None = None) -> Mapping[str, Any]:
     """The body an item's first request sends (every default and ``extra_body`` applied, a structured-output or
-    agent item's first request made by its loop), built by the batch's own builder: what the cap reserves."""
+    agent item's first request made by its loop), built by the batch's own builder: what the cap reserves.
+    ``wire``: the item's format when it is not chat completions or embeddings (a ``/v1/responses`` line)."""
     from holysheep._core.item_spec import item_spec
     from holysheep._engine.item_plans import request_of
 
     params = {k: v for k, v in params.items() if k != "custom_id"}  # a JSONL line's id is not sent
+    if wire is not None:
+        return wire.spec(params).body or {}
     return item_spec(request_of(BatchRequest(index, None, params)), bytes).body or {}
 
 
@@ -130,9 +134,13 @@ class _Tally:
         self.result = BatchEstimate(max_cost_usd=check_max_cost(max_cost_usd), tokenizer=self.tokenizer.name)
         self.charge_tokens = 0  # what the TPM limiter would charge in all
 
-    def add(self, index: int, custom_id: str | None, params: Mapping[str, object], line: int | None) -> None:
+    def add(self, index: int, custom_id: str | None, params: Mapping[str, object], line: int | None,
+            wire: WireFormat | None = None) -> None:
+        if wire is None and "body" in params and "url" in params:  # a JSONL line of another format keeps its url
+            request = normalize_item(params, index, {}, where="")
+            wire, params = request.wire, request.params
         try:
-            body = wire_body(index, params)
+            body = wire_body(index, params, wire)
         except Exception as exc:  # what a real run would refuse before sending (temperature=9, ...)
             self.result.refused.append(RefusedItem(index, custom_id, str(exc), line))
             return
@@ -142,9 +150,11 @@ class _Tally:
             result.refused.append(RefusedItem(index, custom_id, f"model {model!r} has no price, and max_cost_usd "
                                               "needs one: pass prices= (--price MODEL=IN,OUT)", line))
             return
-        tokens = count_prompt_tokens(body.get("messages"), self.tokenizer)
-        bound = input_token_bound(body)
-        out, given = output_token_bound(body)
+        fmt = wire or (EMBEDDINGS if is_embedding(params) else CHAT)
+        tokens = (count_prompt_tokens(body.get(CHAT.prompt_field), self.tokenizer) if wire is None
+                  else self.tokenizer.count(wire.prompt_text(body)))
+        bound = input_token_bound(body, fmt)
+        out, given = output_token_bound(body, fmt)
         m = result.models.setdefault(model, ModelEstimate())
         m.items += 1
         m.input_tokens += tokens
@@ -225,7 +235,7 @@ def estimate(requests: Iterable[object], *, model: str | None = None, prices: Ma
         if request.invalid is not None:
             tally.result.refused.append(RefusedItem(index, request.custom_id, str(request.invalid)))
             continue
-        tally.add(index, request.custom_id, request.params, None)
+        tally.add(index, request.custom_id, request.params, None, request.wire)
     return tally.finish(*_limits(rpm, tpm, client))
 
 

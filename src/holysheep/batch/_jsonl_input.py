@@ -73,6 +73,10 @@ def _parse(lineno: int, raw: bytes, defaults: Mapping[str, object]) -> InputLine
     if request.invalid is not None:
         message = str(request.invalid)
         return InputLine(lineno, cid, digest, None, message[len(where):] if message.startswith(where) else message)
+    if request.wire is not None:  # another format than chat and embeddings (/v1/responses): the line keeps its url
+        item: dict[str, object] = {"custom_id": cid, "method": "POST", "url": f"/v1/{request.wire.path}",
+                                   "body": request.params}
+        return InputLine(lineno, cid, digest, item, None, request.est_tokens)
     return InputLine(lineno, cid, digest, {"custom_id": cid, **request.params}, None, request.est_tokens)
 
 

@@ -24,11 +24,11 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from holysheep._core.config import _KEY_HEADERS as CREDENTIAL_HEADERS
 from holysheep._core.log import get_logger
+from holysheep._core.wire import CHAT, WireFormat, wire_for_path, wire_of, wire_of_response
 from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
 from holysheep.cache._sqlite import SQLiteCache
 from holysheep.cache._store import CacheStats, CacheStore, MemoryCache
-from holysheep.types.chat import ChatCompletion
 
 if TYPE_CHECKING:
     from holysheep._core.call import Call
@@ -112,18 +112,11 @@ def request_key(body: Mapping[str, object], *, path: str = "chat/completions", b
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def answered(response: ChatCompletion) -> bool:
-    """True when every choice of a completion is an answer worth replaying: text or tool calls, no refusal,
-    not stopped by a content filter. Only such completions are stored."""
-    choices = response.choices or []
-    return bool(choices) and all(
-        c.finish_reason != "content_filter" and c.message is not None and not c.message.refusal
-        and bool(c.message.content or c.message.tool_calls) for c in choices)
-
-
-def _mark_cached(response: ChatCompletion, lookup_s: float) -> None:
-    """A hit has no request id and no retries; ``served_by`` is ``"cache"`` (``response.cached`` reads it)."""
-    response._set_transport((None, 0, lookup_s, "cache"))
+def answered(response: object) -> bool:
+    """True when a reply is an answer worth replaying (its wire format decides: for a completion, every choice
+    has text or tool calls, no refusal, and was not stopped by a content filter). Only such replies are stored."""
+    wire = wire_of_response(response)
+    return wire is not None and wire.answered(response)
 
 
 class ResponseCache:
@@ -155,13 +148,14 @@ class ResponseCache:
                        "go on uncached; check the file (a full disk, a read-only or damaged file, or a lock "
                        "another program holds).", where, doing, type(exc).__name__, exc)
 
-    def key(self, body: Mapping[str, Any], *, path: str = "chat/completions", base_url: str = "",
+    def key(self, body: Mapping[str, object], *, path: str = "chat/completions", base_url: str = "",
             method: str = "POST", query: Mapping[str, object] | None = None,
             headers: Mapping[str, str | None] | None = None, credential: str = "") -> str | None:
         """The key of a request (see ``request_key``); None when it cannot be cached."""
-        if body.get("stream"):
+        identity = (wire_for_path(path) or CHAT).cache_identity(body)
+        if identity is None:
             return None
-        return request_key(body, path=path, base_url=base_url, method=method, query=query, headers=headers,
+        return request_key(identity, path=path, base_url=base_url, method=method, query=query, headers=headers,
                            credential=credential)
 
     def key_for(self, spec: RequestSpec, config: ClientConfig) -> str | None:
@@ -183,9 +177,9 @@ class ResponseCache:
             return key
         return self.key_for(call.spec, call.config)
 
-    def get(self, key: str, *, clock: Callable[[], float] = time.perf_counter) -> ChatCompletion | None:
-        """The stored completion for ``key`` (marked ``cached``; its ``elapsed_s`` is the lookup's time on
-        ``clock``, monotonic seconds), or None (counted as a miss)."""
+    def get(self, key: str, *, clock: Callable[[], float] = time.perf_counter, wire: WireFormat = CHAT) -> object:
+        """The stored reply for ``key``, parsed by ``wire`` (marked ``cached``; its ``elapsed_s`` is the lookup's
+        time on ``clock``, monotonic seconds), or None (counted as a miss)."""
         start = clock()
         try:
             raw = self.store.get(key) if self.off is None else None
@@ -196,45 +190,50 @@ class ResponseCache:
             self.misses += 1
             return None
         try:
-            response = ChatCompletion.model_validate_json(raw)
+            response = wire.parse_stored(raw)
         except ValueError:  # written by another version, or damaged: a miss (the next success replaces it)
             self.misses += 1
             return None
-        _mark_cached(response, clock() - start)
-        cost = response.cost
+        wire.mark_cached(response, clock() - start)
+        cost = wire.cost(response)
         with self._lock:
             self.hits += 1
             self.saved_usd += cost or 0.0
         return response
 
-    def lookup(self, spec: RequestSpec, config: ClientConfig) -> tuple[str | None, ChatCompletion | None]:
-        """A client call's key and its stored completion, timed on the call's clock (``config.clock``).
+    def lookup(self, spec: RequestSpec, config: ClientConfig) -> tuple[str | None, object]:
+        """A client call's key and its stored reply, timed on the call's clock (``config.clock``).
 
-        The key is None for what is never cached (a stream, any path but ``chat/completions``, a body with
-        no canonical form); the completion is None on a miss. What ``Client`` and ``AsyncClient`` ask first.
+        The key is None for what is never cached (a stream, a format the cache does not keep (embeddings), a
+        path its format does not own, a body with no canonical form); the reply is None on a miss. What
+        ``Client`` and ``AsyncClient`` ask first.
         """
-        if spec.stream or spec.path != "chat/completions":
+        wire = wire_of(spec)
+        if spec.stream or not wire.cacheable or spec.path != wire.path:
             return None, None
         key = self.key_for(spec, config)
-        return key, (self.get(key, clock=config.clock) if key is not None else None)
+        return key, (self.get(key, clock=config.clock, wire=wire) if key is not None else None)
 
     def save(self, key: str, result: object, call: Call | None = None) -> None:
-        """Store a call's ``result`` under ``key`` when it is a completion (else nothing); under the fallback's
-        own key when ``call`` (the call that answered) went to a fallback (`answer_key`)."""
-        if isinstance(result, ChatCompletion):
+        """Store a call's ``result`` under ``key`` when it is a reply of a format the cache keeps (else nothing);
+        under the fallback's own key when ``call`` (the call that answered) went to a fallback (`answer_key`)."""
+        wire = wire_of_response(result)
+        if wire is not None and wire.cacheable:
             stored = self.answer_key(key, call)
             if stored is not None:
                 self.put(stored, result)
 
-    def put(self, key: str, response: ChatCompletion) -> None:
-        """Store a completion that answered (``answered``: no refusal, content filter or empty reply), as the
-        JSON of the completion only; a cached one is not stored again. A store that fails (a full disk, a locked
-        or read-only file) turns the cache off with one warning, never raises: the call has its answer."""
-        if response.served_by == "cache" or self.off is not None or not answered(response):
+    def put(self, key: str, response: object) -> None:
+        """Store a reply that answered (``answered``: no refusal, content filter or empty reply), as the JSON of
+        the reply only; a cached one is not stored again. A store that fails (a full disk, a locked or read-only
+        file) turns the cache off with one warning, never raises: the call has its answer."""
+        wire = wire_of_response(response)
+        if wire is None or wire.served_by(response) == "cache" or self.off is not None or not wire.answered(response):
             return
-        row = scrub(response.model_dump_json())  # the egress scrubber: no key reaches a cache row
+        row = scrub(wire.dump(response))  # the egress scrubber: no key reaches a cache row
         try:
-            self.store.put(key, row.encode("utf-8"), model=scrub(response.model), cost_usd=response.cost)
+            self.store.put(key, row.encode("utf-8"), model=scrub(wire.model_of(response)),
+                           cost_usd=wire.cost(response))
         except Exception as exc:
             self._failed("storing a response", exc)
 
@@ -275,7 +274,7 @@ def shared_problem(path: str | os.PathLike[str]) -> str | None:
     """Why the cache file at ``path`` could answer with what another user put there: the file (or its ``-wal``,
     ``-shm`` or ``-journal``, which SQLite reads with it) or its folder belongs to another user or can be written
     by others. The checks of the rate-limit folder (``private_state``); None when only this user can write it."""
-    from holysheep._engine.private_state import file_problem, folder_problem
+    from holysheep._private_state import file_problem, folder_problem
 
     file = Path(path).expanduser()
     if file.is_dir():

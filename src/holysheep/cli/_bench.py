@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from holysheep._core.wire import CHAT
 from holysheep.cli._bench_stats import Sample, sample_fields, summarize, tpot
 from holysheep.cli._common import add_connection_options, make_client, positive_seconds
 from holysheep.cli._output import (
@@ -116,13 +117,13 @@ def _measure(client: Client, model: str, index: int, params: dict[str, Any], t0:
         sample.status_code = getattr(exc, "status_code", None)
         sample.error = scrub(" ".join(str(exc).split()))[:300]
         return sample, exc if type(exc).__name__ in _FATAL else None
-    usage = final.usage
+    usage = CHAT.usage(final)  # the chat format reads the reply's usage
     sample.ok = True
     sample.e2e_s = m.total_s if m.total_s is not None else time.perf_counter() - started
     sample.ttft_s, sample.itl_mean_s, sample.itl_p95_s = m.ttft_s, m.itl_mean_s, m.itl_p95_s
     sample.chunks = m.chunks
     sample.completion_tokens = m.completion_tokens
-    sample.prompt_tokens = usage.prompt_tokens if usage is not None else None
+    sample.prompt_tokens = usage.input if usage is not None else None
     sample.tpot_s = tpot(sample.e2e_s, sample.ttft_s, sample.completion_tokens)
     sample.output_tok_s = m.tokens_per_s
     try:
@@ -231,8 +232,7 @@ def _count(stats: BatchStats, sample: Sample) -> None:
         stats.succeeded += 1
     else:
         stats.failed += 1
-    stats.prompt_tokens += sample.prompt_tokens or 0
-    stats.completion_tokens += sample.completion_tokens or 0
+    stats.add_tokens(sample.prompt_tokens or 0, sample.completion_tokens or 0)
     if sample.cost_usd is not None:
         stats.cost_usd += sample.cost_usd
         stats.cost_known = True

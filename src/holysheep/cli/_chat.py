@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
+from holysheep._core.wire import CHAT
 from holysheep.cli._common import add_connection_options, make_client, positive_seconds
 from holysheep.cli._output import EXIT_OK, EXIT_USAGE, error, print_json
 
 if TYPE_CHECKING:
     from holysheep._clients.streaming import Stream
-    from holysheep.types import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
+    from holysheep.types import ChatCompletionChunk, ChatCompletionMessageParam
 
 __all__ = ["DEFAULT_MODEL", "add_chat_parser", "run_chat"]
 
@@ -45,13 +46,13 @@ def _read_prompt(args: argparse.Namespace) -> str | None:
 
 
 def _as_json(completion: Any, metrics: object | None) -> dict[str, object]:
-    choice = completion.choices[0] if completion.choices else None
+    texts, reasons = CHAT.output_texts(completion), CHAT.finish_reasons(completion)  # the format reads the reply
     usage = completion.usage
     return {
         "id": completion.id,
-        "model": completion.model,
-        "content": choice.message.content if choice is not None else None,
-        "finish_reason": choice.finish_reason if choice is not None else None,
+        "model": CHAT.model_of(completion),
+        "content": texts[0] if texts else None,
+        "finish_reason": reasons[0] if reasons else None,
         "usage": usage.model_dump() if usage is not None else None,
         "metrics": metrics.__dict__ if metrics is not None else None,
     }
@@ -75,13 +76,12 @@ def run_chat(args: argparse.Namespace) -> int:
     client = make_client(args, timeout=args.timeout)
     with client:
         if args.no_stream:
-            completion = cast("ChatCompletion",
-                              client.chat.completions.create(model=args.model, messages=messages, **params))
+            completion = client.chat.completions.create(model=args.model, messages=messages, **params)
             if args.json:
                 print_json(_as_json(completion, None))
             else:
-                text = completion.choices[0].message.content if completion.choices else ""
-                print(text or "", flush=True)
+                texts = CHAT.output_texts(completion)
+                print(texts[0] or "" if texts else "", flush=True)
             return EXIT_OK
         stream = cast("Stream[ChatCompletionChunk]",
                       client.chat.completions.create(model=args.model, messages=messages, stream=True, **params))
@@ -90,11 +90,11 @@ def run_chat(args: argparse.Namespace) -> int:
             for chunk in stream:
                 if args.json:
                     continue
-                for choice in chunk.choices:
-                    if choice.index == 0 and choice.delta.content:
-                        sys.stdout.write(choice.delta.content)
-                        sys.stdout.flush()
-                        wrote = True
+                text = CHAT.delta_text(chunk)
+                if text:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                    wrote = True
             final = stream.get_final_completion()
             if args.json:
                 print_json(_as_json(final, stream.metrics))

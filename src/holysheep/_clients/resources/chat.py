@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, over
 
 from typing_extensions import Unpack
 
-from holysheep._core.answer import check_answer
 from holysheep._core.request import ChatParams, build_chat_spec
-from holysheep.types.chat import ChatCompletion, ChatCompletionMessageParam, Message, ModelName
+from holysheep._core.wire.chat import parse_chat_completion
+from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
 
-__all__ = ["BaseChat", "BaseCompletions", "Beta", "Executor", "Resource", "coroutine_method"]
+__all__ = ["BaseChat", "BaseCompletions", "Beta", "Executor", "Resource", "coroutine_method", "parse_chat_completion"]
 
 _T = TypeVar("_T")
 _RC = TypeVar("_RC")
@@ -25,32 +25,6 @@ class Executor(Protocol):
     """What a resource needs from its client: run a request spec (sync: a value; async: a coroutine)."""
 
     def _execute(self, spec: RequestSpec) -> Any: ...
-
-
-_validate_json: Callable[[bytes], ChatCompletion] | None = None
-
-
-def parse_chat_completion(content: bytes) -> ChatCompletion:
-    """A ``chat.completion`` body; servers that answer a non-stream request with SSE anyway (transformers
-    serve 4.x) have their chunks folded into one completion. A body without a choice (``{}``, an error
-    object, ``"choices": []``) raises `NoAnswerError` (the client's retryable `APIResponseValidationError`)."""
-    global _validate_json
-    if content[:1] == b"{" and _validate_json is not None:  # the usual case: straight to pydantic-core
-        completion = _validate_json(content)
-        return completion if completion.choices else check_answer(completion, content)
-    if content[:64].lstrip().startswith((b"data:", b"event:")):
-        import time
-
-        from holysheep._core.stream_state import StreamState
-
-        state = StreamState(time.perf_counter())
-        state.feed(content)
-        state.finish_stream()
-        if state.chunks:
-            return check_answer(state.final_completion(), content)
-    completion = ChatCompletion.model_validate_json(content)  # builds the validator on first use
-    _validate_json = ChatCompletion.__pydantic_validator__.validate_json
-    return check_answer(completion, content)
 
 
 def coroutine_method(method: Callable[..., Awaitable[_T]]) -> Callable[..., Coroutine[object, object, _T]]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from holysheep._core.keys import redact
+from holysheep._core.wire import CHAT, WireFormat, wire_of_response
 
 __all__ = ["CAPTURE_ENV", "capture_from_env", "input_messages", "output_messages", "request_attributes",
            "response_attributes"]
@@ -40,6 +41,7 @@ BODY_UNPARSED = "holysheep.response.unparsed"  # read in full, no usage from it:
 _REQUEST_PARAMS = {
     "max_tokens": "gen_ai.request.max_tokens",
     "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",  # the Responses API's
     "temperature": "gen_ai.request.temperature",
     "top_p": "gen_ai.request.top_p",
     "frequency_penalty": "gen_ai.request.frequency_penalty",
@@ -103,23 +105,24 @@ def request_attributes(attrs: dict[str, object], body: Mapping[str, object] | No
         attrs["gen_ai.output.type"] = "json" if kind in ("json_schema", "json_object") else kind
 
 
-def response_attributes(attrs: dict[str, object], response: object) -> tuple[int | None, int | None, int, str | None]:
-    """Add ``gen_ai.response.*`` and ``gen_ai.usage.*`` from a completion (or embeddings) response to ``attrs``;
-    returns (input tokens, output tokens, cached input tokens, response model)."""
+def response_attributes(attrs: dict[str, object], response: object,
+                        wire: WireFormat | None = None) -> tuple[int | None, int | None, int, str | None]:
+    """Add ``gen_ai.response.*`` and ``gen_ai.usage.*`` from a reply (its wire format reads it: a completion,
+    embeddings, a Responses API response) to ``attrs``; returns (input tokens, output tokens, cached input
+    tokens, response model)."""
+    wire = wire or wire_of_response(response) or CHAT
     rid = getattr(response, "id", None)
     if isinstance(rid, str) and rid:
         attrs[RESPONSE_ID] = rid
-    model = getattr(response, "model", None)
-    if isinstance(model, str) and model:
+    model: str | None = wire.model_of(response)
+    if model:
         attrs[RESPONSE_MODEL] = model
     else:
         model = None
-    choices = getattr(response, "choices", None)
-    if choices:
-        reasons = tuple(str(c.finish_reason) for c in choices if getattr(c, "finish_reason", None) is not None)
-        if reasons:
-            attrs[FINISH_REASONS] = reasons
-    inp, out, cached = usage_counts(getattr(response, "usage", None))
+    reasons = tuple(str(r) for r in wire.finish_reasons(response) if r is not None)
+    if reasons:
+        attrs[FINISH_REASONS] = reasons
+    inp, out, cached = usage_counts(getattr(response, "usage", None), wire)
     if inp is not None:
         attrs[INPUT_TOKENS] = inp
     if out is not None:
@@ -127,15 +130,14 @@ def response_attributes(attrs: dict[str, object], response: object) -> tuple[int
     return inp, out, cached, model
 
 
-def usage_counts(usage: object) -> tuple[int | None, int | None, int]:
-    """(input, output, cached input) tokens of a usage block (None where absent)."""
-    if usage is None:
+def usage_counts(usage: object, wire: WireFormat = CHAT) -> tuple[int | None, int | None, int]:
+    """(input, output, cached input) tokens of a usage block in ``wire``'s format (None where absent; no output
+    for a format without any, such as embeddings)."""
+    tokens = wire.usage_block(usage) if usage is not None else None
+    if tokens is None:
         return None, None, 0
-    inp = getattr(usage, "prompt_tokens", None)
-    out = getattr(usage, "completion_tokens", None)
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return (inp if isinstance(inp, int) else None, out if isinstance(out, int) else None,
+    inp, out, cached = tokens.input, tokens.output, tokens.cached
+    return (inp if isinstance(inp, int) else None, out if wire.has_output and isinstance(out, int) else None,
             cached if isinstance(cached, int) else 0)
 
 
@@ -185,14 +187,14 @@ def _tool_call_part(call_id: object, name: object, arguments: object) -> dict[st
     return {"type": "tool_call", "id": call_id, "name": name, "arguments": value}
 
 
-def output_messages(choices: list[tuple[str | None, str | None, Any]]) -> str:
+def output_messages(choices: list[tuple[str | None, str | None, object]]) -> str:
     """(text, finish reason, tool calls) per choice as the convention's JSON (only with content capture on): a
     ``text`` part when there is text, then a ``tool_call`` part per call (objects with ``.id`` and
     ``.function.name/.arguments``, or their dict form)."""
     out = []
     for text, reason, calls in choices:
         parts: list[dict[str, object]] = [{"type": "text", "content": redact(text)}] if text else []
-        for call in calls or ():
+        for call in calls if isinstance(calls, (list, tuple)) else ():
             if isinstance(call, Mapping):
                 function = call.get("function") or {}
                 parts.append(_tool_call_part(call.get("id"), function.get("name"), function.get("arguments")))

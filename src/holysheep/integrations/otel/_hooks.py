@@ -18,6 +18,7 @@ from holysheep._core.hooks import (
     ToolEvent,
 )
 from holysheep._core.raw_response import APIResponse
+from holysheep._core.wire import CHAT, wire_for_path, wire_of_response
 from holysheep._version import __version__
 from holysheep.integrations.otel._attributes import (
     ATTEMPTS,
@@ -186,11 +187,12 @@ class OpenTelemetryHooks(Hooks):
     def _end_with(self, call: _Call, event: ResponseEvent | BodyEndEvent, response: Any) -> None:
         """End a successful call's span with what its parsed ``response`` says (usage, id, model, reasons)."""
         end = call.end
-        inp, out, cached, model = response_attributes(end, response)
-        if self.capture_content and getattr(response, "choices", None):
-            end[OUTPUT_MESSAGES] = output_messages(
-                [(getattr(c.message, "content", None), c.finish_reason, getattr(c.message, "tool_calls", None))
-                 for c in response.choices])
+        wire = wire_of_response(response) or CHAT
+        inp, out, cached, model = response_attributes(end, response, wire)
+        if self.capture_content:
+            outputs = wire.outputs(response)
+            if outputs:
+                end[OUTPUT_MESSAGES] = output_messages(outputs)
         self._end(call, event, None, inp, out, cached, model)
 
     def on_body_end(self, event: BodyEndEvent) -> None:
@@ -254,7 +256,7 @@ class OpenTelemetryHooks(Hooks):
         reasons = event.finish_reasons
         if reasons:
             attrs[FINISH_REASONS] = tuple(reasons)
-        inp, out, cached = usage_counts(event.usage)
+        inp, out, cached = usage_counts(event.usage, wire_for_path(event.ctx.path) or CHAT)
         if inp is not None:
             attrs[INPUT_TOKENS] = inp
         if out is not None:
@@ -290,7 +292,7 @@ class OpenTelemetryHooks(Hooks):
             span.set_attributes({
                 "holysheep.batch.succeeded": stats.succeeded, "holysheep.batch.failed": stats.failed,
                 "holysheep.batch.requests": stats.requests, "holysheep.batch.retries": stats.retries,
-                INPUT_TOKENS: stats.prompt_tokens, OUTPUT_TOKENS: stats.completion_tokens,
+                INPUT_TOKENS: stats.input_tokens, OUTPUT_TOKENS: stats.output_tokens,
                 "holysheep.batch.cost_usd": float(stats.cost_usd or 0.0)})
             if stats.stop_reason:
                 span.set_attribute("holysheep.batch.stop_reason", str(stats.stop_reason))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from holysheep._core.wire import CHAT, wire_of_response
 from holysheep.batch import BatchResult
 
 __all__ = ["OUTPUT_COLUMNS", "RowSpec", "output_values"]
@@ -97,15 +98,14 @@ def output_values(result: BatchResult) -> tuple[Any, ...]:
         error = result.error
         return (None, None, None, None, None, _one_line(error) if error else "no response",
                 type(error).__name__ if error else "APIError", result.attempts, latency, None)
-    choices: Sequence[Any] = response.choices or ()
-    first = choices[0] if choices else None
-    text = first.message.content if first is not None and first.message is not None else None
-    usage = response.usage
+    wire = wire_of_response(response) or CHAT  # the reply's format reads its text, reason and usage
+    texts, reasons = wire.output_texts(response), wire.finish_reasons(response)
+    usage = wire.usage(response)
     try:
-        cost = response.cost
+        cost = wire.cost(response)
     except Exception:  # the price catalog is optional: an unknown model has no cost
         cost = None
-    return (text, first.finish_reason if first is not None else None,
-            usage.prompt_tokens if usage is not None else None,
-            usage.completion_tokens if usage is not None else None,
-            cost, None, None, result.attempts, latency, response.served_by)
+    return (texts[0] if texts else None, reasons[0] if reasons else None,
+            usage.input if usage is not None else None,
+            usage.output if usage is not None else None,
+            cost, None, None, result.attempts, latency, wire.served_by(response))
