@@ -180,6 +180,7 @@ class AttemptRunner:
         rate_limited = isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error)
         if rate_limited:  # the server asks us to slow down: pace the batch, not an outage, not the item's fault
             stats.rate_limited += 1
+            self._outage.rate_limited(delay or 0.0)  # a run of 429s slows the batch; never an outage
             self._admission.on_rate_limited(epoch, sent_at)
         elif is_retryable(error):
             outage = self._outage.record(False)
@@ -361,4 +362,4 @@ class AttemptRunner:
         else:
             logger.warning("batch stopped: %s: %s", reason, error)
         self._queue.end_backoffs()
-        self._admission.gate.resume_at = 0.0
+        self._admission.stop()

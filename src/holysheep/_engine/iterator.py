@@ -275,13 +275,14 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                     charge = admission.admit_now(item.token_estimate)
                     if charge is None:
                         charge = await admission.admit(item.token_estimate)
-                    outage = self._outage.check() or admission.stalled
-                    if outage is not None:
-                        runner.stop_unfinished(outage, None)
-                    if runner.abort is None:
-                        await runner.run(item, charge)
-                        continue
-                    admission.release()
+                    if charge is not None:  # admitted (None: the batch stopped meanwhile; nothing is held)
+                        outage = self._outage.check() or admission.stalled
+                        if outage is not None:
+                            runner.stop_unfinished(outage, None)
+                        if runner.abort is None:
+                            await runner.run(item, charge)
+                            continue
+                        admission.release()
                 admission.probe_done()  # a probe that will not go out must not hold the others back
                 runner.refund(item)
                 sink.finalize(item, None, runner.unfinished_error(None))

@@ -251,7 +251,10 @@ class RetryPace:
 
 class OutageDetector:
     """Tells a real outage from transient faults: no success for ``no_success_s`` seconds, or at least
-    ``failure_ratio`` of the last ``window`` attempts failed (once ``window`` attempts were seen)."""
+    ``failure_ratio`` of the last ``window`` attempts failed (once ``window`` attempts were seen).
+
+    A rate-limit reply (429) is no failure here: a server that answers "slow down" is up. It counts as a
+    sign of life (``rate_limited``): only time spent on other failures counts towards ``no_success_s``."""
 
     def __init__(self, *, no_success_s: float = 60.0, failure_ratio: float = 0.9, window: int = 100,
                  clock: Clock = time.monotonic) -> None:
@@ -276,6 +279,11 @@ class OutageDetector:
             return (f"outage: {self._failures} of the last {len(recent)} attempts failed "
                     f"(outage_failure_ratio={self.failure_ratio})")
         return self.check()
+
+    def rate_limited(self, wait_s: float = 0.0) -> None:
+        """A 429 after which the batch waits ``wait_s``: the server is up and asks for a slower pace; the
+        no-success clock starts again when that wait ends."""
+        self._last_success = max(self._last_success, self._clock() + max(0.0, wait_s))
 
     def check(self) -> str | None:
         """A stop reason when nothing has succeeded for ``no_success_s`` seconds."""
