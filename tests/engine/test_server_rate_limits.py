@@ -77,3 +77,15 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
     assert sum(r.attempts for r in results) == n
     burst, pace = rpm / 60, n / (rpm / 60)  # one second's worth at once, then 50 per second: 400 in 8 s
     assert (n - burst) / (rpm / 60) <= clock.now <= pace, clock.now
+
+
+def test_a_reset_beyond_a_minute_is_never_a_per_minute_limit() -> None:
+    """Issue 45: 14,400 with 14,000 remaining and a reset of 2m59.56s fits no window by the refill rule (6,464 s),
+    yet a per-minute limit never resets 3 minutes away: the day's window (the first at least 6,464 s)."""
+    from holysheep._engine.server_limits import limit_window
+
+    assert limit_window(14400, 14000, 179.56) == 86400.0
+    assert limit_window(14400, 14370, 179.56) == 86400.0  # Groq's own numbers (30 used)
+    assert limit_window(1000, 900, 90.0) == 3600.0  # 900 s: neither, and beyond a minute: the hour
+    assert limit_window(14400, None, 179.56) == 3600.0  # no remaining: the reset alone
+    assert limit_window(600, 100, 50.0) is None  # within a minute: per minute, as before

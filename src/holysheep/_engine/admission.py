@@ -107,7 +107,7 @@ class Admission:
             self.limiter.release()
             return None
         learned = self.learned
-        if learned is not None and learned.active and not self._per_minute and not learned.take_now(1):
+        if learned is not None and learned.active and not learned.take_now(1):
             if rpm is not None:
                 rpm.adjust(1)
             if tpm is not None:
@@ -117,9 +117,11 @@ class Admission:
         return charge
 
     def _pacing(self) -> LearnedBucket | None:
-        """The learned pace when it applies: something was learned, and no per-minute limit is announced."""
+        """The learned pace when it applies: something was learned from 429s. It applies whatever the headers
+        say: an announced limit is believed only while it agrees with what happens, and 429s that show a limit
+        (`learned_rate.EVIDENCE`) below it mean the real limit is lower."""
         learned = self.learned
-        if learned is None or not learned.active or self._per_minute:
+        if learned is None or not learned.active:
             return None
         return learned
 
@@ -333,7 +335,7 @@ class Admission:
         for bucket in (self.rpm, self.tpm) if minute else (self.tpm,):  # a day's limit is not what refused it
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
-        if self.learned is not None and not minute:
+        if self.learned is not None:  # whatever the headers say: 429s that show a lower limit are learned from
             self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:
@@ -345,7 +347,7 @@ class Admission:
         if isinstance(tpm, SharedBucket):
             tpm.on_success()
         learned = self.learned
-        if learned is not None and not self._per_minute:
+        if learned is not None:
             learned.on_success()
 
 
@@ -371,5 +373,5 @@ class Admission:
         stats.retries_paced = self.pace.paced
         stats.learned_rpm = self.learned_rpm
         stats.learned_tpm = self.learned_tpm
-        pace = self.learned.learned if self.learned is not None and not self._minute_limit() else None
+        pace = self.learned.learned if self.learned is not None else None
         stats.paced_rpm = None if pace is None else round(pace * 60.0, 1)

@@ -130,14 +130,22 @@ def limit_window(limit: float | None, remaining: float | None, reset_s: float | 
     within 25% of an hour or a day (Groq announces requests per day with a reset such as ``2m59.56s``
     for 30 used of 14,400), the limit is over that window; anything else (a server whose resets follow
     another rule) keeps the per-minute reading, so a misread reset can only fall back to what was
-    read before."""
-    if not limit or remaining is None or reset_s is None or reset_s <= 0 or remaining >= limit:
+    read before.
+
+    A reset more than a minute away is never a per-minute limit's, whatever the numbers (the issue's server
+    announced 14,400 with 14,000 remaining and a reset of ``2m59.56s``): the limit is then over the first of
+    `WINDOWS_S` that is at least the derived window (or the reset), and it paces nothing per minute (the pace is
+    learned from 429s)."""
+    if not limit or reset_s is None or reset_s <= 0:
         return None
-    window = reset_s * limit / (limit - remaining)
-    for candidate in WINDOWS_S:
-        if abs(window - candidate) <= WINDOW_TOLERANCE * candidate:
-            return candidate
-    return None
+    window = reset_s * limit / (limit - remaining) if remaining is not None and remaining < limit else reset_s
+    if remaining is not None and remaining < limit:
+        for candidate in WINDOWS_S:
+            if abs(window - candidate) <= WINDOW_TOLERANCE * candidate:
+                return candidate
+    if reset_s <= 60.0:
+        return None
+    return next((candidate for candidate in WINDOWS_S if candidate >= window), WINDOWS_S[-1])
 
 
 def _plausible(value: float | None, low: float, name: str, ignored: list[str]) -> float | None:
