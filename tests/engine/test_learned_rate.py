@@ -80,13 +80,13 @@ def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeClock:
     return fake
 
 
-async def run(server: BucketServer, n: int = 120, concurrency: int = 64, **kwargs: Any) -> Any:
+async def run(server: BucketServer, n: int = 120, concurrency: int = 64, model: str = "m", **kwargs: Any) -> Any:
     with respx.mock(assert_all_called=False) as mock:
         mock.post(f"{BASE}/chat/completions").mock(side_effect=server)
         mock.get(f"{BASE}/quota").mock(return_value=httpx.Response(404))
         async with AsyncClient(api_key="sk-test", base_url=BASE, http_backend="httpx") as client:
-            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model="m", concurrency=concurrency,
-                                                       check_quota=False, **kwargs)
+            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model=model,
+                                                       concurrency=concurrency, check_quota=False, **kwargs)
 
 
 def figures(server: BucketServer) -> tuple[float, float, int]:
@@ -166,6 +166,17 @@ async def test_a_second_batch_on_the_key_starts_at_the_learned_pace(clock: FakeC
     results = await run(server, n=40)
     assert all(r.ok for r in results) and results.stats.paced_rpm is not None
     assert sum(status == 429 for _, status in server.log) < first_refused
+
+
+async def test_a_batch_on_another_model_of_the_key_does_not_inherit_its_pace(clock: FakeClock) -> None:
+    """Limits are kept per (base URL, key, model): after a batch on model "m" learned 2/s, a batch on model
+    "other" of the same key (a server that refuses nothing) goes at full speed, unpaced (before: it inherited
+    the 2/s pace, 120 items in about a minute)."""
+    await run(BucketServer(clock), n=40)
+    fast = BucketServer(clock, rate=1000.0, burst=1000.0)
+    results = await run(fast, n=120, model="other")
+    assert all(r.ok for r in results) and results.stats.paced_rpm is None
+    assert [at for at, _ in fast.log] == [fast.log[0][0]] * 120  # all at once, on the engine's clock
 
 
 async def test_the_announced_burst_goes_at_once_then_the_refill_paces(clock: FakeClock) -> None:

@@ -29,6 +29,7 @@ from holysheep._engine.options import BatchOptions, OnResult
 from holysheep._engine.quota_check import check_quota
 from holysheep._engine.results import BatchResult, BatchStats
 from holysheep._engine.sender import Sender
+from holysheep._engine.server_limits import limits_scope
 from holysheep._engine.spend import Pricer, SpendCap
 from holysheep._engine.work_queue import END, WAIT, WorkQueue
 
@@ -75,7 +76,9 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             self.cache = open_cache(opts.cache)
             self._owns_cache = not isinstance(opts.cache, ResponseCache)
         self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128))
-        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
+        key = getattr(sender, "limits_key", None)
+        scope = None if key is None else limits_scope(key, (defaults or {}).get("model"))  # per base URL, key, model
+        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=scope)
         self._sink = ResultSink(self._stats, self.queue, self.admission, pricer=pricer)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)

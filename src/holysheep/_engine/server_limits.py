@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
 __all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "LIMITS_MEMORY", "MAX_LIMIT", "MIN_LIMIT_REQUESTS", "MIN_LIMIT_TOKENS",
-           "LimitsMemory", "ServerLimits", "limit_window", "parse_duration", "read_limits"]
+           "LimitsMemory", "ServerLimits", "limit_window", "limits_scope", "parse_duration", "read_limits"]
 
 LEARNED_SHARE = 0.98
 """Share of a server-announced limit a batch paces at (a margin for clock skew between the two)."""
@@ -195,6 +195,15 @@ def read_limits(headers: Mapping[str, str] | None, *, clock: Callable[[], float]
     if not any(v is not None for v in values):
         return None if not ignored else ServerLimits(ignored=tuple(ignored))
     return ServerLimits(values[0], values[1], values[2], values[3], values[4], values[5], tuple(ignored))
+
+
+def limits_scope(key: str, model: object) -> str:
+    """Whose limits: ``key`` (base URL and a digest of the API key) and the batch's ``model``. Servers keep rate
+    limits per model (OpenAI, LiteLLM's deployments), so learned and announced limits are kept per (base URL,
+    key, model): a batch on one model never inherits another model's pace. A limit the server shares across the
+    key's models is still kept: every reply's ``remaining`` caps each model's bucket. A batch without a
+    ``model=`` (each request names its own) keeps the key's limits across its models."""
+    return f"{key}|model={model}" if isinstance(model, str) and model else key
 
 
 class LimitsMemory:
