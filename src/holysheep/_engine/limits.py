@@ -112,6 +112,8 @@ class AIMDLimiter:
         self.epoch = 0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.held = 0
+        """Slots taken by `hold` (in ``in_flight``, not in ``peak_in_flight``)."""
         self._slots = maximum
         self._waiters: deque[asyncio.Future[None]] = deque()
 
@@ -120,9 +122,23 @@ class AIMDLimiter:
         if self.in_flight >= self._slots or self._waiters:
             return False
         self.in_flight += 1
-        if self.in_flight > self.peak_in_flight:
-            self.peak_in_flight = self.in_flight
+        if self.in_flight - self.held > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight - self.held
         return True
+
+    def hold(self) -> bool:
+        """Take a free slot for something that is not a batch request (the quota check), if one is free now;
+        not counted in ``peak_in_flight``. Given back with ``release``."""
+        if self.in_flight >= self._slots or self._waiters:
+            return False
+        self.in_flight += 1
+        self.held += 1
+        return True
+
+    def unhold(self) -> None:
+        """Give back a slot `hold` took."""
+        self.held -= 1
+        self.release()
 
     async def acquire(self) -> None:
         """Wait for a free slot and take it."""
@@ -140,8 +156,8 @@ class AIMDLimiter:
                 raise
             return  # _wake counted us in
         self.in_flight += 1
-        if self.in_flight > self.peak_in_flight:
-            self.peak_in_flight = self.in_flight
+        if self.in_flight - self.held > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight - self.held
 
     def release(self) -> None:
         """Give a slot back."""
@@ -151,8 +167,8 @@ class AIMDLimiter:
     def _wake(self) -> None:
         while self.in_flight < self._slots and wake_first(self._waiters):
             self.in_flight += 1
-            if self.in_flight > self.peak_in_flight:
-                self.peak_in_flight = self.in_flight
+            if self.in_flight - self.held > self.peak_in_flight:
+                self.peak_in_flight = self.in_flight - self.held
 
     def on_success(self) -> None:
         """Additive increase: +1/limit per success, i.e. about +1 per round of ``limit`` requests."""
