@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 
 WORDS = ("The quick brown fox jumps over the lazy dog while the sheep count the stars at night. " * 20).split()
 REPLY_WORDS = int(sys.argv[3]) if len(sys.argv) > 3 else 330  # ~350 tokens by default
@@ -134,4 +135,5 @@ if __name__ == "__main__":
                 asyncio.run(_main(None, latency_s, chosen))
                 os._exit(0)
         probe.close()
+        time.sleep(0.5)  # the port file (the client's go) once the forked servers listen too
         asyncio.run(_main(sys.argv[1], latency_s, chosen))

@@ -180,8 +180,9 @@ async def test_a_batch_on_another_model_of_the_key_does_not_inherit_its_pace(clo
 
 
 async def test_the_announced_burst_goes_at_once_then_the_refill_paces(clock: FakeClock) -> None:
-    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the probe, then the 99 it
-    says remain at once (before: paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
+    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the first wave (16, no
+    probe: #45), then what the first reply says remains less the 15 still unanswered, all at once (before:
+    paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
     server = BucketServer(clock, rate=50.0, burst=100.0)
     server.announce = True
     results = await run(server, n=400, concurrency=16)
