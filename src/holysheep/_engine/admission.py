@@ -68,6 +68,7 @@ class Admission:
         self._interrupted: set[asyncio.Task[object]] = set()
         self._memory, self._memory_key = memory, memory_key
         self._heard = False
+        self._remaining: float | None = None  # what the last reply said remains of the request limit
         self._windows = [60.0, 60.0]  # the window of the request and token limits (longer once headers show it)
         self.stall_after_s = options.outage_after_s
         self.stalled: str | None = None
@@ -243,6 +244,7 @@ class Admission:
         if not self._auto or headers is None:
             return None
         limits = read_limits(headers)
+        self._remaining = None if limits is None else limits.remaining_requests
         first_reply, self._heard = not self._heard, True
         if self._memory_key is not None and (limits is not None or first_reply):
             self._memory.remember(self._memory_key, limits)  # None: the server announces no limits
@@ -319,7 +321,11 @@ class Admission:
         for bucket in (self.rpm, self.tpm) if minute else (self.tpm,):  # a day's limit is not what refused it
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
-        if self.learned is not None:  # whatever the headers say: 429s that show a lower limit are learned from
+        # Whatever the headers say, 429s that show a lower limit are learned from; a 429 whose reply says no
+        # request remains of an announced per-minute limit agrees with it (the key's clients spent it), and
+        # the announced bucket's AIMD above is what answers it.
+        agrees = minute and self._remaining is not None and self._remaining < 1
+        if self.learned is not None and not agrees:
             self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:
