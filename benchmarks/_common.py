@@ -52,12 +52,13 @@ async def inflight(call: Callable[[], Awaitable[Any]], n: int, conc: int) -> Non
 
 
 @contextlib.contextmanager
-def canned_server(latency_ms: float = 0.0, reply_words: int = 330) -> Iterator[str]:
-    """Start benchmarks/_server.py; yield its base URL (``http://127.0.0.1:PORT/v1``)."""
+def canned_server(latency_ms: float = 0.0, reply_words: int = 330, processes: int = 1) -> Iterator[str]:
+    """Start benchmarks/_server.py (``processes`` of it sharing the port); yield its base URL
+    (``http://127.0.0.1:PORT/v1``)."""
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
         proc = subprocess.Popen([sys.executable, str(HERE / "_server.py"), port_file, str(latency_ms),
-                                 str(reply_words)])
+                                 str(reply_words), str(processes)])
         try:
             deadline = time.time() + 10
             while not os.path.exists(port_file):

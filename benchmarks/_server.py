@@ -1,7 +1,9 @@
 """A minimal, fast HTTP/1.1 server for benchmarks: canned chat JSON or a 22-event SSE stream.
 
-Run as a subprocess (``python benchmarks/_server.py PORT_FILE [latency_ms]``) pinned to the last core
-so the client's CPU time is measured alone. Keep-alive; no parsing beyond what is needed.
+Run as a subprocess (``python benchmarks/_server.py PORT_FILE [latency_ms] [reply_words] [processes]``): one
+process pinned to the last core so the client's CPU time is measured alone, or several sharing the port
+(SO_REUSEPORT) for benchmarks where one server process would be the bottleneck (`inflight.py`). Keep-alive; no
+parsing beyond what is needed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 
 WORDS = ("The quick brown fox jumps over the lazy dog while the sheep count the stars at night. " * 20).split()
 REPLY_WORDS = int(sys.argv[3]) if len(sys.argv) > 3 else 330  # ~350 tokens by default
@@ -93,18 +96,44 @@ class _Protocol(asyncio.Protocol):
         self.transport = None
 
 
-async def _main(port_file: str, latency: float) -> None:
+async def _main(port_file: str | None, latency: float, port: int = 0) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Protocol(latency), "127.0.0.1", 0, backlog=1024)
-    port = server.sockets[0].getsockname()[1]
-    with open(port_file + ".tmp", "w") as f:
-        f.write(str(port))
-    os.replace(port_file + ".tmp", port_file)
+    server = await loop.create_server(lambda: _Protocol(latency), "127.0.0.1", port, backlog=4096,
+                                      reuse_port=port != 0 or PROCS > 1)
+    if port_file is not None:
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(server.sockets[0].getsockname()[1]))
+        os.replace(port_file + ".tmp", port_file)
+    parent = os.getppid()
     async with server:
-        await server.serve_forever()
+        if port_file is not None:
+            await server.serve_forever()
+        while os.getppid() == parent:  # a forked helper: ends with the first process
+            await asyncio.sleep(0.5)
+
+
+PROCS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+"""Server processes (argv[4], default 1): more than one share the port (SO_REUSEPORT), each on its own core
+where there are enough, so that the server is not what limits a client benchmark of thousands in flight."""
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(AttributeError, OSError):
-        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    asyncio.run(_main(sys.argv[1], float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0))
+    latency_s = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0
+    if PROCS <= 1:
+        with contextlib.suppress(AttributeError, OSError):
+            os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+        asyncio.run(_main(sys.argv[1], latency_s))
+    else:
+        import socket
+
+        probe = socket.socket()
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        probe.bind(("127.0.0.1", 0))
+        chosen = probe.getsockname()[1]
+        for _ in range(PROCS - 1):
+            if os.fork() == 0:
+                asyncio.run(_main(None, latency_s, chosen))
+                os._exit(0)
+        probe.close()
+        time.sleep(0.5)  # the port file (the client's go) once the forked servers listen too
+        asyncio.run(_main(sys.argv[1], latency_s, chosen))

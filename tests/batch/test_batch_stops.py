@@ -71,18 +71,20 @@ async def test_quota_exhausted_stops_without_retries() -> None:
     assert results.summary().stop_reason is not None and "quota" in results.summary().stop_reason
 
 
-async def test_401_stops_after_the_probe_and_the_quota_check(engine_clock: ClockedEngine) -> None:
-    """rpm="auto" (the default): the quota check runs alongside the probe, so a rejected key costs one request;
-    the other 499 items end with the same error at once: the engine never waits (no pause, no bucket, no
+async def test_401_stops_after_the_first_wave_and_the_quota_check(engine_clock: ClockedEngine) -> None:
+    """rpm="auto" (the default): the batch starts at full concurrency (16, no probe: #45) with the quota check
+    alongside, so a rejected key costs at most the first wave (15 requests and the check: it holds one of the
+    16 slots); the other items end with the same error at once: the engine never waits (no pause, no bucket, no
     retry) and nothing else goes out."""
     with FakeServer() as server:
         async with async_client(server, api_key="wrong-key") as client:
             results = await client.chat.completions.batch([f"a{i}" for i in range(500)], model=MODEL)
     assert all(isinstance(r.error, AuthenticationError) for r in results) and len(results) == 500
-    assert len(chat_requests(server)) == 1 and results.summary().requests == 1
-    assert [(s.at, s.status, s.body["messages"][0]["content"]) for s in engine_clock.sent] == [(0.0, 401, "a0")]
+    sent = len(chat_requests(server))
+    assert 1 <= sent <= 15 and results.summary().requests == sent
+    assert all((s.at, s.status) == (0.0, 401) for s in engine_clock.sent)
     assert engine_clock.clock.sleeps == []  # the engine never waited for anything on its clock
-    assert results[0].attempts == 1 and all(r.attempts == 0 for r in results[1:])
+    assert sorted(r.attempts for r in results) == [0] * (500 - sent) + [1] * sent
     s = results.summary()
     assert (s.retries, s.pauses, s.rate_limited) == (0, 0, 0)
     assert [r.path for r in server.requests].count("/v1/quota") == 1
@@ -100,17 +102,18 @@ async def test_401_aborts_before_dispatch_via_quota_check(options: dict[str, Any
     assert "401" in str(results.summary().stop_reason)
 
 
-async def test_quota_check_overlaps_the_probe() -> None:
-    """The default batch's quota check and its first request are in flight together: one round trip, not two."""
+async def test_quota_check_runs_alongside_the_first_requests() -> None:
+    """The default batch's quota check and its first requests are in flight together: nobody waits for it
+    (no round trip before the rest go, #45), and with it never more than `concurrency` in flight."""
     with FakeServer(latency=0.2) as server:
         async with async_client(server) as client:
-            results = await client.chat.completions.batch(["a", "b", "c"], model=MODEL)
+            results = await client.chat.completions.batch(["a", "b", "c"], model=MODEL, concurrency=4)
     assert [r.ok for r in results] == [True, True, True]
     quota = next(r for r in server.requests if r.path == "/v1/quota")
-    first, *rest = sorted(chat_requests(server), key=lambda r: r.started_at)
-    assert quota.finished_at is not None and first.finished_at is not None
-    assert first.started_at < quota.finished_at  # the probe went out before the quota reply came back
-    assert all(r.started_at >= max(first.finished_at, quota.finished_at) for r in rest)  # the rest waited for both
+    chats = chat_requests(server)
+    assert quota.finished_at is not None and all(r.finished_at is not None for r in chats)
+    assert all(r.started_at < quota.finished_at for r in chats)  # every request went before the check's reply
+    assert server.max_in_flight == 4  # the check holds one of the 4 slots
 
 
 async def test_401_mid_batch_stops_fast_with_no_retries() -> None:

@@ -56,6 +56,13 @@ TABLE: list[tuple[int, dict[str, str], Any, int, bool, float]] = [
     (429, {"retry-after": "2"}, None, 1, True, 2.0),
     (429, {"retry-after": "61"}, None, 0, False, 0.0),  # above max_retry_after: the caller decides
     (429, {"retry-after": "-1"}, None, 0, True, 0.5),  # garbage: backoff
+    # a zero (or past) delay asks for nothing: the backoff's step, growing with the retries (issue 45: 760/s)
+    (429, {"retry-after": "0"}, None, 0, True, 0.5),
+    (429, {"retry-after": "0.0"}, None, 1, True, 1.0),
+    (429, {"retry-after-ms": "0"}, None, 1, True, 1.0),
+    (503, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, None, 1, True, 1.0),
+    (429, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT", "date": "Wed, 21 Oct 2015 07:29:00 GMT"}, None, 0,
+     True, 0.5),
     (429, {}, QUOTA, 0, False, 0.0),  # exhausted quota is never retried
     (402, {}, QUOTA, 0, False, 0.0),
     (408, {}, None, 0, True, 0.5),

@@ -80,13 +80,13 @@ def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeClock:
     return fake
 
 
-async def run(server: BucketServer, n: int = 120, concurrency: int = 64, **kwargs: Any) -> Any:
+async def run(server: BucketServer, n: int = 120, concurrency: int = 64, model: str = "m", **kwargs: Any) -> Any:
     with respx.mock(assert_all_called=False) as mock:
         mock.post(f"{BASE}/chat/completions").mock(side_effect=server)
         mock.get(f"{BASE}/quota").mock(return_value=httpx.Response(404))
         async with AsyncClient(api_key="sk-test", base_url=BASE, http_backend="httpx") as client:
-            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model="m", concurrency=concurrency,
-                                                       check_quota=False, **kwargs)
+            return await client.chat.completions.batch([f"p{i}" for i in range(n)], model=model,
+                                                       concurrency=concurrency, check_quota=False, **kwargs)
 
 
 def figures(server: BucketServer) -> tuple[float, float, int]:
@@ -168,9 +168,21 @@ async def test_a_second_batch_on_the_key_starts_at_the_learned_pace(clock: FakeC
     assert sum(status == 429 for _, status in server.log) < first_refused
 
 
+async def test_a_batch_on_another_model_of_the_key_does_not_inherit_its_pace(clock: FakeClock) -> None:
+    """Limits are kept per (base URL, key, model): after a batch on model "m" learned 2/s, a batch on model
+    "other" of the same key (a server that refuses nothing) goes at full speed, unpaced (before: it inherited
+    the 2/s pace, 120 items in about a minute)."""
+    await run(BucketServer(clock), n=40)
+    fast = BucketServer(clock, rate=1000.0, burst=1000.0)
+    results = await run(fast, n=120, model="other")
+    assert all(r.ok for r in results) and results.stats.paced_rpm is None
+    assert [at for at, _ in fast.log] == [fast.log[0][0]] * 120  # all at once, on the engine's clock
+
+
 async def test_the_announced_burst_goes_at_once_then_the_refill_paces(clock: FakeClock) -> None:
-    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the probe, then the 99 it
-    says remain at once (before: paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
+    """3,000 RPM announcing 100 remaining (2 s of burst), 400 items at the defaults: the first wave (16, no
+    probe: #45), then what the first reply says remains less the 15 still unanswered, all at once (before:
+    paced from the first request, 8.2 s), then 49/s (98 % of the limit)."""
     server = BucketServer(clock, rate=50.0, burst=100.0)
     server.announce = True
     results = await run(server, n=400, concurrency=16)
@@ -291,3 +303,30 @@ async def test_a_request_admitted_during_a_pause_goes_when_it_ends() -> None:
     begun = clock.now
     await adm.admit(1)
     assert round(clock.now - begun, 6) == 2.0 and not adm.gate.paused
+
+
+WRONG_DAY = {"x-ratelimit-limit-requests": "14400", "x-ratelimit-remaining-requests": "14000",
+             "x-ratelimit-reset-requests": "2m59.56s"}
+"""Issue 45: a per-day limit whose numbers fit no window (400 used, reset in 3 minutes), in front of 2/s."""
+WRONG_MINUTE = {"x-ratelimit-limit-requests": "14400", "x-ratelimit-remaining-requests": "14000"}
+"""A per-minute limit (no reset given) that is not the server's: it refuses at 2/s."""
+
+
+@pytest.mark.parametrize("headers", [WRONG_DAY, WRONG_MINUTE], ids=["day", "minute"])
+@pytest.mark.parametrize("concurrency", [2, 64])
+async def test_a_header_that_announces_the_wrong_limit_yields_to_the_429s(clock: FakeClock, headers: dict[str, str],
+                                                                          concurrency: int) -> None:
+    """An announced limit is believed only while it agrees with what happens: 429s far below it mean the
+    real limit is lower, and the pace is learned from them as without headers. 120 items against 2/s: at most
+    10 % of the second half refused (before: 46-50 %, and the summary said 14,400 RPM). A reset beyond a minute
+    is no per-minute limit: the day's limit reads as 10 RPM."""
+    server = BucketServer(clock, headers=headers)
+    results = await run(server, concurrency=concurrency)
+    took, late_share, _ = figures(server)
+    assert all(r.ok for r in results)
+    assert late_share <= 0.10, (late_share, took)
+    assert results.stats.paced_rpm is not None
+    if headers is WRONG_DAY:  # read as a day's limit: 10 a minute on average, never 14,400 a minute
+        assert results.stats.learned_rpm == 10.0 and "14,400 RPM" not in str(results.summary())
+    else:
+        assert "learned from 429s (the limit the server announced did not hold)" in str(results.summary())

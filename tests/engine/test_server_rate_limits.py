@@ -40,8 +40,10 @@ def test_read_limits() -> None:
 
 def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine and the server's limiter run on one injected clock: the schedule is exact whatever the
-    machine's load. The batch learns 3,000 RPM from the first reply and then never exceeds it (the server,
-    a bucket of one second's worth, answers no 429), and it is no slower than the limit's pace.
+    machine's load. The batch starts at full concurrency, 50 (no limit is known yet: the first wave goes
+    before any reply, #45; here it fits the server's one-second burst), learns 3,000 RPM from the first reply
+    and then never exceeds it (the server, a bucket of one second's worth, answers no 429), and it is no
+    slower than the limit's pace.
 
     The clock moves only when the engine sleeps, and a sleep takes no real time, while a request takes real
     time to reach the server's thread: unchecked, the engine could move the clock on while requests it had
@@ -60,7 +62,7 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(engine_run, "BatchIterator", build)
     monkeypatch.setattr(endpoints, "time", types.SimpleNamespace(monotonic=clock))  # the server's limiter
     monkeypatch.setenv("HOLYSHEEP_LIMITS_DIR", "off")  # this process's bucket only (no file of an earlier run)
-    n, concurrency, rpm = 400, 64, 3000
+    n, concurrency, rpm = 400, 50, 3000
     with FakeServer(rpm_limit=rpm) as server:
         server._rpm_stamp = clock.now
 
@@ -77,3 +79,15 @@ def test_batch_follows_a_3000_rpm_server_limit(monkeypatch: pytest.MonkeyPatch) 
     assert sum(r.attempts for r in results) == n
     burst, pace = rpm / 60, n / (rpm / 60)  # one second's worth at once, then 50 per second: 400 in 8 s
     assert (n - burst) / (rpm / 60) <= clock.now <= pace, clock.now
+
+
+def test_a_reset_beyond_a_minute_is_never_a_per_minute_limit() -> None:
+    """Issue 45: 14,400 with 14,000 remaining and a reset of 2m59.56s fits no window by the refill rule (6,464 s),
+    yet a per-minute limit never resets 3 minutes away: the day's window (the first at least 6,464 s)."""
+    from holysheep._engine.server_limits import limit_window
+
+    assert limit_window(14400, 14000, 179.56) == 86400.0
+    assert limit_window(14400, 14370, 179.56) == 86400.0  # Groq's own numbers (30 used)
+    assert limit_window(1000, 900, 90.0) == 3600.0  # 900 s: neither, and beyond a minute: the hour
+    assert limit_window(14400, None, 179.56) == 3600.0  # no remaining: the reset alone
+    assert limit_window(600, 100, 50.0) is None  # within a minute: per minute, as before

@@ -250,7 +250,9 @@ class Call:
         """The retry decision for a failed attempt: retry (after ``delay``) or fail with ``error``.
 
         Retried when ``is_retryable(error)``, retries are left, and the server's delay (if any) is at
-        most ``max_retry_after``. A retry counts itself and calls the ``on_retry`` hook. With
+        most ``max_retry_after``. A server delay of 0 (``Retry-After: 0``, ``0.0`` or a date in the past) waits
+        the backoff's step instead, so a server that answers every retry so cannot get one per round trip.
+        A retry counts itself and calls the ``on_retry`` hook. With
         ``rate_limits_free`` (a batch) a 429 is retried whatever the count and does not use a retry up.
         """
         free = self.rate_limits_free and getattr(error, "status_code", None) == 429
@@ -259,6 +261,8 @@ class Call:
             return Outcome(error=error)
         if server_delay is not None and server_delay > self.policy.max_retry_after:
             return Outcome(error=error)  # the server wants a long pause: let the caller decide
+        if server_delay is not None and server_delay <= 0:
+            server_delay = None  # "Retry-After: 0" (or a past date) asks for nothing: the backoff's own step
         delay = server_delay if server_delay is not None else backoff_delay(
             self.policy, self.retries_taken if free else counted, self._rand)
         self.retries_taken += 1

@@ -17,6 +17,10 @@ understood, and capped at one day) is honoured when it is finite and between 0 a
 A larger value means the server wants a long pause: the call is not retried and the error
 carries ``retry_after`` so the caller can decide. Garbage, negative, infinite or NaN values fall
 back to backoff: ``min(initial * 2**retries, max_delay) * (1 - 0.25 * random())``.
+A value of 0 (``Retry-After: 0``, ``0.0``, a date in the past) asks for nothing: ``Call.decide``
+waits the backoff's step instead (never less than its first step, growing with each retry), so a server that
+answers every request with ``429`` and ``Retry-After: 0`` gets what the backoff allows, not a request per round
+trip.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """What an item waits for before it goes out: the pause gate, a concurrency slot and the RPM/TPM buckets.
 
 ``Admission`` owns the load control of one batch. The RPM/TPM buckets are fixed (``rpm=600``) or
-learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default); with
-"auto", the first request goes alone and the rest wait for its reply, so they start at the limit the
-server announced.
+learned from the ``x-ratelimit-*`` headers the server sends (``rpm="auto"``, the default). A batch starts at
+full concurrency: no round trip is waited for before the rest go. The limits the replies announce take over
+as they come (the buckets start from what the server says remains, less the requests of the key still
+unanswered), and an unknown limit is learned from 429s.
 """
 
 from __future__ import annotations
@@ -57,13 +58,17 @@ class Admission:
         if options.rpm == "auto":
             self.learned = LearnedBucket(clock=clock, sleep=sleep) if memory_key is None else key_limits.made(
                 memory_key, "learned-requests", lambda fd: LearnedBucket(fd=fd, clock=clock, sleep=sleep))
-        # "auto": set until the first reply's headers were read (or no reply will come).
-        self._probe: asyncio.Event | None = asyncio.Event() if self._auto else None
-        self._probe_taken = False
+        self.auto = self._auto
+        """rpm or tpm is "auto": the limits are read from the replies."""
         self._turn = asyncio.Lock()
         self._waiting = 0  # workers inside admit(): while any, nobody is admitted at once (FIFO)
+        self.stopped = False
+        """Set by `stop`: nothing more is admitted."""
+        self._admitting: set[asyncio.Task[object]] = set()  # the workers inside admit (a stop interrupts them)
+        self._interrupted: set[asyncio.Task[object]] = set()
         self._memory, self._memory_key = memory, memory_key
         self._heard = False
+        self._remaining: float | None = None  # what the last reply said remains of the request limit
         self._windows = [60.0, 60.0]  # the window of the request and token limits (longer once headers show it)
         self.stall_after_s = options.outage_after_s
         self.stalled: str | None = None
@@ -73,8 +78,7 @@ class Admission:
         """True when the limits came from the memory of an earlier batch (this key got replies lately)."""
         if self._auto and memory_key is not None:
             known, limits = memory.recall(memory_key)
-            if known:  # a batch in this process heard from this server lately: no need to probe again
-                self._probe = None
+            if known:  # a batch in this process heard from this server lately: its limits apply at once
                 self.remembered = True
                 if limits is not None:
                     self._apply(limits, first=False)
@@ -103,7 +107,7 @@ class Admission:
             self.limiter.release()
             return None
         learned = self.learned
-        if learned is not None and learned.active and not self._per_minute and not learned.take_now(1):
+        if learned is not None and learned.active and not learned.take_now(1):
             if rpm is not None:
                 rpm.adjust(1)
             if tpm is not None:
@@ -113,9 +117,11 @@ class Admission:
         return charge
 
     def _pacing(self) -> LearnedBucket | None:
-        """The learned pace when it applies: something was learned, and no per-minute limit is announced."""
+        """The learned pace when it applies: something was learned from 429s. It applies whatever the headers
+        say: an announced limit is believed only while it agrees with what happens, and 429s that show a limit
+        (`learned_rate.EVIDENCE`) below it mean the real limit is lower."""
         learned = self.learned
-        if learned is None or not learned.active or self._per_minute:
+        if learned is None or not learned.active:
             return None
         return learned
 
@@ -127,35 +133,71 @@ class Admission:
         """The TPM charge for a raw estimate (or the function that gives it)."""
         return self.estimator.estimate(est_tokens if isinstance(est_tokens, int) else est_tokens())
 
-    async def admit(self, est_tokens: int | Callable[[], int]) -> int:
-        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket.
+    async def admit(self, est_tokens: int | Callable[[], int]) -> int | None:
+        """Wait for the pause gate, a concurrency slot and the buckets; the tokens charged to the TPM bucket,
+        or None when the batch stopped meanwhile (`stop`; nothing is held then).
 
         ``est_tokens`` is the request's raw token estimate, or a function that gives it (asked only when
         a TPM bucket applies).
 
         Workers are admitted one at a time, in the order they asked (a FIFO lock), so only one of them
-        waits on the gate and the buckets at any moment."""
+        waits on the gate and the buckets at any moment. A stop wakes every one of them at once: a stopped
+        batch hands back its unfinished items at once, not one per bucket wait (the issue saw one every 17.7 s)."""
+        if self.stopped:
+            return None
+        task = asyncio.current_task()
         self._waiting += 1
+        if task is not None:
+            self._admitting.add(task)
         try:
-            async with self._turn:
-                await self.gate.wait()
-                await self.limiter.acquire()
-                charge = 0
-                if self.rpm is not None and not self._stalls(self.rpm, 1, self.learned_rpm, "request"):
-                    await self.rpm.take(1)
-                learned = self._pacing()
-                if learned is not None:
-                    await learned.take(1)
-                if self.tpm is not None and self.stalled is None:
-                    charge = self._estimate(est_tokens)
-                    if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
-                        return 0
-                    await self.tpm.take(charge)
-                if self.gate.paused:  # a pause began while this worker waited: it goes when the pause ends
-                    await self.gate.wait()
-                return charge
+            return await self._admit(est_tokens)
+        except asyncio.CancelledError:
+            if task is None or task not in self._interrupted:
+                raise
+            self._interrupted.discard(task)
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+: another cancel (aclose) still pending?
+            if uncancel is not None and uncancel() > 0:
+                raise
+            return None
         finally:
             self._waiting -= 1
+            if task is not None:
+                self._admitting.discard(task)
+
+    async def _admit(self, est_tokens: int | Callable[[], int]) -> int:
+        async with self._turn:
+            await self.gate.wait()
+            await self.limiter.acquire()
+            try:
+                return await self._take(est_tokens)
+            except BaseException:  # interrupted by a stop: the slot goes back
+                self.limiter.release()
+                raise
+
+    async def _take(self, est_tokens: int | Callable[[], int]) -> int:
+        charge = 0
+        if self.rpm is not None and not self._stalls(self.rpm, 1, self.learned_rpm, "request"):
+            await self.rpm.take(1)
+        learned = self._pacing()
+        if learned is not None:
+            await learned.take(1)
+        if self.tpm is not None and self.stalled is None:
+            charge = self._estimate(est_tokens)
+            if self._stalls(self.tpm, charge, self.learned_tpm, "token"):
+                return 0
+            await self.tpm.take(charge)
+        if self.gate.paused:  # a pause began while this worker waited: it goes when the pause ends
+            await self.gate.wait()
+        return charge
+
+    def stop(self) -> None:
+        """The batch stopped: lift any pause, and interrupt every worker waiting in `admit` (it returns None)."""
+        self.stopped = True
+        self.gate.resume_at = 0.0
+        for task in self._admitting:
+            if task not in self._interrupted:
+                self._interrupted.add(task)
+                task.cancel()
 
     def _stalls(self, bucket: TokenBucket | SharedBucket, amount: float, learned: float | None, what: str) -> bool:
         """True (and `stalled` set) when a learned bucket would make the batch wait longer than
@@ -171,38 +213,23 @@ class Admission:
 
     @property
     def probing(self) -> bool:
-        """True until the first reply of an "auto" batch told the limits."""
-        return self._probe is not None and not self._probe.is_set()
+        """True until the first reply of an "auto" batch told the limits (requests sent meanwhile are counted
+        with the key's unanswered ones: `probe_sent`)."""
+        return self._auto and not self._heard and not self.remembered
 
     def probe_sent(self) -> bool:
-        """Called as a request goes out: True when it is this batch's probe (the key's limits are not known
-        yet), counted with the key's other unanswered probes (`KeyLimits.probe_sent`) until `probe_answered`."""
+        """Called as a request goes out: True when the key's limits are not known yet, counted with the key's
+        other requests sent so (`KeyLimits.probe_sent`) until `probe_answered`: a bucket made from a reply
+        meanwhile starts that much lower (the ``remaining`` it announces may not count them yet)."""
         if self._memory_key is None or not self.probing:
             return False
         self._key_limits.probe_sent(self._memory_key)
         return True
 
     def probe_answered(self) -> None:
-        """The probe `probe_sent` counted got its reply (before the reply's limits are learned), or none."""
+        """A request `probe_sent` counted got its reply (before the reply's limits are learned), or none."""
         if self._memory_key is not None:
             self._key_limits.probe_answered(self._memory_key)
-
-    def take_probe(self) -> bool:
-        """True for the one item that goes out as the "auto" probe (the first asked for); False after."""
-        if self._probe is None or self._probe_taken:
-            return False
-        self._probe_taken = True
-        return True
-
-    async def wait_for_probe(self) -> None:
-        """With "auto" limits, wait until the first reply told the limits (no wait otherwise)."""
-        if self._probe is not None and not self._probe.is_set():
-            await self._probe.wait()
-
-    def probe_done(self) -> None:
-        """A request got its reply, or will never be sent: the probe wait is over."""
-        if self._probe is not None:
-            self._probe.set()
 
     def release(self) -> None:
         """Give back the concurrency slot of a request that ended."""
@@ -217,6 +244,7 @@ class Admission:
         if not self._auto or headers is None:
             return None
         limits = read_limits(headers)
+        self._remaining = None if limits is None else limits.remaining_requests
         first_reply, self._heard = not self._heard, True
         if self._memory_key is not None and (limits is not None or first_reply):
             self._memory.remember(self._memory_key, limits)  # None: the server announces no limits
@@ -293,7 +321,11 @@ class Admission:
         for bucket in (self.rpm, self.tpm) if minute else (self.tpm,):  # a day's limit is not what refused it
             if isinstance(bucket, SharedBucket):
                 bucket.on_rate_limited()
-        if self.learned is not None and not minute:
+        # Whatever the headers say, 429s that show a lower limit are learned from; a 429 whose reply says no
+        # request remains of an announced per-minute limit agrees with it (the key's clients spent it), and
+        # the announced bucket's AIMD above is what answers it.
+        agrees = minute and self._remaining is not None and self._remaining < 1
+        if self.learned is not None and not agrees:
             self.learned.on_rate_limited(sent_at)
 
     def on_success(self) -> None:
@@ -305,7 +337,7 @@ class Admission:
         if isinstance(tpm, SharedBucket):
             tpm.on_success()
         learned = self.learned
-        if learned is not None and not self._per_minute:
+        if learned is not None:
             learned.on_success()
 
 
@@ -331,5 +363,5 @@ class Admission:
         stats.retries_paced = self.pace.paced
         stats.learned_rpm = self.learned_rpm
         stats.learned_tpm = self.learned_tpm
-        pace = self.learned.learned if self.learned is not None and not self._minute_limit() else None
+        pace = self.learned.learned if self.learned is not None else None
         stats.paced_rpm = None if pace is None else round(pace * 60.0, 1)

@@ -75,7 +75,6 @@ class AttemptRunner:
         if plan is None:  # the item's parameters are invalid: it is finished, nothing was sent
             self.refund(item)
             admission.release()
-            admission.probe_done()  # the rate-limit probe must not wait on an item that never goes out
             return
         if item.key is None:
             item.key = plan.call.headers.get("idempotency-key")  # kept if the item is ever re-planned
@@ -112,7 +111,6 @@ class AttemptRunner:
         finally:
             if probe:
                 admission.probe_answered()
-            admission.probe_done()
         admission.release()
         try:
             exhausted = admission.learn(plan.call.response_headers)
@@ -182,6 +180,7 @@ class AttemptRunner:
         rate_limited = isinstance(error, APIStatusError) and error.status_code == 429 and not is_quota_exhausted(error)
         if rate_limited:  # the server asks us to slow down: pace the batch, not an outage, not the item's fault
             stats.rate_limited += 1
+            self._outage.rate_limited(delay or 0.0)  # a run of 429s slows the batch; never an outage
             self._admission.on_rate_limited(epoch, sent_at)
         elif is_retryable(error):
             outage = self._outage.record(False)
@@ -369,4 +368,4 @@ class AttemptRunner:
         else:
             logger.warning("batch stopped: %s: %s", reason, error)
         self._queue.end_backoffs()
-        self._admission.gate.resume_at = 0.0
+        self._admission.stop()

@@ -30,6 +30,7 @@ from holysheep._engine.options import BatchOptions, OnResult
 from holysheep._engine.quota_check import check_quota
 from holysheep._engine.results import BatchResult, BatchStats
 from holysheep._engine.sender import Sender
+from holysheep._engine.server_limits import limits_scope
 from holysheep._engine.spend import Pricer, SpendCap
 from holysheep._engine.work_queue import END, WAIT, WorkQueue
 
@@ -78,7 +79,9 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             self._owns_cache = not isinstance(opts.cache, ResponseCache)
         self.queue = WorkQueue(requests, defaults or {}, opts.read_ahead or max(2 * opts.concurrency + 64, 128),
                                wire)
-        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=getattr(sender, "limits_key", None))
+        key = getattr(sender, "limits_key", None)
+        scope = None if key is None else limits_scope(key, (defaults or {}).get("model"))  # per base URL, key, model
+        self.admission = Admission(opts, clock=clock, sleep=sleep, memory_key=scope)
         self._sink = ResultSink(self._stats, self.queue, self.admission, pricer=pricer)
         self._outage = OutageDetector(no_success_s=opts.outage_after_s, failure_ratio=opts.outage_failure_ratio,
                                       window=opts.outage_window, clock=clock)
@@ -97,7 +100,6 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._started = False
         self._workers = 0
         self._quota_check: asyncio.Task[None] | None = None
-        self._quota_gate: asyncio.Task[None] | None = None  # what the workers wait for with the probe
         self._quota_deferred = False
         self._ticker: asyncio.Task[None] | None = None  # progress lines also while no result arrives
         self._closed = False
@@ -197,13 +199,11 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         if opts.check_quota and self.cache is not None:
             self._quota_deferred = True  # checked before the first request that misses the cache: a batch
             # answered from the cache sends nothing at all
-        elif opts.check_quota and not opts.require_quota and (self.admission.probing or self.admission.remembered):
-            # The quota check only warns here, so it need not come first. With a probe (the first request,
-            # sent alone) it runs alongside it and the rest wait for both: a rejected key costs that one
-            # request. When this key got replies lately (remembered limits) nobody waits for it.
-            self._quota_check = loop.create_task(self._check_quota())
-            if self.admission.probing:
-                self._quota_gate = self._quota_check
+        elif opts.check_quota and not opts.require_quota and self.admission.auto:
+            # The quota check only warns here, so it need not come first: it runs alongside the first requests
+            # and nobody waits for it (a batch starts at full concurrency; a rejected key stops it at its
+            # first 401). It holds one of the concurrency slots while it runs: never more in flight than that.
+            self._quota_check = loop.create_task(self._check_quota(hold_slot=True))
         elif opts.check_quota:
             try:
                 await self._check_quota()
@@ -231,9 +231,14 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         await self._quota_check
         self._quota_deferred = False
 
-    async def _check_quota(self) -> None:
-        rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
-                                     require=self.options.require_quota)
+    async def _check_quota(self, *, hold_slot: bool = False) -> None:
+        held = hold_slot and self.admission.limiter.hold()
+        try:
+            rejected = await check_quota(self._sender, estimated_tokens=self._estimated,
+                                         require=self.options.require_quota)
+        finally:
+            if held:
+                self.admission.limiter.unhold()
         if rejected is not None:
             self._runner.stop(rejected, "authentication failed (HTTP 401)")
 
@@ -270,24 +275,18 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
                         await self._deferred_quota_check()
                 if runner.spend is not None and runner.abort is None and not await runner.reserve(item):
                     continue  # finished unsent: no price, or the cap stopped the batch
-                if not admission.take_probe():
-                    if admission.probing:  # rpm/tpm="auto": the rest wait for the probe's reply
-                        await admission.wait_for_probe()
-                    if self._quota_gate is not None:
-                        await self._quota_gate  # ... and for the quota check that runs alongside it
-                        self._quota_gate = None  # it passed: later items need not ask again
                 if runner.abort is None:
                     charge = admission.admit_now(item.token_estimate)
                     if charge is None:
                         charge = await admission.admit(item.token_estimate)
-                    outage = self._outage.check() or admission.stalled
-                    if outage is not None:
-                        runner.stop_unfinished(outage, None)
-                    if runner.abort is None:
-                        await runner.run(item, charge)
-                        continue
-                    admission.release()
-                admission.probe_done()  # a probe that will not go out must not hold the others back
+                    if charge is not None:  # admitted (None: the batch stopped meanwhile; nothing is held)
+                        outage = self._outage.check() or admission.stalled
+                        if outage is not None:
+                            runner.stop_unfinished(outage, None)
+                        if runner.abort is None:
+                            await runner.run(item, charge)
+                            continue
+                        admission.release()
                 runner.refund(item)
                 sink.finalize(item, None, runner.unfinished_error(None))
         except asyncio.CancelledError:

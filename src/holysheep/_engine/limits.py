@@ -112,6 +112,8 @@ class AIMDLimiter:
         self.epoch = 0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.held = 0
+        """Slots taken by `hold` (in ``in_flight``, not in ``peak_in_flight``)."""
         self._slots = maximum
         self._waiters: deque[asyncio.Future[None]] = deque()
 
@@ -120,9 +122,23 @@ class AIMDLimiter:
         if self.in_flight >= self._slots or self._waiters:
             return False
         self.in_flight += 1
-        if self.in_flight > self.peak_in_flight:
-            self.peak_in_flight = self.in_flight
+        if self.in_flight - self.held > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight - self.held
         return True
+
+    def hold(self) -> bool:
+        """Take a free slot for something that is not a batch request (the quota check), if one is free now;
+        not counted in ``peak_in_flight``. Given back with ``release``."""
+        if self.in_flight >= self._slots or self._waiters:
+            return False
+        self.in_flight += 1
+        self.held += 1
+        return True
+
+    def unhold(self) -> None:
+        """Give back a slot `hold` took."""
+        self.held -= 1
+        self.release()
 
     async def acquire(self) -> None:
         """Wait for a free slot and take it."""
@@ -140,8 +156,8 @@ class AIMDLimiter:
                 raise
             return  # _wake counted us in
         self.in_flight += 1
-        if self.in_flight > self.peak_in_flight:
-            self.peak_in_flight = self.in_flight
+        if self.in_flight - self.held > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight - self.held
 
     def release(self) -> None:
         """Give a slot back."""
@@ -151,8 +167,8 @@ class AIMDLimiter:
     def _wake(self) -> None:
         while self.in_flight < self._slots and wake_first(self._waiters):
             self.in_flight += 1
-            if self.in_flight > self.peak_in_flight:
-                self.peak_in_flight = self.in_flight
+            if self.in_flight - self.held > self.peak_in_flight:
+                self.peak_in_flight = self.in_flight - self.held
 
     def on_success(self) -> None:
         """Additive increase: +1/limit per success, i.e. about +1 per round of ``limit`` requests."""
@@ -251,7 +267,10 @@ class RetryPace:
 
 class OutageDetector:
     """Tells a real outage from transient faults: no success for ``no_success_s`` seconds, or at least
-    ``failure_ratio`` of the last ``window`` attempts failed (once ``window`` attempts were seen)."""
+    ``failure_ratio`` of the last ``window`` attempts failed (once ``window`` attempts were seen).
+
+    A rate-limit reply (429) is no failure here: a server that answers "slow down" is up. It counts as a
+    sign of life (``rate_limited``): only time spent on other failures counts towards ``no_success_s``."""
 
     def __init__(self, *, no_success_s: float = 60.0, failure_ratio: float = 0.9, window: int = 100,
                  clock: Clock = time.monotonic) -> None:
@@ -276,6 +295,11 @@ class OutageDetector:
             return (f"outage: {self._failures} of the last {len(recent)} attempts failed "
                     f"(outage_failure_ratio={self.failure_ratio})")
         return self.check()
+
+    def rate_limited(self, wait_s: float = 0.0) -> None:
+        """A 429 after which the batch waits ``wait_s``: the server is up and asks for a slower pace; the
+        no-success clock starts again when that wait ends."""
+        self._last_success = max(self._last_success, self._clock() + max(0.0, wait_s))
 
     def check(self) -> str | None:
         """A stop reason when nothing has succeeded for ``no_success_s`` seconds."""

@@ -168,8 +168,8 @@ class BatchStats:
     learned_tpm: float | None = None
     """Tokens per minute the server announced (`x-ratelimit-limit-tokens`), if any."""
     paced_rpm: float | None = None
-    """The pace learned from 429s, in requests per minute, when the server announced no per-minute request
-    limit and refused requests (None when nothing was learned)."""
+    """The pace learned from 429s, in requests per minute, when the server refused requests often enough to
+    show a limit (none announced, or one it did not keep); None when nothing was learned."""
     stop_reason: str | None = None
     """Why the batch stopped early (401, exhausted quota, an outage...), else None."""
     errors: Counter[str] = field(default_factory=Counter)
@@ -304,8 +304,9 @@ class BatchSummary:
                        if v is not None]
             lines.append("rate limits announced by the server: " + ", ".join(learned))
         if self.paced_rpm is not None:
-            lines.append(f"paced at {self.paced_rpm:,.0f} RPM, learned from 429s (the server announced no "
-                         "per-minute limit)")
+            lines.append(f"paced at {self.paced_rpm:,.0f} RPM, learned from 429s" + (
+                " (the server announced no per-minute limit)" if self.learned_rpm is None
+                else " (the limit the server announced did not hold)" if self.paced_rpm < self.learned_rpm else ""))
         if self.errors:
             lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
         return "\n".join(lines)

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
 __all__ = ["LEARNED_BURST_S", "LEARNED_SHARE", "LIMITS_MEMORY", "MAX_LIMIT", "MIN_LIMIT_REQUESTS", "MIN_LIMIT_TOKENS",
-           "LimitsMemory", "ServerLimits", "limit_window", "parse_duration", "read_limits"]
+           "LimitsMemory", "ServerLimits", "limit_window", "limits_scope", "parse_duration", "read_limits"]
 
 LEARNED_SHARE = 0.98
 """Share of a server-announced limit a batch paces at (a margin for clock skew between the two)."""
@@ -130,14 +130,22 @@ def limit_window(limit: float | None, remaining: float | None, reset_s: float | 
     within 25% of an hour or a day (Groq announces requests per day with a reset such as ``2m59.56s``
     for 30 used of 14,400), the limit is over that window; anything else (a server whose resets follow
     another rule) keeps the per-minute reading, so a misread reset can only fall back to what was
-    read before."""
-    if not limit or remaining is None or reset_s is None or reset_s <= 0 or remaining >= limit:
+    read before.
+
+    A reset more than a minute away is never a per-minute limit's, whatever the numbers (the issue's server
+    announced 14,400 with 14,000 remaining and a reset of ``2m59.56s``): the limit is then over the first of
+    `WINDOWS_S` that is at least the derived window (or the reset), and it paces nothing per minute (the pace is
+    learned from 429s)."""
+    if not limit or reset_s is None or reset_s <= 0:
         return None
-    window = reset_s * limit / (limit - remaining)
-    for candidate in WINDOWS_S:
-        if abs(window - candidate) <= WINDOW_TOLERANCE * candidate:
-            return candidate
-    return None
+    window = reset_s * limit / (limit - remaining) if remaining is not None and remaining < limit else reset_s
+    if remaining is not None and remaining < limit:
+        for candidate in WINDOWS_S:
+            if abs(window - candidate) <= WINDOW_TOLERANCE * candidate:
+                return candidate
+    if reset_s <= 60.0:
+        return None
+    return next((candidate for candidate in WINDOWS_S if candidate >= window), WINDOWS_S[-1])
 
 
 def _plausible(value: float | None, low: float, name: str, ignored: list[str]) -> float | None:
@@ -187,6 +195,15 @@ def read_limits(headers: Mapping[str, str] | None, *, clock: Callable[[], float]
     if not any(v is not None for v in values):
         return None if not ignored else ServerLimits(ignored=tuple(ignored))
     return ServerLimits(values[0], values[1], values[2], values[3], values[4], values[5], tuple(ignored))
+
+
+def limits_scope(key: str, model: object) -> str:
+    """Whose limits: ``key`` (base URL and a digest of the API key) and the batch's ``model``. Servers keep rate
+    limits per model (OpenAI, LiteLLM's deployments), so learned and announced limits are kept per (base URL,
+    key, model): a batch on one model never inherits another model's pace. A limit the server shares across the
+    key's models is still kept: every reply's ``remaining`` caps each model's bucket. A batch without a
+    ``model=`` (each request names its own) keeps the key's limits across its models."""
+    return f"{key}|model={model}" if isinstance(model, str) and model else key
 
 
 class LimitsMemory:

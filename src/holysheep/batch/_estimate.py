@@ -188,7 +188,8 @@ class _Tally:
         return result
 
 
-def _limits(rpm: float | None, tpm: float | None, client: Any) -> tuple[float | None, float | None, str | None]:
+def _limits(rpm: float | None, tpm: float | None, client: Any,
+            model: object = None) -> tuple[float | None, float | None, str | None]:
     for name, value in (("rpm", rpm), ("tpm", tpm)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise InvalidRequestError(f"{name} must be a positive number or None, got {value!r}.", field=name)
@@ -196,9 +197,9 @@ def _limits(rpm: float | None, tpm: float | None, client: Any) -> tuple[float | 
         return rpm, tpm, "given"
     if client is not None:
         from holysheep._clients.senders import limits_key
-        from holysheep._engine.server_limits import LIMITS_MEMORY
+        from holysheep._engine.server_limits import LIMITS_MEMORY, limits_scope
 
-        known, limits = LIMITS_MEMORY.recall(limits_key(client))
+        known, limits = LIMITS_MEMORY.recall(limits_scope(limits_key(client), model))
         if known and limits is not None and (limits.limit_requests or limits.limit_tokens):
             return limits.limit_requests, limits.limit_tokens, "remembered"
     return None, None, None
@@ -236,7 +237,7 @@ def estimate(requests: Iterable[object], *, model: str | None = None, prices: Ma
             tally.result.refused.append(RefusedItem(index, request.custom_id, str(request.invalid)))
             continue
         tally.add(index, request.custom_id, request.params, None, request.wire)
-    return tally.finish(*_limits(rpm, tpm, client))
+    return tally.finish(*_limits(rpm, tpm, client, base.get("model")))
 
 
 def _done(path: Path) -> dict[str, bool]:
@@ -281,4 +282,4 @@ def estimate_jsonl(input_path: str | os.PathLike[str], *, output_path: str | os.
             tally.result.refused.append(RefusedItem(line.lineno - 1, line.custom_id, line.problem or "", line.lineno))
         else:
             tally.add(line.lineno - 1, line.custom_id, line.item, line.lineno)
-    return tally.finish(*_limits(rpm, tpm, client))
+    return tally.finish(*_limits(rpm, tpm, client, base.get("model")))
