@@ -7,6 +7,7 @@ import re
 
 import httpx
 
+from holysheep._core.built_response import decoded_response
 from holysheep._core.json_check import load_json
 from holysheep._core.keys import mask_key, redact, redact_value
 from holysheep._core.scrub import request_id_of
@@ -174,7 +175,9 @@ def error_from_status(
     response.request = request
     raw = response.content
     if b"hs_" in raw or (api_key and api_key.encode("utf-8", "replace") in raw):  # the server echoed a key
-        response._content = redact(raw.decode("utf-8", "replace"), api_key).encode()
+        response = decoded_response(httpx.Response, status, headers=response.headers, request=request,
+                                    extensions=response.extensions,
+                                    content=redact(raw.decode("utf-8", "replace"), api_key).encode())
     err = cls(
         message,
         status_code=status,
