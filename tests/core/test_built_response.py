@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 
 import httpx
-import httpx2
 import pytest
 
 from holysheep._core.built_response import decoded_response
@@ -16,8 +15,9 @@ SENT = [("content-type", "application/json"), ("content-encoding", "gzip"), ("co
         ("set-cookie", "a=1"), ("set-cookie", "b=2")]
 
 
-@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
-def test_the_body_is_not_decoded_twice_and_the_headers_are_the_servers(module: type) -> None:
+@pytest.mark.parametrize("name", ["httpx", "httpx2"])
+def test_the_body_is_not_decoded_twice_and_the_headers_are_the_servers(name: str) -> None:
+    module = pytest.importorskip(name)  # httpx2: in [dev] (not in the floors run)
     request = module.Request("POST", "https://api.example/v1/chat/completions")
     response = decoded_response(module.Response, 400, headers=SENT, content=BODY, request=request)
     assert type(response) is module.Response
