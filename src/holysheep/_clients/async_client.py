@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
@@ -78,7 +79,9 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
         """
         from holysheep._engine.run import iterator_for, with_client_cache  # lazy
 
-        return iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
+        iterator = iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
+        self._client._track(iterator)  # closed by the client's aclose() if nobody closed it before
+        return iterator
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -129,6 +132,12 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
     embeddings: AsyncEmbeddings
 
     _backend: AsyncBackend
+    _iterators: weakref.WeakSet[BatchIterator] | None = None  # the batch iterators started here (`_track`)
+
+    def _track(self, iterator: BatchIterator) -> None:
+        if self._iterators is None:
+            self._iterators = weakref.WeakSet()
+        self._iterators.add(iterator)
 
     def _open_backend(self, http_client: _HttpClient | None, http_backend: str) -> AsyncBackend:
         if http_backend == "aiohttp" and http_client is None:
@@ -258,8 +267,12 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
 
 
     async def aclose(self) -> None:
-        """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
-        response cache it opened."""
+        """Close the batch iterators this client started that nobody closed (their requests in flight are
+        cancelled and awaited, on this loop), then the connection pool (unless it was passed in or shared by
+        ``with_options``) and the response cache it opened."""
+        running, self._iterators = list(self._iterators or ()), None
+        for iterator in running:  # before the pool: no request is left mid-connect for the loop's shutdown
+            await iterator.aclose()
         self._close_cache()
         self._closed = True
         if self._owns_http:
