@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
@@ -79,9 +78,7 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
         """
         from holysheep._engine.run import iterator_for, with_client_cache  # lazy
 
-        iterator = iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
-        self._client._track(iterator)  # closed by the client's aclose() if nobody closed it before
-        return iterator
+        return iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -132,12 +129,6 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
     embeddings: AsyncEmbeddings
 
     _backend: AsyncBackend
-    _iterators: weakref.WeakSet[BatchIterator] | None = None  # the batch iterators started here (`_track`)
-
-    def _track(self, iterator: BatchIterator) -> None:
-        if self._iterators is None:
-            self._iterators = weakref.WeakSet()
-        self._iterators.add(iterator)
 
     def _open_backend(self, http_client: _HttpClient | None, http_backend: str) -> AsyncBackend:
         if http_backend == "aiohttp" and http_client is None:
@@ -267,12 +258,8 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
 
 
     async def aclose(self) -> None:
-        """Close the batch iterators this client started that nobody closed (their requests in flight are
-        cancelled and awaited, on this loop), then the connection pool (unless it was passed in or shared by
-        ``with_options``) and the response cache it opened."""
-        running, self._iterators = list(self._iterators or ()), None
-        for iterator in running:  # before the pool: no request is left mid-connect for the loop's shutdown
-            await iterator.aclose()
+        """Close the connection pool (unless it was passed in or shared by ``with_options``) and the
+        response cache it opened."""
         self._close_cache()
         self._closed = True
         if self._owns_http:
