@@ -35,7 +35,8 @@ def test_the_groups_left_out_of_the_default_run_are_the_ones_ci_runs() -> None:
     assert left_out == set(re.findall(r"^run_marked (\w+)", ci, re.M))
     assert ".venv/bin/python -m pytest\n" in ci  # the README's test command, as written
     assert ".venv/bin/python -m pytest\n" in (ROOT / "README.md").read_text(encoding="utf-8")
-    assert ci.count("pip install") == 1, "one install in .ci/run (every extra in one pip run)"
+    assert ci.count(".venv/bin/python -m pip install") == 1, "one install in .venv (every extra in one pip run)"
+    assert ci.count("pip install") == 3, "and one per supported-platform venv: each Python's, the floors'"
 
 
 def test_readme_starts_with_the_set_up_and_names_the_pypi_install() -> None:
