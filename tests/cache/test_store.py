@@ -245,3 +245,48 @@ def test_two_processes_share_one_file(tmp_path: Path) -> None:
     """)], capture_output=True, text=True, timeout=60)
     assert reader.stdout.split() == ["Hello!", "cache"], reader.stderr
     assert json.loads(ChatCompletion.model_validate(COMPLETION).model_dump_json())["id"] == "chatcmpl-1"
+
+
+def _track_closes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every connection SQLite opens from here on records its close (any Python: 3.13 alone warns)."""
+    import sqlite3
+
+    closed: list[str] = []
+
+    class Tracked(sqlite3.Connection):
+        def close(self) -> None:
+            closed.append("closed")
+            super().close()
+
+    real = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: real(*a, factory=Tracked, **kw))
+    return closed
+
+
+def test_a_store_nobody_closed_closes_its_connection_when_collected(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    closed = _track_closes(monkeypatch)
+    store = SQLiteCache(tmp_path / "c.db")
+    store.put("k", b"v")
+    del store
+    gc.collect()
+    assert closed == ["closed"]
+    with SQLiteCache(tmp_path / "c.db") as again:  # a context manager too
+        assert again.get("k") == b"v"
+    assert closed == ["closed", "closed"]
+
+
+def test_a_client_nobody_closed_closes_its_cache_file_when_collected(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import holysheep
+
+    closed = _track_closes(monkeypatch)
+    client = holysheep.Client(api_key="hs_" + "k" * 40, base_url="http://127.0.0.1:9/v1", cache=tmp_path / "c.db")
+    assert client.cache is not None and closed == []
+    del client
+    gc.collect()
+    assert closed == ["closed"]

@@ -5,6 +5,7 @@ for it. A file that is not a cache is refused at ``Client(cache=...)`` with `Cac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -50,11 +51,11 @@ def test_a_garbage_file_is_refused_at_construction_naming_it(tmp_path: Path) -> 
 
 def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     other = tmp_path / "app.db"
-    with sqlite3.connect(other) as db:
+    with contextlib.closing(sqlite3.connect(other)) as db, db:  # sqlite3's own `with` commits, never closes
         db.execute("CREATE TABLE users (name TEXT)")
     with pytest.raises(CacheFileError, match=r"a SQLite database of something else \(its tables: users\)"):
         SQLiteCache(other)
-    with sqlite3.connect(other) as db:
+    with contextlib.closing(sqlite3.connect(other)) as db:
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["users"]
 
 

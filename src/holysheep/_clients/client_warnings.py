@@ -7,10 +7,9 @@ __all__ = ["warn_if_tls_unverified", "warn_plain_http2", "warn_unverified"]
 
 def _tls_contexts(http_client: object) -> list[object]:
     """The SSL contexts of an httpx client's transport and of every transport in its ``mounts``."""
-    transports = [getattr(http_client, "_transport", None)]
-    transports += list((getattr(http_client, "_mounts", None) or {}).values())
-    pools = [getattr(t, "_pool", None) for t in transports if t is not None]
-    return [getattr(p, "_ssl_context", None) for p in pools if p is not None]
+    from holysheep._transports._private_access import httpx_pools, pool_ssl_context  # httpx shows neither
+
+    return [pool_ssl_context(pool) for pool in httpx_pools(http_client)]
 
 
 def warn_unverified(what: str) -> None:

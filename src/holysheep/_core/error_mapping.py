@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
+from holysheep._core.built_response import decoded_response
 from holysheep._core.json_check import load_json
 from holysheep._core.keys import mask_key, redact, redact_value
 from holysheep._core.scrub import masked_request, request_id_of, scrubbed_headers
@@ -184,8 +185,9 @@ def error_from_status(
     clean = scrub_body(raw)  # every remembered key, however supplied, also spelled with JSON escapes
     if b"hs_" in clean or (api_key and api_key.encode("utf-8", "replace") in clean):  # a short key, whole-token
         clean = redact(clean.decode("utf-8", "replace"), api_key).encode()
-    if clean is not raw:
-        response._content = clean
+    if clean is not raw:  # the server echoed a key: the response is rebuilt around the masked body
+        response = decoded_response(httpx.Response, status, headers=response.headers, request=request,
+                                    extensions=response.extensions, content=clean)
     err = cls(
         message,
         status_code=status,

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union, get_origin
 import httpx
 
 from holysheep._core.body_chunks import text_decoder
+from holysheep._core.built_response import decoded_response
 from holysheep._core.json_check import load_json
 from holysheep._core.keys import redact
 from holysheep._core.scrub import request_id_of
@@ -61,9 +62,7 @@ def parse_to(to: Any, *, status_code: int, headers: Mapping[str, str], content: 
     if kind == "bytes":
         return content
     if kind == "response":
-        response = httpx.Response(status_code, headers=headers, request=request)
-        response._content = content  # decoded already: never decoded twice
-        return response
+        return decoded_response(httpx.Response, status_code, headers=headers, content=content, request=request)
     text = text_decoder(headers).decode(content, final=True)
     if kind == "str":
         return text

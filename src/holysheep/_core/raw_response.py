@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 import httpx
 
 from holysheep._core.body_chunks import text_decoder
+from holysheep._core.built_response import decoded_response
 from holysheep._core.json_check import load_json
 from holysheep._core.parse_to import parse_to, stream_to
 from holysheep._core.scrub import scrubbed_headers
@@ -91,9 +92,8 @@ class BaseAPIResponse(Generic[R]):
     def http_response(self) -> httpx.Response:
         """The response as an ``httpx.Response`` (openai-python's ``raw.http_response``): status, headers, the
         masked request and, once read, the body (a ``stream=True`` response's events come from ``parse()``)."""
-        response = httpx.Response(self.status_code, headers=self.headers, request=self.http_request)
-        response._content = getattr(self, "_content", None) or b""  # already decoded: not through its decoders
-        return response
+        return decoded_response(httpx.Response, self.status_code, headers=self.headers,  # decoded already
+                                content=getattr(self, "_content", None) or b"", request=self.http_request)
 
     @property
     def url(self) -> httpx.URL:
@@ -198,6 +198,5 @@ def response_as(raw: BaseAPIResponse[object], cast_to: object) -> Any:
 
     request = response.request
     request2 = httpx2.Request(request.method, str(request.url), headers=request.headers.multi_items())
-    response2 = httpx2.Response(response.status_code, headers=response.headers.multi_items(), request=request2)
-    response2._content = response.content  # decoded already: not through its decoders again
-    return response2
+    return decoded_response(httpx2.Response, response.status_code, headers=response.headers.multi_items(),
+                            content=response.content, request=request2)  # decoded already

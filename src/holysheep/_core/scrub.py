@@ -89,8 +89,11 @@ def scrub_cause(exc: BaseException, api_key: str | None) -> BaseException | None
         except TypeError:  # an unusual constructor: fall back to the base class of its family
             copy = (httpx.TimeoutException if isinstance(exc, httpx.TimeoutException)
                     else httpx.TransportError)(clean)
-        req = getattr(exc, "_request", None)
-        if isinstance(req, httpx.Request) and isinstance(copy, httpx.RequestError):
+        try:
+            req: httpx.Request | None = exc.request  # raises RuntimeError when the error has none
+        except RuntimeError:
+            req = None
+        if req is not None and isinstance(copy, httpx.RequestError):
             copy.request = masked_request(req, api_key)
         copy.__suppress_context__ = True
         return copy

@@ -8,7 +8,6 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ import httpx
 from holysheep._core.call import RawResponse
 from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings, proxy_for
 from holysheep._exceptions import ClientClosedError, RedirectRefusedError
+from holysheep._transports._private_access import aiohttp_acquired, aiohttp_close_now, aiohttp_raise_limit
 from holysheep._transports.body import read_aiohttp_body
 from holysheep._transports.redirects import REDIRECT_STATUSES, redirect_refusal, same_origin
 from holysheep._transports.tls import ssl_context
@@ -103,8 +103,7 @@ class AiohttpBackend:
         # pool's sockets quietly, as httpx does, instead of aiohttp's "Unclosed client session / connector".
         session = self._session
         if session is not None and not self.closed:
-            with contextlib.suppress(Exception):
-                session.connector._close()  # sync: closes the transports; marks the session closed
+            aiohttp_close_now(session.connector)  # sync: closes the transports; marks the session closed
 
     def prepare(self) -> None:
         """Open the session (imports, TLS context) if it is not open: the client calls this before an attempt's
@@ -154,8 +153,8 @@ class AiohttpBackend:
             return
         self._max_connections = n
         connector = getattr(self._session, "connector", None)
-        if connector is not None and hasattr(connector, "_limit"):  # already open: aiohttp reads it per acquire
-            connector._limit = n
+        if connector is not None:  # already open: aiohttp reads its limit per acquire
+            aiohttp_raise_limit(connector, n)
 
     def _url(self, url: str) -> Any:
         value = self._urls.get(url)
@@ -259,7 +258,7 @@ class AiohttpBackend:
     def in_use(self) -> int:
         """Connections checked out of the connector (0 once every response is released)."""
         connector = getattr(self._session, "connector", None)
-        return len(getattr(connector, "_acquired", ())) if connector is not None else 0
+        return aiohttp_acquired(connector) if connector is not None else 0
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections (later sends raise `ClientClosedError`)."""

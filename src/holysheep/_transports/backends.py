@@ -18,6 +18,7 @@ from holysheep._core.call import Call, Outcome, RawResponse
 from holysheep._core.config import DEFAULT_LIMITS
 from holysheep._core.network import DEFAULT_NETWORK, NetworkSettings
 from holysheep._exceptions import ClientClosedError
+from holysheep._transports._private_access import httpx_pools
 from holysheep._transports.body import read_body, read_body_async
 from holysheep._transports.deadlines import Deadline
 from holysheep._transports.redirects import check_redirect, check_redirect_async
@@ -82,12 +83,11 @@ def attempt_outcome(call: Call, response: Response | None, exc: httpx.RequestErr
 
 
 def _httpx_busy(http: httpx.Client | httpx.AsyncClient) -> int:
-    transport = http._transport
-    routed = getattr(transport, "transports", None)  # a RoutedTransport: one pool per proxy
+    import httpcore  # loaded by httpx with its first pool: `Client()` alone does not load it
+
     total = 0
-    for one in (routed.values() if isinstance(routed, dict) else (transport,)):
-        pool = getattr(one, "_pool", None)
-        if pool is not None:
+    for pool in httpx_pools(http):  # httpcore's public `connections`, of pools httpx does not show
+        if isinstance(pool, (httpcore.ConnectionPool, httpcore.AsyncConnectionPool)):
             total += sum(1 for c in pool.connections if not (c.is_idle() or c.is_closed()))
     return total
 
@@ -126,7 +126,7 @@ class SyncHttpxBackend:
             except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
                 raise httpx.ConnectError(str(exc), request=request) from exc
         if not call.lazy_body or response.status_code >= 400:
-            read_body(response, call.config.max_response_bytes, deadline)  # bounded; closes the response
+            response = read_body(response, call.config.max_response_bytes, deadline)  # bounded; closes it
         return response
 
     def in_use(self) -> int:
@@ -199,7 +199,7 @@ class AsyncHttpxBackend:
             except ssl.SSLError as exc:  # httpx lets a TLS alert after the handshake through unwrapped
                 raise httpx.ConnectError(str(exc), request=request) from exc
             if not call.lazy_body or response.status_code >= 400:
-                await read_body_async(response, call.config.max_response_bytes)  # bounded; closes the response
+                response = await read_body_async(response, call.config.max_response_bytes)  # bounded; closes it
             return response
         finally:
             busy[i] -= 1

@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 
+from holysheep._core.built_response import decoded_response
 from holysheep._exceptions import ResponseTooLargeError
 from holysheep._transports.deadlines import Deadline
 
@@ -158,7 +160,23 @@ class BodyReader:
 
 def _in_memory(response: httpx.Response) -> bool:
     """A response built with its body already read (``httpx.MockTransport``, a test double): nothing to stream."""
-    return response.is_stream_consumed and hasattr(response, "_content")
+    if not response.is_stream_consumed:
+        return False
+    try:
+        response.content  # noqa: B018  (raises ResponseNotRead for a stream read by someone else)
+    except httpx.ResponseNotRead:
+        return False
+    return True
+
+
+def _read(response: httpx.Response, content: bytes) -> httpx.Response:
+    """``response`` with its decoded body: a new, read response (the public constructor), its headers the server's."""
+    built = decoded_response(httpx.Response, response.status_code, headers=response.headers, content=content,
+                             request=response.request, extensions=response.extensions)
+    built.history, built.default_encoding = response.history, response.default_encoding
+    with contextlib.suppress(RuntimeError):  # set when its stream was closed (by httpx's client)
+        built.elapsed = response.elapsed
+    return built
 
 
 def _check_in_memory(response: httpx.Response, limit: int) -> None:
@@ -167,36 +185,40 @@ def _check_in_memory(response: httpx.Response, limit: int) -> None:
         reader.feed(response.content)  # raises the usual ResponseTooLargeError
 
 
-def read_body(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
-    """Read a streamed httpx response into ``response.content``, bounded in size and time; always closes it."""
+def read_body(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> httpx.Response:
+    """Read a streamed httpx response, bounded in size and time; always closes it. The response read (a new
+    one, unless ``response`` was read already)."""
     if _in_memory(response):
         _check_in_memory(response, limit)
-        return
+        return response
     reader = BodyReader(response.headers.get("content-encoding"), limit)
     try:
         for raw in response.iter_raw():
             reader.feed(raw)
             if deadline is not None:
                 deadline.check()
-        response._content = reader.finish()
+        content = reader.finish()
     finally:
         response.close()
+    return _read(response, content)
 
 
-async def read_body_async(response: httpx.Response, limit: int, deadline: Deadline | None = None) -> None:
+async def read_body_async(response: httpx.Response, limit: int,
+                          deadline: Deadline | None = None) -> httpx.Response:
     """`read_body` for an async httpx response."""
     if _in_memory(response):
         _check_in_memory(response, limit)
-        return
+        return response
     reader = BodyReader(response.headers.get("content-encoding"), limit)
     try:
         async for raw in response.aiter_raw():
             reader.feed(raw)
             if deadline is not None:
                 deadline.check()
-        response._content = reader.finish()
+        content = reader.finish()
     finally:
         await response.aclose()
+    return _read(response, content)
 
 
 async def read_aiohttp_body(resp: Any, limit: int) -> bytes:

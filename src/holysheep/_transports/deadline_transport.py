@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import httpcore
 import httpx
 
+from holysheep._transports._private_access import set_network_backend
 from holysheep._transports.sync_deadline import bounded_read_timeout
 
 __all__ = ["DeadlineNetworkBackend", "make_transport"]
@@ -60,7 +61,5 @@ def make_transport(limits: httpx.Limits, *, verify: typing.Any = True, proxy: st
     ``verify``, an ``ssl.SSLContext``; through ``proxy`` when given; HTTP/2 offered by ALPN with ``http2``)."""
     transport = httpx.HTTPTransport(limits=limits, verify=verify, proxy=httpx.Proxy(proxy) if proxy else None,
                                     http2=http2)
-    pool = getattr(transport, "_pool", None)  # httpx does not pass a network backend through
-    if isinstance(pool, httpcore.ConnectionPool) and hasattr(pool, "_network_backend"):
-        pool._network_backend = DeadlineNetworkBackend()
+    set_network_backend(transport, DeadlineNetworkBackend())  # httpx passes no network backend through
     return transport

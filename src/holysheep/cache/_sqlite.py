@@ -93,6 +93,7 @@ class SQLiteCache:
         self.ttl_s, self.max_entries, self.max_bytes = ttl_s, max_entries, max_bytes
         self._clock = clock
         self._lock = threading.Lock()
+        self._closed = True  # until the connection is open: __del__ has nothing to close
         try:
             self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None,
                                        check_same_thread=False)
@@ -223,6 +224,19 @@ class SQLiteCache:
             if not self._closed:
                 self._closed = True
                 self._db.close()
+
+    def __enter__(self) -> SQLiteCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A store nobody closed (its client garbage-collected unclosed): close the connection, so none is left
+        # for the garbage collector (Python 3.13 reports such a connection with a ResourceWarning).
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self._db.close()
 
     def __repr__(self) -> str:
         return f"SQLiteCache({str(self.path)!r}, ttl_s={self.ttl_s!r}, max_entries={self.max_entries!r}, " \

@@ -86,43 +86,42 @@ def _run_batch(args: argparse.Namespace) -> int:
     except HolySheepError as exc:
         error(message_for(exc))
         return 2
-    try:
-        params.update(structured_params(args))
-        from pathlib import Path
+    try:  # the client and the cache are closed on every path (an error, a signal, any exception)
+        with client:
+            params.update(structured_params(args))
+            from pathlib import Path
 
-        from holysheep.batch._output_files import output_target
+            from holysheep.batch._output_files import output_target
 
-        output_target(Path(args.output))  # -o /dev/null, a FIFO, a link to a device: exit 2 before anything is opened
-        if args.cache is not None:  # before the cache file is opened (or created)
-            from holysheep.batch._jsonl_input import check_cache_path
+            output_target(Path(args.output))  # -o /dev/null, a FIFO, a device link: exit 2 before anything opens
+            if args.cache is not None:  # before the cache file is opened (or created)
+                from holysheep.batch._jsonl_input import check_cache_path
 
-            check_cache_path(args.cache, Path(args.output))
-        params.update(spend_params(args))
-        with client, stop_signals(), cli_warnings():
-            report = run_jsonl(
-                client, args.input, args.output, model=args.model or default_model(), concurrency=args.concurrency,
-                rpm=args.rpm, tpm=args.tpm, resume=args.resume, overwrite=args.overwrite, max_retries=args.max_retries,
-                rerun_changed=args.rerun_changed,
-                retry_window_s=args.retry_window_s, output_format=args.output_format,
-                outage_after_s=args.outage_after_s, outage_failure_ratio=args.outage_failure_ratio,
-                max_pause_s=args.max_pause_s,
-                require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
+                check_cache_path(args.cache, Path(args.output))
+            params.update(spend_params(args))
+            with stop_signals(), cli_warnings():
+                report = run_jsonl(
+                    client, args.input, args.output, model=args.model or default_model(),
+                    concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, resume=args.resume,
+                    overwrite=args.overwrite, max_retries=args.max_retries, rerun_changed=args.rerun_changed,
+                    retry_window_s=args.retry_window_s, output_format=args.output_format,
+                    outage_after_s=args.outage_after_s, outage_failure_ratio=args.outage_failure_ratio,
+                    max_pause_s=args.max_pause_s,
+                    require_quota=args.require_quota, progress=not args.no_progress and not args.json, **params)
     except KeyboardInterrupt as exc:
-        close_cache(params)
         what = f"stopped by {exc.signal_name}" if isinstance(exc, StopSignal) else "interrupted"
         where = getattr(args, "output_label", None) or args.output
         print(file=sys.stderr)
         error(f"{what}; finished lines are in {where}. Run again with --resume to continue.")
         return exc.exit_status if isinstance(exc, StopSignal) else 130
     except (InvalidRequestError, QuotaExceededError, QuotaUnavailableError) as exc:
-        close_cache(params)
         error(str(exc))
         return 2
     except OutputWriteError as exc:  # a full disk: not bad input (exit 1), and --resume continues
-        close_cache(params)
         error(str(exc))
         return 1
-    close_cache(params)
+    finally:
+        close_cache(params)
     for lineno, message in report.bad_lines[:20]:
         error(f"bad input line {lineno}: {message}", translate=False)
     if len(report.bad_lines) > 20:
