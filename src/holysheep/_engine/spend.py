@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from holysheep._core.wire import CHAT, WireFormat
-from holysheep._core.wire.base import lenient_count
 from holysheep._exceptions import InvalidRequestError
 
 __all__ = ["DEFAULT_OUTPUT_BOUND", "NOT_PROMPT_FIELDS", "PART_TOKEN_BOUND", "Price", "Pricer", "SpendCap",
@@ -162,29 +161,10 @@ def output_limit(body: Mapping[str, object], wire: WireFormat = CHAT) -> int | N
     return wire.output_limit(body)
 
 
-def _reasoning_asked(body: Mapping[str, object]) -> bool:
-    effort = body.get("reasoning_effort")
-    if isinstance(effort, str) and effort not in ("none", "minimal"):
-        return True
-    reasoning, thinking = body.get("reasoning"), body.get("thinking")
-    if isinstance(reasoning, Mapping) and reasoning.get("effort") not in (None, "none", "minimal"):
-        return True
-    if isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled"):
-        return True
-    kwargs = body.get("chat_template_kwargs")
-    return body.get("enable_thinking") is True or (isinstance(kwargs, Mapping)
-                                                   and kwargs.get("enable_thinking") is True)
-
-
-def reasoning_budget(body: Mapping[str, object]) -> int | None:
-    """Reasoning tokens the body allows beyond its output limit, where it names a budget: OpenRouter's
-    ``reasoning.max_tokens``, Anthropic's ``thinking.budget_tokens``, a ``thinking_budget`` field."""
-    reasoning, thinking = body.get("reasoning"), body.get("thinking")
-    found = [lenient_count(reasoning.get("max_tokens")) if isinstance(reasoning, Mapping) else None,
-             lenient_count(thinking.get("budget_tokens")) if isinstance(thinking, Mapping) else None,
-             lenient_count(body.get("thinking_budget"))]
-    budgets = [b for b in found if b is not None]
-    return max(budgets) if budgets else None
+def reasoning_budget(body: Mapping[str, object], wire: WireFormat = CHAT) -> int | None:
+    """Reasoning tokens the body allows beyond its output limit, where it names a budget
+    (`WireFormat.reasoning_budget`)."""
+    return wire.reasoning_budget(body)
 
 
 def output_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> tuple[int, bool]:
@@ -194,7 +174,7 @@ def output_token_bound(body: Mapping[str, object], wire: WireFormat = CHAT) -> t
     if not wire.has_output:
         return 0, True
     limit = output_limit(body, wire)
-    tokens = (DEFAULT_OUTPUT_BOUND if limit is None else limit) + (reasoning_budget(body) or 0)
+    tokens = (DEFAULT_OUTPUT_BOUND if limit is None else limit) + (wire.reasoning_budget(body) or 0)
     return tokens * wire.answers(body), limit is not None
 
 
@@ -205,7 +185,8 @@ def assumption(body: Mapping[str, object], wire: WireFormat = CHAT) -> str | Non
     if not wire.has_output:
         return None
     kinds = [kind for kind, assumed in (("no-limit", output_limit(body, wire) is None),
-                                         ("reasoning", _reasoning_asked(body) and reasoning_budget(body) is None),
+                                         ("reasoning", wire.reasoning_asked(body)
+                                          and wire.reasoning_budget(body) is None),
                                          ("parts", _non_text_parts(wire.prompt_parts(body)) > 0)) if assumed]
     return "+".join([str(body.get("model") or ""), *kinds]) if kinds else None
 

@@ -149,6 +149,31 @@ class WireFormat:
         limits = [v for v in (lenient_count(body.get(f)) for f in self.output_limit_fields) if v is not None]
         return max(limits) if limits else None
 
+    def reasoning_asked(self, body: Mapping[str, object]) -> bool:
+        """True when ``body`` asks for reasoning (``reasoning_effort``, ``reasoning.effort``, ``thinking``,
+        ``enable_thinking``), which some servers bill beyond the output limit."""
+        effort = body.get("reasoning_effort")
+        if isinstance(effort, str) and effort not in ("none", "minimal"):
+            return True
+        reasoning, thinking = body.get("reasoning"), body.get("thinking")
+        if isinstance(reasoning, Mapping) and reasoning.get("effort") not in (None, "none", "minimal"):
+            return True
+        if isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled"):
+            return True
+        kwargs = body.get("chat_template_kwargs")
+        return body.get("enable_thinking") is True or (isinstance(kwargs, Mapping)
+                                                       and kwargs.get("enable_thinking") is True)
+
+    def reasoning_budget(self, body: Mapping[str, object]) -> int | None:
+        """Reasoning tokens ``body`` allows beyond its output limit, where it names a budget: OpenRouter's
+        ``reasoning.max_tokens``, Anthropic's ``thinking.budget_tokens``, a ``thinking_budget`` field."""
+        reasoning, thinking = body.get("reasoning"), body.get("thinking")
+        found = [lenient_count(reasoning.get("max_tokens")) if isinstance(reasoning, Mapping) else None,
+                 lenient_count(thinking.get("budget_tokens")) if isinstance(thinking, Mapping) else None,
+                 lenient_count(body.get("thinking_budget"))]
+        budgets = [b for b in found if b is not None]
+        return max(budgets) if budgets else None
+
     def answers(self, body: Mapping[str, object]) -> int:
         """How many answers ``body`` asks for (`count_field`, 1 by default)."""
         field = self.count_field
