@@ -266,6 +266,7 @@ def run_plan(
         "runtime": None if train else est.runtime,
         "batch": batch, "objective": objective, "memory": mem,
         "options": [o.to_dict() for o in list(result)[:top]],
+        "decode_ranges_overlap": [[a.label, b.label] for a, b in result.overlapping(top)],
         "rejected": [o.to_dict() for o in result.rejected],
         "api_comparison": None,
         "limits": limits,

@@ -38,6 +38,7 @@ from ..accelerators import GPU, gpu, gpus
 from ..estimator._parallel import tensor_parallel_problem
 from ._coverage import speed_caveats
 from ._hints import fit_hints
+from ._intervals import decode_interval, interval_key
 from ._overheads import TRITON_MOE_LAYER_S
 from ._result import HardwareOption, PickResult
 from ._roofline import (
@@ -189,6 +190,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         compute = str(kw["precision"])
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
+        base["decode_interval"] = decode_interval(tok_s, interval_key(runtime, g, int(est.batch)))
         perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
             g, count, active_params=active, precision=compute, eff=eff, prompt_tokens=int(est.context),
             layers=kw.get("layers", 0), hidden=kw.get("hidden", 0), layer_split=kw.get("layer_split", False),
