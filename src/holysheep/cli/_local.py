@@ -32,8 +32,10 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--batch", "--micro-batch", dest="batch", type=int, default=1,
                    help="concurrent sequences (the micro-batch with --train; default 1)")
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
-    p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx"],
-                   help="serving stack whose memory rules apply (default: generic, overheads counted)")
+    p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx",
+                                                            "tensorrt-llm", "lmdeploy"],
+                   help="serving stack whose memory rules apply (default: generic, overheads counted); "
+                        "tensorrt-llm also stands for NVIDIA NIM; lmdeploy is its TurboMind engine")
     p.add_argument("--vllm-version", metavar="VERSION",
                    help="with --runtime vllm: the release whose rules apply (default: v1, the V1 engine of 0.14 "
                         "and later; 0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
@@ -44,7 +46,8 @@ def add_local_parsers(sub: Any) -> None:
                    help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
                         "logits are counted; default: current)")
     p.add_argument("--gpu-memory-utilization", type=float,
-                   help="vLLM's gpu_memory_utilization or SGLang's mem_fraction_static (default: the runtime's)")
+                   help="vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's "
+                        "free_gpu_memory_fraction or LMDeploy's cache_max_entry_count (default: the runtime's)")
     p.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
                    help="eager attention: count the attention scores (hf, default runtime, llama.cpp, training)")
     p.add_argument("--train", nargs="?", const="full", choices=["full", "lora", "qlora"],

@@ -21,6 +21,7 @@ from ._common import (
     warn_once,
 )
 from ._parallel import parallel_notes
+from ._prealloc import PREALLOC_RUNTIMES, check_prealloc_quant, prealloc_check, prealloc_memory
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import (
@@ -143,6 +144,8 @@ class InferenceEstimate(MemoryTotals):
             v = est.vllm
             return MemoryCheck(v.fits, need, v.budget_gb, mem, f"vLLM: total x gpu_memory_utilization "
                                f"{v.gpu_memory_utilization:g}", warned)
+        if est.runtime in PREALLOC_RUNTIMES and est.static_fraction is not None:
+            return prealloc_check(est.runtime, est.static_fraction, est.breakdown, mem, warned)
         if est.runtime == "sglang" and est.static_fraction is not None:
             frac = est.static_fraction
             static = est.breakdown["weights"] + est.breakdown["kv_cache"] + est.breakdown["overhead"]
@@ -247,7 +250,10 @@ def _build(
                      f" counted at {spec.other_bits:g} bits")
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
-    rm = runtime_memory(
+    rm = prealloc_memory(
+        arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
+        fraction=gpu_memory_utilization, max_num_tokens=max_num_batched_tokens,
+    ) if runtime in PREALLOC_RUNTIMES else runtime_memory(
         arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
@@ -334,7 +340,9 @@ def estimate_inference_memory(
     ``max_num_batched_tokens``; with ``gpu_memory_gb`` the ``vllm`` field gives block counts),
     ``"sglang"`` (``mem_fraction_static``, passed as ``gpu_memory_utilization``), ``"hf"`` (transformers:
     whole prompt at once, uncompressed MLA cache, layer split over GPUs), ``"llama.cpp"`` (layer split,
-    compute buffer, no cap) or ``"mlx"`` (Apple unified memory). ``flash_attention=False`` counts the
+    compute buffer, no cap), ``"mlx"`` (Apple unified memory), ``"tensorrt-llm"`` (also NIM) or ``"lmdeploy"``
+    (TurboMind: a KV pool of ``gpu_memory_utilization``, default 0.9 / 0.8, of the memory left after weights).
+    ``flash_attention=False`` counts the
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
     experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
@@ -354,6 +362,7 @@ def estimate_inference_memory(
     if max_num_batched_tokens is not None:
         check_int(max_num_batched_tokens, "max_num_batched_tokens")
     rt = check_choice(runtime, "runtime", RUNTIMES)
+    check_prealloc_quant(rt, spec)
     kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
     if kv == "auto":
         kv = None

@@ -62,6 +62,13 @@ RUNTIMES = {
     "ollama": "llama.cpp",
     "mlx": "mlx",
     "mlx-lm": "mlx",
+    "tensorrt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+    "nim": "tensorrt-llm",
+    "lmdeploy": "lmdeploy",
+    "turbomind": "lmdeploy",
 }
 
 RUNTIME_SOURCES: dict[str, str] = {

@@ -199,7 +199,8 @@ def run_plan(
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
-    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx";
+    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx",
+    "tensorrt-llm", "lmdeploy";
     ``gpu_memory_utilization`` is vLLM's fraction or SGLang's ``mem_fraction_static``).
     ``train=True`` (or "full", "lora", "qlora", which sets ``method``) plans a fine-tune (``zero_stage``;
     ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other ``estimate_training_memory``
