@@ -45,6 +45,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--transformers-version", metavar="VERSION",
                    help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
                         "logits are counted; default: current)")
+    p.add_argument("--prompt-tokens", type=_tokens, metavar="N",
+                   help="the prompt's part of --context (the rest is generated): transformers runs it as one "
+                        "forward pass (default: all of the context)")
     p.add_argument("--gpu-memory-utilization", type=float,
                    help="vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's "
                         "free_gpu_memory_fraction or LMDeploy's cache_max_entry_count (default: the runtime's)")
@@ -137,6 +140,9 @@ def run_plan(args: argparse.Namespace) -> int:
         if given or args.zero_stage:
             error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
             return EXIT_USAGE
+    if train and args.prompt_tokens is not None:
+        error("--prompt-tokens applies to inference: drop it with --train (use --seq-len)")
+        return EXIT_USAGE
     for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version is not None, "vllm"),
                                        ("--transformers-version", args.transformers_version,
                                         args.transformers_version is not None, "hf"),
@@ -154,6 +160,7 @@ def run_plan(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
         expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION,
         transformers_version=args.transformers_version, sglang_version=args.sglang_version,
+        prompt_tokens=args.prompt_tokens,
     )
     if args.json:
         print_json(data)
