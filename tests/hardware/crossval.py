@@ -69,7 +69,7 @@ def cases() -> tuple[Case, ...]:
     for r in ROWS:
         est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"],
                                         vllm_version=r.get("vllm_version", "v1"),
-                                        sglang_version=r.get("sglang_version"))
+                                        sglang_version=r.get("sglang_version"), kv_dtype=r.get("kv_dtype"))
         out.append(Case(r, gpu(r["gpu"]), decode_inputs(est)))
     return tuple(out)
 
