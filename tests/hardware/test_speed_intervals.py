@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from holysheep.hardware import gpu, pick_hardware
-from holysheep.hardware._intervals import _table, build_table, decode_interval, interval_key, overlap, quantile
+from holysheep.hardware._intervals import _table, build_table, decode_interval, interval_key, overlap
 from holysheep.hardware._result import HardwareOption, PickResult, pick_text
 
 from .intervals import held_out_coverage
@@ -47,7 +47,6 @@ def test_build_table_falls_back_for_thin_or_single_source_groups() -> None:
     t = build_table(rows)
     assert set(t) == {"a", "pooled"}  # a: 8 rows from 2; b: 7 rows; c: one publication
     assert (t["a"]["rows"], t["a"]["sources"], t["pooled"]["rows"], t["pooled"]["sources"]) == (8, 2, 24, 3)
-    assert quantile([0.0, 1.0], 0.1) == pytest.approx(0.1)
     assert decode_interval(100.0, "b", t) == decode_interval(100.0, "nowhere", t)  # both pooled
 
 

@@ -19,10 +19,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import TypedDict
 
+from .._core.percentile import percentile
 from ..accelerators import GPU
 
 __all__ = ["GROUP_QUANTILE", "MIN_ROWS", "MIN_SOURCES", "POOLED_QUANTILE", "Quantiles", "build_table",
-           "decode_interval", "interval_key", "memory_kind", "overlap", "quantile"]
+           "decode_interval", "interval_key", "memory_kind", "overlap"]
 
 GROUP_QUANTILE = 0.10
 """A group's range: its 10th to 90th percentile of held-out log errors (an 80 % range)."""
@@ -51,14 +52,12 @@ def interval_key(runtime: str, g: GPU, batch: int) -> str:
     return f"{runtime}/{memory_kind(g)}/{'batch 1' if batch <= 1 else 'batched'}"
 
 
-def quantile(values: Iterable[float], p: float) -> float:
-    """The ``p`` quantile by linear interpolation between order statistics (numpy's default)."""
-    v = sorted(values)
-    if not v:
+def _share(values: list[float], p: float) -> float:
+    """The value below which a share ``p`` (0-1) lies: the code base's one percentile (``_core.percentile``)."""
+    got = percentile(values, 100 * p)
+    if got is None:
         raise ValueError("no values")
-    x = p * (len(v) - 1)
-    i = int(x)
-    return v[i] if i + 1 >= len(v) else v[i] + (v[i + 1] - v[i]) * (x - i)
+    return got
 
 
 def build_table(errors: Iterable[tuple[str, str, float]]) -> dict[str, Quantiles]:
@@ -67,7 +66,7 @@ def build_table(errors: Iterable[tuple[str, str, float]]) -> dict[str, Quantiles
     out: dict[str, Quantiles] = {}
 
     def q(es: list[float], p: float, n_src: int) -> Quantiles:
-        return {"low": round(quantile(es, p), 4), "high": round(quantile(es, 1 - p), 4), "rows": len(es),
+        return {"low": round(_share(es, p), 4), "high": round(_share(es, 1 - p), 4), "rows": len(es),
                 "sources": n_src}
 
     for key in sorted({k for k, _, _ in rows}):
