@@ -69,7 +69,7 @@ def cases() -> tuple[Case, ...]:
     for r in ROWS:
         est = estimate_inference_memory(r["model"], r["quant"], r["context"], r["batch"], runtime=r["runtime"],
                                         vllm_version=r.get("vllm_version", "v1"),
-                                        sglang_version=r.get("sglang_version"))
+                                        sglang_version=r.get("sglang_version"), kv_dtype=r.get("kv_dtype"))
         out.append(Case(r, gpu(r["gpu"]), decode_inputs(est)))
     return tuple(out)
 
@@ -135,14 +135,26 @@ class Score:
 
 
 @lru_cache(maxsize=1)
+def held_out_errors() -> tuple[float, ...]:
+    """Each case's log(modelled / published) under the factors fitted without its publication (``cases()``
+    order)."""
+    every = cases()
+    by_case: dict[int, float] = {}
+    for g in sorted({c.group for c in every}):
+        theta = fit(tuple(c for c in every if c.group != g))
+        mine = [i for i, c in enumerate(every) if c.group == g]
+        by_case.update(zip(mine, log_errors(theta, tuple(every[i] for i in mine)), strict=True))
+    return tuple(by_case[i] for i in range(len(every)))
+
+
+@lru_cache(maxsize=1)
 def leave_one_source_out() -> tuple[dict[str, Score], dict[str, Score], Score, Score]:
     """(held-out score per source, in-sample score per source, held-out overall, in-sample overall)."""
     every = cases()
     groups = sorted({c.group for c in every})
-    held: dict[str, list[float]] = {}
-    for g in groups:
-        theta = fit(tuple(c for c in every if c.group != g))
-        held[g] = log_errors(theta, tuple(c for c in every if c.group == g))
+    held: dict[str, list[float]] = {g: [] for g in groups}
+    for c, e in zip(every, held_out_errors(), strict=True):
+        held[c.group].append(e)
     theta_all = fit(every)
     inside_all = log_errors(theta_all, every)
     inside: dict[str, list[float]] = {g: [] for g in groups}

@@ -40,7 +40,7 @@ def test_rows_marked_as_not_validating_are_exactly_the_missed_moe_rows() -> None
     assert [round(e, 2) for c, e in zip(moe, errors, strict=True) if c.row["model"] == "DeepSeek-V3"] == \
         [-0.14, -0.1, -0.21]
     assert [round(e, 2) for c, e in zip(moe, errors, strict=True) if c.row["model"] == "DeepSeek-R1"] == [
-        0.05, 0.0, 0.06, 0.1, 0.16, 0.32, -0.38, -0.3, 0.02, -0.06, 0.03, -0.01]
+        0.05, 0.0, 0.06, 0.1, 0.17, 0.35, -0.38, -0.29, 0.02, -0.05, 0.04, 0.01]
     for c, e in zip(moe, errors, strict=True):
         if c.triton_moe:  # the fitted term's rows all validate: 14 of 15 within (vLLM 0.7.4 at concurrency 4: -38 %)
             assert c.row.get("validates", True)
@@ -50,7 +50,7 @@ def test_rows_marked_as_not_validating_are_exactly_the_missed_moe_rows() -> None
     gptq = tuple(c for c in cases() if c.inputs.get("moe_experts") and c.row["runtime"] == "sglang"
                  and c.row["quant"] == "int4-gptq")
     assert [(c.row["model"], c.row["count"]) for c in gptq] == [("Qwen3-30B-A3B", 1), ("Qwen3-235B-A22B", 4)]
-    assert [round(math.exp(e) - 1, 1) for e in log_errors({}, gptq)] == [5.6, 4.8]  # 5x too fast, marked
+    assert [round(math.exp(e) - 1, 1) for e in log_errors({}, gptq)] == [5.7, 4.9]  # 5x too fast, marked
     assert all(c.row.get("validates") is False for c in gptq)
     assert {(r["model"], r["quant"]) for r in ROWS if not r.get("validates", True)} == {
         ("Qwen3-30B-A3B", "int4-gptq"), ("Qwen3-235B-A22B", "int4-gptq")}

@@ -81,7 +81,7 @@ def test_counts_are_powers_of_two_and_smallest_fit_wins_on_cost() -> None:
 
 def test_option_numbers_are_the_roofline() -> None:
     (o,) = pick_hardware(FakeInference(), gpus=["h100"])
-    bytes_step = 100e9 + 2 * 100_000 * 1024 / 0.5  # KV reads at half the weight-stream efficiency
+    bytes_step = 100e9 + 2 * 100_000 * 1024  # one fused pass reads the KV at the weight-stream rate
     decode = 2 / (bytes_step / (2 * 3350e9 * 0.7 * 0.9))
     assert o.decode_tokens_per_s == pytest.approx(decode)
     assert o.price_per_hour == pytest.approx(2 * 3.49)
@@ -133,7 +133,7 @@ def test_objectives_order_options() -> None:
         ("l4", 2, pytest.approx(1.40)), ("h100-sxm", 1, 3.49), ("b200", 1, 6.69)]
     cost = pick_hardware(est, gpus=["h100", "l4", "b200"], objective="cost_per_token")
     assert [o.gpu.id for o in cost] == ["b200", "h100-sxm", "l4"]
-    b200_decode = 2 / ((20e9 + 2 * 100_000 * 1024 / 0.5) / (7700e9 * 0.7))
+    b200_decode = 2 / ((20e9 + 2 * 100_000 * 1024) / (7700e9 * 0.7))
     assert cost[0].cost_per_million_tokens == pytest.approx(6.69 / (b200_decode * 3600) * 1e6)
     costs = [o.cost_per_million_tokens for o in cost]
     assert costs == sorted(costs)  # type: ignore[type-var]

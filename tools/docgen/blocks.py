@@ -156,6 +156,33 @@ def speed_crossval() -> str:
         return "\n".join(table())
 
 
+def speed_intervals() -> str:
+    """The decode ranges per group (hardware/data/speed_intervals.json) and their held-out coverage
+    (tests/hardware/intervals.py)."""
+    import math
+    import warnings
+
+    from tests.hardware.intervals import held_out_coverage
+
+    from holysheep.hardware._intervals import _table
+
+    lines = ["| group (runtime/memory/batch) | rows | publications | 80 % range, published / modelled |",
+             "|---|---|---|---|"]
+    for key, q in _table().items():
+        label = "pooled (fallback, 90 %)" if key == "pooled" else key
+        lines.append(f"| {label} | {q['rows']} | {q['sources']} | "
+                     f"{math.exp(-q['high']):.2f}–{math.exp(-q['low']):.2f} |")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cov = held_out_coverage()
+    low = min(((g, v) for g, v in cov.per_source.items() if v[0] >= 5), key=lambda kv: kv[1][1])
+    lines += ["", f"Held out: the ranges cover **{cov.covered * 100:.1f} %** of {cov.rows} rows (target 75-85 %), "
+              f"median width high/low **{cov.median_width:.2f}x** (target at most 2x); {cov.pooled_rows} rows "
+              f"took the pooled range; lowest publication of 5 rows or more: {low[0]} "
+              f"({low[1][1] * 100:.0f} % of {low[1][0]} rows)."]
+    return "\n".join(lines)
+
+
 def _client_default(name: str) -> Any:
     """A client option's default: `Client`'s own, else `make_config`'s (which documents them as the clients')."""
     import inspect
@@ -230,6 +257,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "break-even-70b": break_even_70b,
     "speed-validation-rows": speed_validation_rows,
     "speed-crossval": speed_crossval,
+    "speed-intervals": speed_intervals,
     "performance-results": performance_results,
     "otel-peer": otel_peer,
     "otel-cost": otel_cost,

@@ -32,8 +32,10 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--batch", "--micro-batch", dest="batch", type=int, default=1,
                    help="concurrent sequences (the micro-batch with --train; default 1)")
     p.add_argument("--kv-dtype", help="KV cache dtype (default: follows --quant)")
-    p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx"],
-                   help="serving stack whose memory rules apply (default: generic, overheads counted)")
+    p.add_argument("--runtime", default="default", choices=["default", "vllm", "sglang", "hf", "llama.cpp", "mlx",
+                                                            "tensorrt-llm", "lmdeploy"],
+                   help="serving stack whose memory rules apply (default: generic, overheads counted); "
+                        "tensorrt-llm also stands for NVIDIA NIM; lmdeploy is its TurboMind engine")
     p.add_argument("--vllm-version", metavar="VERSION",
                    help="with --runtime vllm: the release whose rules apply (default: v1, the V1 engine of 0.14 "
                         "and later; 0.8 for V1 before 0.14; v0, 0.4, 0.2.5 for older ones)")
@@ -43,8 +45,12 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--transformers-version", metavar="VERSION",
                    help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
                         "logits are counted; default: current)")
+    p.add_argument("--prompt-tokens", type=_tokens, metavar="N",
+                   help="the prompt's part of --context (the rest is generated): transformers runs it as one "
+                        "forward pass (default: all of the context)")
     p.add_argument("--gpu-memory-utilization", type=float,
-                   help="vLLM's gpu_memory_utilization or SGLang's mem_fraction_static (default: the runtime's)")
+                   help="vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's "
+                        "free_gpu_memory_fraction or LMDeploy's cache_max_entry_count (default: the runtime's)")
     p.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
                    help="eager attention: count the attention scores (hf, default runtime, llama.cpp, training)")
     p.add_argument("--train", nargs="?", const="full", choices=["full", "lora", "qlora"],
@@ -134,6 +140,9 @@ def run_plan(args: argparse.Namespace) -> int:
         if given or args.zero_stage:
             error(f"--{(given or ['zero'])[0].replace('_', '-')} applies to fine-tuning: add --train full|lora|qlora")
             return EXIT_USAGE
+    if train and args.prompt_tokens is not None:
+        error("--prompt-tokens applies to inference: drop it with --train (use --seq-len)")
+        return EXIT_USAGE
     for flag, value, set_, runtime in (("--vllm-version", args.vllm_version, args.vllm_version is not None, "vllm"),
                                        ("--transformers-version", args.transformers_version,
                                         args.transformers_version is not None, "hf"),
@@ -151,6 +160,7 @@ def run_plan(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
         expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION,
         transformers_version=args.transformers_version, sglang_version=args.sglang_version,
+        prompt_tokens=args.prompt_tokens,
     )
     if args.json:
         print_json(data)

@@ -21,6 +21,7 @@ from ._common import (
     warn_once,
 )
 from ._parallel import parallel_notes
+from ._prealloc import PREALLOC_RUNTIMES, check_prealloc_quant, prealloc_check, prealloc_memory
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import (
@@ -143,6 +144,8 @@ class InferenceEstimate(MemoryTotals):
             v = est.vllm
             return MemoryCheck(v.fits, need, v.budget_gb, mem, f"vLLM: total x gpu_memory_utilization "
                                f"{v.gpu_memory_utilization:g}", warned)
+        if est.runtime in PREALLOC_RUNTIMES and est.static_fraction is not None:
+            return prealloc_check(est.runtime, est.static_fraction, est.breakdown, mem, warned)
         if est.runtime == "sglang" and est.static_fraction is not None:
             frac = est.static_fraction
             static = est.breakdown["weights"] + est.breakdown["kv_cache"] + est.breakdown["overhead"]
@@ -214,6 +217,7 @@ def _build(
     as_shipped: bool = False,
     base_warnings: tuple[str, ...] = (),
     expert_parallel: bool = False,
+    prompt_tokens: int | None = None,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -238,20 +242,26 @@ def _build(
         )
     if as_shipped:
         notes.append(f"weights in {spec.name}, the format the checkpoint ships in; pass quant= to plan another")
+    prompt = context if prompt_tokens is None else min(prompt_tokens, context)
     if runtime == "hf" and full_prompt_logits(transformers_version):
         notes.append(f"transformers {transformers_version} (before 4.45) builds logits for the whole prompt: "
-                     f"{context * batch:,} x {arch.vocab_size:,} x 6 bytes (16-bit + fp32 copy) counted")
+                     f"{prompt * batch:,} x {arch.vocab_size:,} x 6 bytes (16-bit + fp32 copy) counted"
+                     + ("" if prompt_tokens is not None else "; pass prompt_tokens= when part of the context "
+                        "is generated"))
     kept = unquantized_params(arch, spec)
     if kept:
         notes.append(f"{kept / 1e9:.2f}B parameters the checkpoint leaves unquantized ({', '.join(spec.unquantized)})"
                      f" counted at {spec.other_bits:g} bits")
     if spec.requires_native:
         notes.append(f"{spec.name} needs native {spec.requires_native} tensor cores (Ada/Hopper or newer)")
-    rm = runtime_memory(
+    rm = prealloc_memory(
+        arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
+        fraction=gpu_memory_utilization, max_num_tokens=max_num_batched_tokens,
+    ) if runtime in PREALLOC_RUNTIMES else runtime_memory(
         arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, tensor_parallel=tp,
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
-        vllm_version=vllm_version, transformers_version=transformers_version,
+        vllm_version=vllm_version, transformers_version=transformers_version, prompt=prompt,
     )
     notes += rm.notes
     warns += rm.warnings
@@ -319,6 +329,7 @@ def estimate_inference_memory(
     expert_parallel: bool = False,
     transformers_version: str | None = None,
     sglang_version: str | None = None,
+    prompt_tokens: int | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -334,7 +345,9 @@ def estimate_inference_memory(
     ``max_num_batched_tokens``; with ``gpu_memory_gb`` the ``vllm`` field gives block counts),
     ``"sglang"`` (``mem_fraction_static``, passed as ``gpu_memory_utilization``), ``"hf"`` (transformers:
     whole prompt at once, uncompressed MLA cache, layer split over GPUs), ``"llama.cpp"`` (layer split,
-    compute buffer, no cap) or ``"mlx"`` (Apple unified memory). ``flash_attention=False`` counts the
+    compute buffer, no cap), ``"mlx"`` (Apple unified memory), ``"tensorrt-llm"`` (also NIM) or ``"lmdeploy"``
+    (TurboMind: a KV pool of ``gpu_memory_utilization``, default 0.9 / 0.8, of the memory left after weights).
+    ``flash_attention=False`` counts the
     eager attention scores (hf, default) or llama.cpp's KQ buffer. ``tensor_parallel`` is the GPU count.
     ``expert_parallel=True`` (vLLM's ``--enable-expert-parallel``) places a mixture-of-experts model's
     experts whole on the GPUs instead of slicing each over them (same memory; the speed model and the plan
@@ -342,6 +355,8 @@ def estimate_inference_memory(
     in fp32, which is counted. ``sglang_version`` (runtime ``"sglang"``, e.g. ``"0.4.3.post2"``): releases
     0.4.0-0.4.3 run DeepSeek-class MoE through Triton's fused MoE with block-FP8 weights, whose fixed cost
     per MoE layer the speed model adds (docs/hardware.md, "Runtime costs"); memory does not change.
+    ``prompt_tokens`` (at most ``context``; default all of it): the prompt's part of the context, which
+    transformers runs as one forward pass (its working set and, before 4.45, its logits); the rest is generated.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -353,7 +368,11 @@ def estimate_inference_memory(
         check_int(prefill_chunk, "prefill_chunk")
     if max_num_batched_tokens is not None:
         check_int(max_num_batched_tokens, "max_num_batched_tokens")
+    if prompt_tokens is not None and check_int(prompt_tokens, "prompt_tokens") > context:
+        raise InvalidRequestError(f"prompt_tokens ({prompt_tokens:,}) cannot exceed context ({context:,}): the "
+                                  "context is the prompt plus the generated tokens", field="prompt_tokens")
     rt = check_choice(runtime, "runtime", RUNTIMES)
+    check_prealloc_quant(rt, spec)
     kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
     if kv == "auto":
         kv = None
@@ -411,4 +430,5 @@ def estimate_inference_memory(
         as_shipped=shipped is not None and spec.name != "bf16",
         base_warnings=() if unread is None else (unread,),
         expert_parallel=expert_parallel,
+        prompt_tokens=prompt_tokens,
     )

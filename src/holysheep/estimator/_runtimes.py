@@ -62,6 +62,13 @@ RUNTIMES = {
     "ollama": "llama.cpp",
     "mlx": "mlx",
     "mlx-lm": "mlx",
+    "tensorrt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+    "nim": "tensorrt-llm",
+    "lmdeploy": "lmdeploy",
+    "turbomind": "lmdeploy",
 }
 
 RUNTIME_SOURCES: dict[str, str] = {
@@ -218,9 +225,10 @@ def sglang_triton_moe(version: str | None) -> bool:
 
 def _layer_split(
     arch: Architecture, spec: QuantSpec, *, runtime: str, context: int, batch: int, kv: str, gpus: int,
-    flash_attention: bool, transformers_version: str | None = None,
+    flash_attention: bool, transformers_version: str | None = None, prompt: int | None = None,
 ) -> RuntimeMemory:
     g = arch.param_groups()
+    p = context if prompt is None else prompt  # the prompt is one forward pass; the rest decodes a token a step
     emb_bits = spec.embedding_bits
     embed = round(g["embedding"] * emb_bits / 8)
     out_params = arch.vocab_size * arch.hidden_size  # llama.cpp duplicates a tied output onto the GPU
@@ -246,18 +254,19 @@ def _layer_split(
             act = 4 * u * max(widths)
             over = CUDA_CONTEXT_BYTES
         else:
-            tokens = context * batch
+            tokens = p * batch
             whole = runtime == "hf" and full_prompt_logits(transformers_version)
             n_logits = (tokens if whole else batch) if last else 0
             act = prefill_activation_bytes(arch, tokens, 1, logits_rows=n_logits, act_bytes=act_b,
                                            logits_bytes=6.0 if whole else 4.0)
             if not flash_attention:
-                act += eager_scores_bytes(arch, batch, context, context, 1, act_b)
+                act += max(eager_scores_bytes(arch, batch, p, p, 1, act_b),
+                           eager_scores_bytes(arch, batch, 1, context, 1, act_b))
             over = RUNTIME_OVERHEAD_BYTES
         rows.append((w + kv_b + act + over, int(w), int(kv_b), int(act), over))
     _total, w, kv_b, act, over = max(rows)
     rm = RuntimeMemory(w, kv_b, act, over, chunk=min(LLAMA_CPP_UBATCH, context * batch) if runtime == "llama.cpp"
-                       else context * batch)
+                       else p * batch)
     if runtime == "llama.cpp":
         rm.notes.append(
             f"llama.cpp: {gpus} GPU(s) with layer split ({', '.join(str(len(b)) for b in blocks)} layers), "
@@ -267,10 +276,10 @@ def _layer_split(
         )
     else:
         rm.notes.append(
-            f"transformers: the whole prompt ({context * batch:,} tokens) in one forward pass"
+            f"transformers: the whole prompt ({p * batch:,} tokens) in one forward pass"
             + (f"; device_map='auto' splits {arch.num_hidden_layers} layers over {gpus} GPUs" if gpus > 1 else "")
             + ("" if flash_attention else "; eager attention (no FlashAttention): one layer's scores "
-               f"{eager_scores_bytes(arch, batch, context, context, 1, act_b) / GB:.2f} GB")
+               f"{eager_scores_bytes(arch, batch, p, p, 1, act_b) / GB:.2f} GB")
         )
         if arch.is_mla:
             ratio = hf_mla_kv_per_token_layer(arch, kv) / arch.kv_cache_bytes_per_token_per_layer(kv)
@@ -295,12 +304,15 @@ def runtime_memory(
     gpu_memory_utilization: float | None,
     vllm_version: str,
     transformers_version: str | None = None,
+    prompt: int | None = None,
 ) -> RuntimeMemory:
-    """Per-GPU weights, KV, activations and overhead of ``runtime`` (see the module docstring)."""
+    """Per-GPU weights, KV, activations and overhead of ``runtime`` (see the module docstring); ``prompt``:
+    the prompt's share of ``context`` (transformers' one forward pass; default all of it)."""
     tp = tensor_parallel
     if uses_layer_split(runtime):
         return _layer_split(arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, gpus=tp,
-                            flash_attention=flash_attention, transformers_version=transformers_version)
+                            flash_attention=flash_attention, transformers_version=transformers_version,
+                            prompt=prompt)
     w_gpu = math.ceil(weight_bytes(arch, spec) / tp)
     kv_gpu = arch.kv_cache_bytes(context, batch, kv, tp)
     if runtime == "vllm":

@@ -196,10 +196,12 @@ def run_plan(
     vllm_version: str = DEFAULT_VLLM_VERSION,
     transformers_version: str | None = None,
     sglang_version: str | None = None,
+    prompt_tokens: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
-    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx";
+    Inference by default, under ``runtime`` ("default", "vllm", "sglang", "hf", "llama.cpp", "mlx",
+    "tensorrt-llm", "lmdeploy";
     ``gpu_memory_utilization`` is vLLM's fraction or SGLang's ``mem_fraction_static``).
     ``train=True`` (or "full", "lora", "qlora", which sets ``method``) plans a fine-tune (``zero_stage``;
     ``context`` and ``batch`` become ``seq_len`` and ``micro_batch``; other ``estimate_training_memory``
@@ -208,7 +210,7 @@ def run_plan(
     ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training). ``expert_parallel``
     places an MoE model's experts whole on the GPUs (vLLM's ``--enable-expert-parallel``). ``vllm_version``,
     ``transformers_version`` and ``sglang_version`` are `estimate_inference_memory`'s (the release whose rules
-    apply).
+    apply). ``prompt_tokens``: the prompt's part of ``context`` (inference; default all of it).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
@@ -226,7 +228,7 @@ def run_plan(
                         runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
                         flash_attention=flash_attention, expert_parallel=expert_parallel,
                         vllm_version=vllm_version, transformers_version=transformers_version,
-                        sglang_version=sglang_version)
+                        sglang_version=sglang_version, prompt_tokens=prompt_tokens)
     warned = _warnings(est, caught)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
@@ -266,6 +268,7 @@ def run_plan(
         "runtime": None if train else est.runtime,
         "batch": batch, "objective": objective, "memory": mem,
         "options": [o.to_dict() for o in list(result)[:top]],
+        "decode_ranges_overlap": [[a.label, b.label] for a, b in result.overlapping(top)],
         "rejected": [o.to_dict() for o in result.rejected],
         "api_comparison": None,
         "limits": limits,
@@ -303,7 +306,8 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
               kv_dtype: str | None, zero_stage: int, gpu_count: int | None, train_options: Mapping[str, Any] | None,
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
               expert_parallel: bool = False, vllm_version: str = DEFAULT_VLLM_VERSION,
-              transformers_version: str | None = None, sglang_version: str | None = None) -> object:
+              transformers_version: str | None = None, sglang_version: str | None = None,
+              prompt_tokens: int | None = None) -> object:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 
     if train:
@@ -313,7 +317,8 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
                                      tensor_parallel=1, runtime=runtime,
                                      gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention,
                                      expert_parallel=expert_parallel, vllm_version=vllm_version,
-                                     transformers_version=transformers_version, sglang_version=sglang_version)
+                                     transformers_version=transformers_version, sglang_version=sglang_version,
+                                     prompt_tokens=prompt_tokens)
 
 
 def _limits(est: Any, option: Any) -> dict[str, Any]:

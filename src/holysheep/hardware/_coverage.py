@@ -17,6 +17,7 @@ from importlib import resources
 from ..accelerators import GPU
 from ..accelerators import gpu as lookup
 from ..estimator._vllm import DEFAULT_VLLM_VERSION
+from ._intervals import memory_kind as _memory_kind
 from ._speed import triton_moe_of, triton_moe_path
 
 __all__ = ["TRITON_FUSED_MOE", "Coverage", "coverage", "speed_caveats"]
@@ -28,11 +29,6 @@ TRITON_FUSED_MOE = frozenset({"sglang", "vllm"})
 #: caveat names them: the release input that models them.
 OLD_TRITON_RELEASES = {"sglang": "SGLang 0.4.0-0.4.3 (sglang_version=0.4.3 models it)",
                        "vllm": "vLLM's V0 engine, 0.6-0.7 (vllm_version=v0 models it)"}
-
-
-def _memory_kind(g: GPU) -> str:
-    kind = (g.memory_type or "").upper()
-    return "HBM" if kind.startswith("HBM") else "unified" if g.vendor == "apple" else "GDDR"
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from ..accelerators import GPU, gpu, gpus
 from ..estimator._parallel import tensor_parallel_problem
 from ._coverage import speed_caveats
 from ._hints import fit_hints
+from ._intervals import decode_interval, interval_key
 from ._overheads import TRITON_MOE_LAYER_S
 from ._result import HardwareOption, PickResult
 from ._roofline import (
@@ -55,6 +56,9 @@ __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
 OBJECTIVES = ("cost", "cost_per_token", "latency", "throughput")
 """``cost``: the lowest hourly price that meets the request (the cheapest GPU); ``cost_per_token``: the lowest
 $/M tokens at the requested batch; ``latency``: batch-1 decode speed; ``throughput``: aggregate decode speed."""
+RUNTIME_VENDOR = {"mlx": ("apple", "MLX", "Apple silicon"), "tensorrt-llm": ("nvidia", "TensorRT-LLM", "NVIDIA GPUs"),
+                  "lmdeploy": ("nvidia", "LMDeploy TurboMind", "NVIDIA GPUs")}
+"""Runtimes that run on one vendor's hardware: (vendor, name, what it runs on)."""
 NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not in the table"
 """Option note under vLLM/SGLang for a GPU row without ``cuda_total_gib`` (the budget may be ~1 GiB high)."""
 
@@ -189,6 +193,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
         compute = str(kw["precision"])
         perf["decode_tokens_per_s"] = tok_s = decode_tokens_per_s(g, count, batch=int(est.batch), **kw)
         perf["decode_tokens_per_s_batch1"] = decode_tokens_per_s(g, count, batch=1, **kw)
+        base["decode_interval"] = decode_interval(tok_s, interval_key(runtime, g, int(est.batch)))
         perf["prefill_tokens_per_s"] = prefill_tokens_per_s(
             g, count, active_params=active, precision=compute, eff=eff, prompt_tokens=int(est.context),
             layers=kw.get("layers", 0), hidden=kw.get("hidden", 0), layer_split=kw.get("layer_split", False),
@@ -370,8 +375,9 @@ def pick_hardware(
         mine = [c for c in counts if most is None or c * g.devices_per_package <= most]
         if reason is None and not mine:
             reason, code = f"{g.name} trains on {most} device(s) only ({'; '.join(notes0)})", "runtime_limit"
-        if reason is None and not training and getattr(est, "runtime", None) == "mlx" and g.vendor != "apple":
-            reason, code = f"MLX runs on Apple silicon only, not on {g.name}", "runtime_limit"
+        only = None if training else RUNTIME_VENDOR.get(str(getattr(est, "runtime", "")))
+        if reason is None and only is not None and g.vendor != only[0]:
+            reason, code = f"{only[1]} runs on {only[2]} only, not on {g.name}", "runtime_limit"
         if reason is not None:
             usable = g.memory_per_device_gb * (memory_fraction or 1.0)
             rejected.append(HardwareOption(g, 1, False, None, usable, None, g.devices_per_package,

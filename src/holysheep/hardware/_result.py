@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from ..accelerators import GPU
 from ..accelerators._text import format_table, html_table, number
+from ._intervals import overlap
 
-__all__ = ["OPTION_HEADERS", "HardwareOption", "PickResult", "option_cells", "pick_html", "pick_text"]
+__all__ = ["OPTION_HEADERS", "HardwareOption", "PickResult", "decode_text", "option_cells", "pick_html", "pick_text"]
 
 OPTION_HEADERS = ("option", "fit", "GB/GPU", "headroom", "decode tok/s", "b=1 tok/s", "prefill tok/s",
                   "$/h", "$/M tok")
@@ -27,6 +29,9 @@ class HardwareOption:
     headroom_gb: float | None
     tensor_parallel: int
     decode_tokens_per_s: float | None = None
+    decode_interval: tuple[float, float] | None = None
+    """80 % range of ``decode_tokens_per_s`` from the model's held-out errors on rows like it (``_intervals``);
+    ``--json``: ``decode_tokens_per_s_interval``."""
     decode_tokens_per_s_batch1: float | None = None
     prefill_tokens_per_s: float | None = None
     train_tokens_per_s: float | None = None
@@ -47,7 +52,8 @@ class HardwareOption:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the GPU as its id and name)."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "gpu"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("gpu", "decode_interval")}
+        d["decode_tokens_per_s_interval"] = None if self.decode_interval is None else list(self.decode_interval)
         d["notes"] = list(self.notes)
         d["caveats"] = list(self.caveats)
         d.update(gpu=self.gpu.id, gpu_name=self.gpu.name, label=self.label)
@@ -64,6 +70,12 @@ class PickResult(list[HardwareOption]):
         self.objective = objective
         self.estimate = estimate
 
+    def overlapping(self, top: int | None = None) -> list[tuple[HardwareOption, HardwareOption]]:
+        """Neighbouring options (of the first ``top``) whose decode ranges overlap: the model cannot say
+        which of the two is faster."""
+        opts = list(self)[:top] if top else list(self)
+        return [(a, b) for a, b in pairwise(opts) if overlap(a.decode_interval, b.decode_interval)]
+
     def __str__(self) -> str:
         return pick_text(self)
 
@@ -72,12 +84,25 @@ class PickResult(list[HardwareOption]):
 
 
 
+def decode_text(o: HardwareOption) -> str:
+    """``"310.2 (240–390)"``: the decode figure and its 80 % range."""
+    if o.decode_tokens_per_s is None:
+        return number(None)
+    if o.decode_interval is None:
+        return number(o.decode_tokens_per_s, "{:,.1f}")
+    return f"{o.decode_tokens_per_s:,.1f} ({_span(o.decode_interval)})"
+
+
+def _digits(x: float) -> int:
+    return 0 if x >= 10 else 1
+
+
 def option_cells(o: HardwareOption) -> list[str]:
     """One table row for a picker option."""
-    tok = o.decode_tokens_per_s if o.train_tokens_per_s is None else o.train_tokens_per_s
     return [
         o.label, "yes" if o.fits else "no", number(o.per_gpu_gb, "{:.1f}"), number(o.headroom_gb, "{:+.1f}"),
-        number(tok, "{:,.1f}"), number(o.decode_tokens_per_s_batch1, "{:,.1f}"), number(o.prefill_tokens_per_s),
+        number(o.train_tokens_per_s, "{:,.1f}") if o.train_tokens_per_s is not None else decode_text(o),
+        number(o.decode_tokens_per_s_batch1, "{:,.1f}"), number(o.prefill_tokens_per_s),
         number(o.price_per_hour, "{:,.2f}"), number(o.cost_per_million_tokens, "{:,.3f}"),
     ]
 
@@ -102,10 +127,20 @@ def pick_text(result: PickResult, top: int | None = None) -> str:
             parts.append(f"  {o.label}: " + "; ".join(o.notes))
         if o.caveats:
             parts.append(f"  {o.label}: not validated: " + "; ".join(c.removeprefix("speed: ") for c in o.caveats))
+    if any(o.decode_interval for o in opts):
+        parts.append("  decode tok/s (low–high): the range 80 % of published figures like it fell in, held out")
+    pairs = result.overlapping(top)
+    if pairs:
+        parts.append("  decode ranges overlap, so the model cannot tell which is faster: "
+                     + "; ".join(f"{a.label} and {b.label}" for a, b in pairs))
     if result.rejected:
         parts.append("Rejected")
         parts.append(format_table(("gpu", "reason"), _rejected_rows(result)))
     return "\n".join(parts)
+
+
+def _span(r: tuple[float, float]) -> str:
+    return f"{r[0]:,.{_digits(r[0])}f}–{r[1]:,.{_digits(r[0])}f}"
 
 
 def pick_html(result: PickResult) -> str:

@@ -75,7 +75,8 @@ class Efficiencies:
     bandwidth_int4_marlin: float = 0.60
     """eta_bw of AWQ/GPTQ INT4 through vLLM's / SGLang's Marlin kernels."""
     kv_read: float = 0.50
-    """KV-cache reads in decode attention stream at this fraction of the weight-stream efficiency."""
+    """KV-cache reads stream at this fraction of the weight-stream efficiency where a step reads the cache more
+    than once (eager transformers' copies, vLLM's paged kernel up to 0.4.2); one fused pass streams at eta."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -108,7 +109,10 @@ EFFICIENCY_SOURCES: dict[str, str] = {
     "end-to-end overheads (vLLM docs, AWQ -> awq_marlin on compute capability 8.0+).",
     "kv_read": "Nsight profiling write-up (https://mikamirai.com/blog/gpu-memory-bandwidth/, third-party): "
     "coalesced weight streaming reaches about 84 % of an H100's 3.35 TB/s and paged KV-cache reads about 42 %, "
-    "i.e. half; it matters where the KV read is a large share of a step (large batches, long contexts).",
+    "i.e. half; it matters where the KV read is a large share of a step (large batches, long contexts). "
+    "Charged only where a step reads the cache more than once (eager transformers' copies, vLLM's paged "
+    "kernel up to 0.4.2): one fused decode-attention pass streams at the weights' rate, as TensorRT-LLM "
+    "0.5.0's KV-dominated LLaMA 7B rows (H100, L40S, A100, 2,048 generated tokens) show (issue 47).",
     "tp_fast_link": "Used only without a layer count and for training. Assumption (not measured): gpt-fast "
     "shows 70B TP2 at 73% bandwidth vs 68.5% at TP1, "
     "but 7B TP8 only 35%; 0.9 is a middle value for large shards over NVLink.",
@@ -204,7 +208,8 @@ def decode_tokens_per_s(
     (``_overheads.runtime_cost``: per step, per layer, and an eager host for transformers; ``awq`` selects
     AutoAWQ's host cost, ``fp8`` transformers' Triton FP8 linears, ``linears`` the linear layers one step runs).
     ``kv_passes`` is how many times the runtime's attention streams the KV cache from memory per step, at
-    ``kv_read`` of eta (copies and expansions in eager transformers), and ``kv_repeats`` how many more reads
+    ``kv_read`` of eta (copies and expansions in eager transformers; one fused pass alone streams at eta),
+    and ``kv_repeats`` how many more reads
     L2 serves at eta (old paged kernels, a block per query head); see ``_speed.kv_passes``. ``step_overlap``:
     the runtime's per-step host work runs while the GPU computes the step before (vLLM's async scheduling),
     so a step takes the longer of the two instead of their sum. ``triton_moe``: the runtime release runs
@@ -237,7 +242,9 @@ def decode_tokens_per_s(
     else:
         frac = 1.0 if params <= 0 else min(1.0, batch * active_params / params)
         per_dev = (weight_bytes * frac + kv_read) / (1 if layer_split else devices)
-    per_dev += (kv_read * (1 / eff.kv_read - 1) + kv_cached) / (1 if layer_split else devices)
+    # one fused decode-attention pass streams the cache like the weights; copies and per-head re-reads are slower
+    slow = 0.0 if (kv_passes == 1 and kv_repeats == 0) else kv_read * (1 / eff.kv_read - 1)
+    per_dev += (slow + kv_cached) / (1 if layer_split else devices)
     peak, _ = compute_peak(gpu, precision)
     if layers:
         t_mem = per_dev / dev_bw
