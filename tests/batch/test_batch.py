@@ -159,14 +159,18 @@ async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer, eng
                                                       tpm=60_000, max_tokens=1000)
     assert len(results.responses) == 40
     clock, (it,) = engine_clock.clock, engine_clock.iterators
-    assert len(clock.sleeps) <= 7 and all(s == pytest.approx(1.001, abs=0.01) for s in clock.sleeps)
+    # the first wave's 7 waits, and a few more when later slots are taken before the first replies' usage was
+    # observed (real threads answer the fake-clocked engine, so which comes first varies); uncorrected, 39
+    assert len(clock.sleeps) <= 12 and all(0 < s <= 1.011 for s in clock.sleeps), clock.sleeps
     assert [s.status for s in engine_clock.sent] == [200] * 40 and len(chat_requests(server)) == 40
     estimator, bucket = it.admission.estimator, it.admission.tpm
     assert (estimator.samples, estimator.factor) == (40, 0.05)
     assert estimator.estimate(1002) == 50  # each request after the first reply was charged 50, not 1,002
     used = sum(r.response.usage.total_tokens for r in results)
     assert results.summary().total_tokens == used
-    assert bucket is not None and bucket.level == 1000  # refilled since: what was charged came back but the use
+    # what was charged came back but the use: the bucket is short at most the tokens the replies reported (less
+    # whatever the engine's clock refilled since the last reply, which depends on when that reply came)
+    assert bucket is not None and 1000 - used <= bucket.level <= 1000
 
 
 async def test_429_pauses_the_whole_batch_and_aimd_shows_in_summary(engine_clock: ClockedEngine) -> None:
