@@ -46,9 +46,10 @@ def _python_batch(proxy: LiteLLMProxy, out: dict[str, Any]) -> None:
 def _cli(proxy: LiteLLMProxy, folder: Path, model: str, lines: int) -> tuple[subprocess.CompletedProcess[str], Path]:
     env = {**os.environ, "HOLYSHEEP_API_KEY": proxy.key, "HOLYSHEEP_BASE_URL": proxy.url}
     src, out = folder / f"{model}.jsonl", folder / f"{model}.out.jsonl"
-    src.write_text("".join(json.dumps({"custom_id": f"{model}-{i}", "body": {
-        "model": model, "max_tokens": 5, "messages": [{"role": "user", "content": f"q{i}"}]}}) + "\n"
-        for i in range(lines)), encoding="utf-8")
+    line: dict[str, Any] = {"method": "POST", "url": "/v1/chat/completions", "body": {"model": model, "max_tokens": 5}}
+    src.write_text("".join(json.dumps({**line, "custom_id": f"{model}-{i}", "body": {
+        **line["body"], "messages": [{"role": "user", "content": f"q{i}"}]}}) + "\n" for i in range(lines)),
+        encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "holysheep", "batch", str(src), "-o", str(out), "--no-quota-check"],
                           capture_output=True, text=True, env=env, timeout=400)
     return done, out

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Generic, Literal, TypeVar, Union
 
+from pydantic import field_validator
+
 from holysheep.types._base import HolySheepModel
 from holysheep.types.chat import _completion_cost, _ResponseMeta
 
@@ -73,12 +75,21 @@ ResponseOutputItem = Union[ResponseOutputMessage, ResponseFunctionToolCall, Resp
 """One item of ``Response.output``."""
 
 
+def _zero_for_null(value: object) -> object:
+    """A count a server sent as ``null`` (the LiteLLM proxy does, for what it did not count) is 0."""
+    return 0 if value is None else value
+
+
 class InputTokensDetails(HolySheepModel):
     cached_tokens: int = 0
+
+    _null_is_zero = field_validator("cached_tokens", mode="before")(_zero_for_null)
 
 
 class OutputTokensDetails(HolySheepModel):
     reasoning_tokens: int = 0
+
+    _null_is_zero = field_validator("reasoning_tokens", mode="before")(_zero_for_null)
 
 
 class ResponseUsage(HolySheepModel):
@@ -89,6 +100,8 @@ class ResponseUsage(HolySheepModel):
     output_tokens: int = 0
     output_tokens_details: OutputTokensDetails | None = None
     total_tokens: int = 0
+
+    _null_is_zero = field_validator("input_tokens", "output_tokens", "total_tokens", mode="before")(_zero_for_null)
 
 
 class IncompleteDetails(HolySheepModel):
