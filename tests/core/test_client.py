@@ -73,7 +73,7 @@ def test_transport_facts_survive_copy_pickle_and_parse_into_a_subclass(respx_moc
         assert (other.request_id, other.retries_taken, other.served_by) == facts
         assert other.elapsed_s == resp.elapsed_s > 0
         assert other == resp
-    assert not resp.__pydantic_private__  # no pydantic private attributes (None; {} on pydantic 2.7): they cost a validation's worth
+    assert not resp.__pydantic_private__  # no private attributes (None; {} on pydantic 2.7): they cost a validation
     bare = ChatCompletion.model_validate(COMPLETION)  # built by hand: the defaults
     assert (bare.request_id, bare.retries_taken, bare.elapsed_s, bare.served_by) == (None, 0, 0.0, "primary")
 
