@@ -228,9 +228,10 @@ async def _async_sinks(client: Client, hooks: EndTexts, **call: Any) -> list[str
 
 
 def _cache_rows(path: Path) -> list[bytes]:
+    import contextlib
     import sqlite3
 
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return [bytes(r[0]) if not isinstance(r[0], str) else r[0].encode()
                 for r in db.execute("select * from sqlite_master where type='table'")] + [
             b"".join(str(v).encode() for v in row) for (name,) in db.execute(

@@ -14,6 +14,24 @@ __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"
 ContentT = TypeVar("ContentT")
 
 
+def _openai_parameter() -> str:
+    """How openai-python's parsed objects print their type parameter: pydantic names its generic class
+    parametrized with a ``typing_extensions.TypeVar`` that has a default (``[~ResponseFormatT]`` on Python 3.12 and
+    before, ``[TypeVar]`` on 3.13), so the name is made the same way."""
+    import typing_extensions
+    from pydantic import BaseModel
+
+    ResponseFormatT = typing_extensions.TypeVar("ResponseFormatT", default=None)  # noqa: N806 (openai's name)
+
+    class Parsed(BaseModel, Generic[ContentT]):
+        pass
+
+    return Parsed[ResponseFormatT].__name__[len("Parsed"):]  # type: ignore[valid-type]
+
+
+_PARAMETER = _openai_parameter()
+
+
 class ParsedFunction(Function):
     """A tool call's function with ``parsed_arguments``: the arguments as the tool's pydantic model (``None``
     for a raw tool dict, whose arguments stay a JSON string in ``arguments``)."""
@@ -34,7 +52,7 @@ class ParsedChatCompletionMessage(ChatCompletionMessage, Generic[ContentT]):
     choice has no content, e.g. a tool call, or when ``parse`` got tools and no ``response_format``), and
     ``tool_calls[i].function.parsed_arguments``."""
 
-    _openai_name = "ParsedChatCompletionMessage[~ResponseFormatT]"  # as openai-python prints its parsed objects
+    _openai_name = f"ParsedChatCompletionMessage{_PARAMETER}"  # as openai-python prints its parsed objects
 
     parsed: ContentT | None = None
     tool_calls: list[ParsedFunctionToolCall] | None = None  # type: ignore[assignment]  # narrower: parsed
@@ -43,7 +61,7 @@ class ParsedChatCompletionMessage(ChatCompletionMessage, Generic[ContentT]):
 class ParsedChoice(Choice, Generic[ContentT]):
     """A choice whose ``message`` carries ``parsed``."""
 
-    _openai_name = "ParsedChoice[~ResponseFormatT]"  # as openai-python prints its parsed objects
+    _openai_name = f"ParsedChoice{_PARAMETER}"  # as openai-python prints its parsed objects
 
     message: ParsedChatCompletionMessage[ContentT]
 
@@ -55,7 +73,7 @@ class ParsedChatCompletion(ChatCompletion, Generic[ContentT]):
     and each re-ask. ``repairs`` says how many re-asks were needed; ``attempts`` holds each raw response.
     """
 
-    _openai_name = "ParsedChatCompletion[~ResponseFormatT]"  # as openai-python prints its parsed objects
+    _openai_name = f"ParsedChatCompletion{_PARAMETER}"  # as openai-python prints its parsed objects
 
     choices: list[ParsedChoice[ContentT]] = []  # type: ignore[assignment]  # narrower: each choice is parsed
     _attempts: list[ChatCompletion] = PrivateAttr(default_factory=list)
