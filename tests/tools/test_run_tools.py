@@ -112,7 +112,8 @@ def test_two_parallel_calls_overlap_async() -> None:
     with FakeServer(reply=script) as server:
         result = run_tools("async", server, messages=user("both"), tools=[lookup, fresh])
     assert [r.error for r in result.tool_calls] == [None, None, None]
-    assert log == ["start a", "start b", "end a", "end b"]
+    assert log[:2] == ["start a", "start b"]  # both started before either ended: they overlap
+    assert sorted(log[2:]) == ["end a", "end b"]  # (which wakes first is the event loop's: 3.13 wakes b first)
     assert result.content == "A; B; c"
 
 

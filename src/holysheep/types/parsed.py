@@ -21,7 +21,7 @@ def _openai_parameter() -> str:
     import typing_extensions
     from pydantic import BaseModel
 
-    ResponseFormatT = typing_extensions.TypeVar("ResponseFormatT", default=None)  # noqa: N806 (openai's name)
+    ResponseFormatT = typing_extensions.TypeVar("ResponseFormatT", default=None)
 
     class Parsed(BaseModel, Generic[ContentT]):
         pass
