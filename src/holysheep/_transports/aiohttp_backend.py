@@ -8,6 +8,7 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,6 @@ def _basic_auth(aiohttp: Any, user: str, password: str) -> str:
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
-    import asyncio
 
     import aiohttp
 
@@ -84,6 +84,10 @@ class _AioStream(httpx.AsyncByteStream):
         self._response.close()
 
 
+TLS_SHUTDOWN_S = 0.25
+"""What aiohttp's docs ("Graceful Shutdown") wait after closing a session that used TLS, before Python 3.11."""
+
+
 class AiohttpBackend:
     """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
 
@@ -97,6 +101,7 @@ class AiohttpBackend:
         self._timeouts: dict[tuple[object, ...], object] = {}
         self._urls: dict[str, object] = {}
         self._yarl_url: Any = None
+        self._tls = False  # a request went to an https URL (its close waits for the TLS shutdown before 3.11)
 
     def __del__(self) -> None:
         # A client dropped without aclose() (a module-level client at exit, as in openai's README): close the
@@ -162,6 +167,7 @@ class AiohttpBackend:
             if len(self._urls) >= 256:
                 self._urls.clear()
             value = self._urls[url] = self._yarl_url(url)
+            self._tls = self._tls or url.startswith("https:")
         return value
 
     def _timeout(self, call: Call) -> object:
@@ -261,8 +267,16 @@ class AiohttpBackend:
         return aiohttp_acquired(connector) if connector is not None else 0
 
     async def aclose(self) -> None:
-        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`)."""
+        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`).
+
+        Before Python 3.11, asyncio closes a TLS connection's transport only after the TLS shutdown ran on the
+        loop: aiohttp's documented graceful shutdown waits a moment after ``close()``, or the transports are
+        left to the garbage collector (a ``ResourceWarning`` for each). Only a session that opened TLS waits."""
         self.closed = True
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+            if sys.version_info < (3, 11) and self._tls:
+                import asyncio
+
+                await asyncio.sleep(TLS_SHUTDOWN_S)
