@@ -50,6 +50,7 @@ def _basic_auth(aiohttp: Any, user: str, password: str) -> str:
 
 
 def _map_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    import asyncio
 
     import aiohttp
 
