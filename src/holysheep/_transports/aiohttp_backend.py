@@ -8,7 +8,6 @@ errors onto httpx's so the shared retry and streaming code sees one error vocabu
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +84,6 @@ class _AioStream(httpx.AsyncByteStream):
         self._response.close()
 
 
-TLS_SHUTDOWN_S = 0.25
-"""What aiohttp's docs ("Graceful Shutdown") wait after closing a session that used TLS, before Python 3.11."""
-
-
 class AiohttpBackend:
     """Sends httpx requests with aiohttp. Created lazily inside the running loop; close with ``aclose``."""
 
@@ -102,7 +97,6 @@ class AiohttpBackend:
         self._timeouts: dict[tuple[object, ...], object] = {}
         self._urls: dict[str, object] = {}
         self._yarl_url: Any = None
-        self._tls = False  # a request went to an https URL (its close waits for the TLS shutdown before 3.11)
 
     def __del__(self) -> None:
         # A client dropped without aclose() (a module-level client at exit, as in openai's README): close the
@@ -168,7 +162,6 @@ class AiohttpBackend:
             if len(self._urls) >= 256:
                 self._urls.clear()
             value = self._urls[url] = self._yarl_url(url)
-            self._tls = self._tls or url.startswith("https:")
         return value
 
     def _timeout(self, call: Call) -> object:
@@ -268,16 +261,8 @@ class AiohttpBackend:
         return aiohttp_acquired(connector) if connector is not None else 0
 
     async def aclose(self) -> None:
-        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`).
-
-        Before Python 3.11, asyncio closes a TLS connection's transport only after the TLS shutdown ran on the
-        loop: aiohttp's documented graceful shutdown waits a moment after ``close()``, or the transports are
-        left to the garbage collector (a ``ResourceWarning`` for each). Only a session that opened TLS waits."""
+        """Close the aiohttp session and its connections (later sends raise `ClientClosedError`)."""
         self.closed = True
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-            if sys.version_info < (3, 11) and self._tls:
-                import asyncio
-
-                await asyncio.sleep(TLS_SHUTDOWN_S)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
