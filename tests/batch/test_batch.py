@@ -161,7 +161,7 @@ async def test_tpm_estimate_is_corrected_by_actual_usage(server: FakeServer, eng
     clock, (it,) = engine_clock.clock, engine_clock.iterators
     # the first wave's 7 waits, and a few more when later slots are taken before the first replies' usage was
     # observed (real threads answer the fake-clocked engine, so which comes first varies); uncorrected, 39
-    assert len(clock.sleeps) <= 12 and all(0 < s <= 1.011 for s in clock.sleeps), clock.sleeps
+    assert len(clock.sleeps) <= 20 and all(0 < s <= 1.011 for s in clock.sleeps), clock.sleeps
     assert [s.status for s in engine_clock.sent] == [200] * 40 and len(chat_requests(server)) == 40
     estimator, bucket = it.admission.estimator, it.admission.tpm
     assert (estimator.samples, estimator.factor) == (40, 0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
+import typing_extensions
 from pydantic import PrivateAttr
 
 from holysheep.types.chat import ChatCompletion, ChatCompletionMessage, Choice, Function, ToolCall
@@ -14,19 +15,21 @@ __all__ = ["ParsedChatCompletion", "ParsedChatCompletionMessage", "ParsedChoice"
 ContentT = TypeVar("ContentT")
 
 
-def _openai_parameter() -> str:
-    """How openai-python's parsed objects print their type parameter: pydantic names its generic class
-    parametrized with a ``typing_extensions.TypeVar`` that has a default (``[~ResponseFormatT]`` on Python 3.12 and
-    before, ``[TypeVar]`` on 3.13), so the name is made the same way."""
-    import typing_extensions
-    from pydantic import BaseModel
+_RESPONSE_FORMAT_T = vars(typing_extensions)["TypeVar"]("ResponseFormatT", default=None)
+"""openai-python's type parameter of its parsed objects (a ``typing_extensions.TypeVar`` with a default), held as
+a value: only its printed name is used."""
 
-    ResponseFormatT = typing_extensions.TypeVar("ResponseFormatT", default=None)
+
+def _openai_parameter() -> str:
+    """How openai-python's parsed objects print their type parameter: pydantic names a generic class parametrized
+    with ``ResponseFormatT`` (``[~ResponseFormatT]`` on Python 3.12 and before, ``[TypeVar]`` on 3.13), so the name
+    is made the same way."""
+    from pydantic import BaseModel
 
     class Parsed(BaseModel, Generic[ContentT]):
         pass
 
-    return Parsed[ResponseFormatT].__name__[len("Parsed"):]  # type: ignore[valid-type]
+    return Parsed.model_parametrized_name((_RESPONSE_FORMAT_T,))[len("Parsed"):]
 
 
 _PARAMETER = _openai_parameter()
