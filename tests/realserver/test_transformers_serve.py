@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,10 +26,24 @@ MSG: list[Any] = [{"role": "user", "content": "Hello there"}]
 MAX_TOKENS = 6  # greedy decoding (the saved generation config does not sample): the same text every call
 
 
+_OPENAI_CLIENTS: list[Any] = []
+
+
 def _openai(server: RealServer) -> Any:
     import openai
 
-    return openai.OpenAI(api_key="EMPTY", base_url=server.url, max_retries=0, timeout=120)
+    client = openai.OpenAI(api_key="EMPTY", base_url=server.url, max_retries=0, timeout=120)
+    _OPENAI_CLIENTS.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_openai_clients() -> Iterator[None]:
+    """Each test's openai clients are closed after it (left to the garbage collector, a pooled socket to the
+    server is a ResourceWarning at the end of the session)."""
+    yield
+    while _OPENAI_CLIENTS:
+        _OPENAI_CLIENTS.pop().close()
 
 
 def _sdk(server: RealServer, **kw: Any) -> Client:
