@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
+
+from ._process import free_port, server_process
 
 START_TIMEOUT_S = 120.0
 MASTER_KEY = "sk-holysheep-test-1234"  # LiteLLM's master keys start with sk-
@@ -44,12 +42,6 @@ def _config(models: dict[str, int | None]) -> str:
     return "\n".join(lines)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def litellm_command() -> str | None:
     found = os.environ.get("HOLYSHEEP_LITELLM") or shutil.which("litellm")
     return found if found and Path(found).exists() else None
@@ -65,33 +57,11 @@ def litellm_proxy(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixt
     folder = tmp_path_factory.mktemp("litellm")
     config = folder / "config.yaml"
     config.write_text(_config(getattr(request.module, "LITELLM_MODELS", {"mock": None})), encoding="utf-8")
-    port = _free_port()
-    log = folder / "proxy.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
            "DISABLE_SCHEMA_UPDATE": "true", "NO_PROXY": "127.0.0.1,localhost"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen([command, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the LiteLLM proxy exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/health/liveliness", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the LiteLLM proxy did not answer within {START_TIMEOUT_S:g} s:\n"
-                            f"{log.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield LiteLLMProxy(url=f"{url}/v1", key=MASTER_KEY, log=log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    with server_process("the LiteLLM proxy", [command, "--config", str(config), "--host", "127.0.0.1", "--port",
+                                              str(port)], ready_url=f"{url}/health/liveliness",
+                        log=folder / "proxy.log", env=env, timeout_s=START_TIMEOUT_S, cwd=folder):
+        yield LiteLLMProxy(url=f"{url}/v1", key=MASTER_KEY, log=folder / "proxy.log")
