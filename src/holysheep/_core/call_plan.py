@@ -51,6 +51,7 @@ class CallPlan:
             assert hooks is not None
             ctx = CallContext(hooks, spec.method, spec.path, spec.body, spec.stream, config.clock)
             ctx.defaulted = spec.defaulted
+            ctx.wire = spec.wire
             if spec.raw == "stream" and not spec.stream:
                 ctx.lazy_body = True  # the body is read after on_response: on_body_end (body_report) follows
         self.ctx = ctx

@@ -76,11 +76,12 @@ class CallContext:
     client config's) gives ``started_at`` and every event's ``elapsed_s``. ``lazy_body``: a
     ``with_streaming_response`` call without ``stream=True``, whose ``on_body_end`` follows ``on_response``.
     ``defaulted``: the body keys the SDK filled in itself (embeddings' base64 ``encoding_format``), which the
-    caller did not set.
+    caller did not set. ``wire``: the `WireFormat` that built the request (None for a plain chat completion or a
+    request another client built).
     """
 
     __slots__ = ("_pending", "attempts", "batch", "body", "clock", "defaulted", "hooks", "lazy_body", "live",
-                 "method", "operation", "path", "request", "started_at", "state", "stream", "wraps_send")
+                 "method", "operation", "path", "request", "started_at", "state", "stream", "wire", "wraps_send")
 
     def __init__(self, hooks: Emitter, method: str, path: str, body: Mapping[str, object] | None,
                  stream: bool, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -93,6 +94,7 @@ class CallContext:
         self.stream = stream
         self.lazy_body = False
         self.defaulted: frozenset[str] = frozenset()  # body keys the SDK set, not the caller
+        self.wire: object = None
         self.batch: BatchContext | None = None
         self.attempts = 0
         self.started_at = 0.0

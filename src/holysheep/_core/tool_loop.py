@@ -2,32 +2,35 @@
 
 `ToolLoop.steps()` is a generator shared by the sync runner, the async runner and the batch engine. It
 yields either the ``create()`` keyword arguments of the next request (send it, then ``send()`` the
-`ChatCompletion` back) or a `RunTools` (run its calls, then ``send()`` one `ToolOutcome` per call back,
-in order). Its return value is the `ToolRunResult`. Each shell only sends and runs.
+reply back) or a `RunTools` (run its calls, then ``send()`` one `ToolOutcome` per call back,
+in order). Its return value is the run's result (`ToolRunResult` for chat completions). What differs between
+wire formats (where the conversation goes, how a reply's tool calls are read, how a result is sent back) is
+asked of the format's `ToolTurns` (``_core/wire/tool_turns.py``). Each shell only sends and runs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from holysheep._core.tool_errors import MaxTurnsError
 from holysheep._core.tool_limits import DEFAULT_TOOL_TIMEOUT, check_tool_timeout
+from holysheep._core.tool_results import ToolCallRecord, ToolRunResult
 from holysheep._core.tools import FunctionTool, ToolSet, error_lines
+from holysheep._core.wire.tool_turns import CHAT_TOOLS, ToolTurns
 from holysheep._egress import scrub
 from holysheep._exceptions import InvalidRequestError
-from holysheep.types.chat import ChatCompletion, CompletionUsage, ToolCall
+from holysheep.types.chat import ToolCall
 
 __all__ = ["DEFAULT_MAX_TURNS", "PendingCall", "RunTools", "ToolCallRecord", "ToolLoop", "ToolOutcome",
            "ToolRunResult", "check_max_turns", "plan_tool_loop", "result_text", "timed_out", "wants_tool_loop"]
 
 DEFAULT_MAX_TURNS = 10
 """How many requests a tool loop may send when ``max_turns`` is not given."""
-
 
 
 @dataclass(frozen=True)
@@ -75,72 +78,6 @@ class ToolOutcome:
             object.__setattr__(self, "error", scrub(self.error))
 
 
-@dataclass(frozen=True)
-class ToolCallRecord:
-    """One tool call of a run: its ``id``, ``name``, raw ``arguments`` and validated ``parsed_arguments``,
-    the handler's ``output``, the ``result`` text the model got, ``error`` (None when it ran fine),
-    ``duration_s`` and the ``turn`` (1-based) of the model reply that asked for it."""
-
-    id: str
-    name: str
-    arguments: str
-    parsed_arguments: Any
-    output: Any
-    result: str
-    error: str | None
-    duration_s: float
-    turn: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready record (no ``output``/``parsed_arguments`` objects): what a JSONL line carries."""
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "result": self.result,
-                "error": self.error, "duration_s": self.duration_s, "turn": self.turn}
-
-
-def _sum_usage(completions: Iterable[ChatCompletion]) -> CompletionUsage | None:
-    usages = [c.usage for c in completions if c.usage is not None]
-    if not usages:
-        return None
-    prompt = sum(u.prompt_tokens for u in usages)
-    completion = sum(u.completion_tokens for u in usages)
-    total = sum(u.total_tokens or u.prompt_tokens + u.completion_tokens for u in usages)
-    return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
-
-
-@dataclass
-class ToolRunResult:
-    """The result of ``run_tools``: the ``completion`` that answered without tool calls, the whole
-    ``messages`` transcript (the input, every assistant turn and every ``tool`` result), every
-    ``tool_calls`` record, and ``completions`` (one per request). ``usage`` and ``cost`` count every request."""
-
-    completion: ChatCompletion
-    messages: list[dict[str, Any]]
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    completions: list[ChatCompletion] = field(default_factory=list)
-
-    @property
-    def content(self) -> str | None:
-        """The final answer's text (choice 0)."""
-        return self.completion.choices[0].message.content if self.completion.choices else None
-
-    @property
-    def turns(self) -> int:
-        """How many requests were sent to the model."""
-        return len(self.completions)
-
-    @property
-    def usage(self) -> CompletionUsage | None:
-        """Tokens summed over every request of the run."""
-        return _sum_usage(self.completions)
-
-    @property
-    def cost(self) -> float | None:
-        """USD summed over every request (None when no request has a known price)."""
-        costs = [c.cost for c in self.completions]
-        known = [c for c in costs if c is not None]
-        return sum(known) if known else None
-
-
 def result_text(value: object) -> str:
     """A tool's return value as the ``tool`` message content: a string as is, a pydantic model as JSON,
     anything else as JSON when it can be (else ``str()``); None is ``""``."""
@@ -164,25 +101,6 @@ def check_max_turns(max_turns: object) -> int:
     return max_turns
 
 
-def _message_dict(message: Any) -> dict[str, object]:
-    if isinstance(message, BaseModel):
-        return message.model_dump(exclude_none=True)
-    if isinstance(message, Mapping):
-        return dict(message)
-    raise InvalidRequestError(f"messages: each message must be a dict or a Message, got {type(message).__name__}.",
-                              field="messages")
-
-
-def _assistant(completion: ChatCompletion) -> dict[str, object]:
-    message = completion.choices[0].message if completion.choices else None
-    out: dict[str, object] = {"role": "assistant", "content": message.content if message else None}
-    if message is not None and message.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "type": "function",
-                              "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                             for c in message.tool_calls]
-    return out
-
-
 def prepare(call: ToolCall, tools: ToolSet) -> PendingCall:
     """Look up the call's tool and validate its arguments; what cannot run gets its error text."""
     name = call.function.name or ""
@@ -203,12 +121,14 @@ def prepare(call: ToolCall, tools: ToolSet) -> PendingCall:
 
 
 class ToolLoop:
-    """A checked ``run_tools`` call: the request parameters, the tools, ``max_turns`` and ``tool_timeout``."""
+    """A checked ``run_tools`` call: the request parameters, the tools, ``max_turns`` and ``tool_timeout``, and
+    ``turns``: the wire format's side of the loop (`ToolTurns`; chat completions' by default)."""
 
     def __init__(self, params: Mapping[str, Any], tools: ToolSet, max_turns: int,
-                 tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> None:
+                 tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT, turns: ToolTurns | None = None) -> None:
         self.params = {k: v for k, v in params.items() if k != "tools"}
         self.tools = tools
+        self.turns = turns or CHAT_TOOLS
         self.max_turns = check_max_turns(max_turns)
         self.tool_timeout = check_tool_timeout(tool_timeout)
         if not tools.runnable:
@@ -220,25 +140,27 @@ class ToolLoop:
         if isinstance(n, int) and n > 1:
             raise InvalidRequestError(f"run_tools follows one choice; got n={n}. Use n=1.", field="n")
 
-    def _request(self, messages: list[dict[str, Any]], turn: int) -> dict[str, Any]:
-        out = {**self.params, "messages": list(messages), "tools": self.tools.params}
+    def _request(self, history: list[dict[str, Any]], turn: int) -> dict[str, Any]:
+        out = self.turns.request(self.params, history, self.tools.params)
         headers = self.params.get("extra_headers")
         if turn > 1 and headers and headers.get("idempotency-key"):  # each turn is a new request
             out["extra_headers"] = {**headers, "idempotency-key": f"{headers['idempotency-key']}-turn{turn}"}
         return out
 
-    def steps(self) -> Generator[Any, Any, ToolRunResult]:
-        """Yields request kwargs (receives a `ChatCompletion`) or `RunTools` (receives ``list[ToolOutcome]``)."""
-        messages = [_message_dict(m) for m in self.params.get("messages", ())]
+    def steps(self) -> Generator[Any, Any, Any]:
+        """Yields request kwargs (receives the reply: a `ChatCompletion`, a `Response`, ...) or `RunTools`
+        (receives ``list[ToolOutcome]``); returns what ``turns.result`` makes (a `ToolRunResult`, ...)."""
+        turns = self.turns
+        history = turns.start(self.params)
         records: list[ToolCallRecord] = []
-        completions: list[ChatCompletion] = []
+        replies: list[Any] = []
         for turn in range(1, self.max_turns + 1):
-            completion: ChatCompletion = yield self._request(messages, turn)
-            completions.append(completion)
-            messages.append(_assistant(completion))
-            calls = completion.choices[0].message.tool_calls if completion.choices else None
+            reply = yield self._request(history, turn)
+            replies.append(reply)
+            history.extend(turns.reply_items(reply))
+            calls = turns.calls(reply)
             if not calls:
-                return ToolRunResult(completion, messages, records, completions)
+                return turns.result(reply, history, records, replies)
             if turn == self.max_turns:
                 break
             pending = [prepare(call, self.tools) for call in calls]
@@ -247,8 +169,8 @@ class ToolLoop:
                 records.append(ToolCallRecord(item.id, item.name, item.call.function.arguments, item.arguments,
                                               outcome.output, outcome.result, outcome.error, outcome.duration_s,
                                               turn))
-                messages.append({"role": "tool", "tool_call_id": item.id, "content": outcome.result})
-        result = ToolRunResult(completions[-1], messages, records, completions)
+                history.append(turns.result_item(item.id, outcome.result))
+        result = turns.result(replies[-1], history, records, replies)
         raise MaxTurnsError(
             f"The model still called tools after max_turns={self.max_turns} requests; the loop stopped. The "
             "transcript is in .messages and the run so far in .result; raise max_turns, or check that the tools "

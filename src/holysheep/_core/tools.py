@@ -190,7 +190,7 @@ class ToolSet:
         for i, value in enumerate(tools):
             tool = as_tool(value, i)
             fn = tool.get("function")
-            name = fn.get("name") if isinstance(fn, Mapping) else None
+            name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")  # chat's, or the Responses API's
             if isinstance(name, str):
                 if name in self.by_name:
                     raise InvalidRequestError(f"tools: two tools are named {name!r}; tool names must be unique.",

@@ -3,11 +3,12 @@ the Responses `WireFormat` (``_core/wire/responses.py``) like any other format."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from holysheep._clients.resources.chat import Resource
+from holysheep._clients.resources.tools import arun_tools, plan_tools, run_tools
 from holysheep._clients.resources.wire import AsyncWireResource, WireResource, _AsyncClient, _SyncClient
 from holysheep._core.wire.responses import ResponsesWire, parse_response, text_format_param
 from holysheep._core.wire.responses_bridge import BRIDGE_MODES, AutoResponsesWire
@@ -17,7 +18,8 @@ from holysheep.types.responses import ParsedResponse, Response, ResponseStreamEv
 
 if TYPE_CHECKING:
     from holysheep._clients.streaming import AsyncStream, Stream
-    from holysheep._core.request import RequestSpec
+    from holysheep._core.request import RequestSpec, ToolInput
+    from holysheep._core.wire.responses_tools import ResponseToolRunResult
     from holysheep._engine.results import BatchResults
 
 __all__ = ["AsyncResponseStream", "AsyncResponseStreamManager", "AsyncResponses", "ResponseStream",
@@ -218,6 +220,19 @@ class Responses(_Bridging):
         _spec(self.format, dict(args), True, text_format)  # checked now, before any request
         return ResponseStreamManager(lambda: self._run(args, True, text_format), text_format)
 
+    def run_tools(self, *, model: str, input: object = None, tools: Sequence[ToolInput], max_turns: int = 10,
+                  tool_timeout: float | None = 60.0, **params: object) -> ResponseToolRunResult:
+        """``chat.completions.run_tools`` on the Responses API: ask the model, run the functions it calls, send
+        each result back as a ``function_call_output`` input item (after the reply's own output items), until it
+        answers without a function call. Same ``tools``, ``max_turns``, ``tool_timeout`` and errors; other
+        arguments are ``create()``'s. Returns a `ResponseToolRunResult` (``response``, ``output_text``, the
+        ``input`` conversation, ``tool_calls``, ``usage`` and ``cost`` over every request). Bridged to chat
+        completions like ``create`` where the server has no ``/responses``. See docs/tools.md."""
+        loop = plan_tools({"model": model, "input": input, **params}, tools, max_turns, tool_timeout,
+                          self.format.tool_turns())
+        result: ResponseToolRunResult = run_tools(self._client, loop, lambda step: self._run(step, False))
+        return result
+
     def batch(self, requests: Iterable[object], **params: object) -> BatchResults:
         """Run many Responses API requests through the batch engine (prompt strings, lists of input items, dicts
         of ``create()`` arguments, or OpenAI Batch lines with ``"url": "/v1/responses"``); options as for
@@ -269,6 +284,14 @@ class AsyncResponses(_Bridging):
         args: dict[str, object] = {"model": model, "input": input, **params}
         _spec(self.format, dict(args), True, text_format)  # checked now, before any request
         return AsyncResponseStreamManager(lambda: self._run(args, True, text_format), text_format)
+
+    async def run_tools(self, *, model: str, input: object = None, tools: Sequence[ToolInput], max_turns: int = 10,
+                        tool_timeout: float | None = 60.0, **params: object) -> ResponseToolRunResult:
+        """The async ``responses.run_tools`` (plain functions in the SDK's tool threads, async ones on this loop)."""
+        loop = plan_tools({"model": model, "input": input, **params}, tools, max_turns, tool_timeout,
+                          self.format.tool_turns())
+        result: ResponseToolRunResult = await arun_tools(self._client, loop, lambda step: self._run(step, False))
+        return result
 
     async def batch(self, requests: Iterable[object] | AsyncIterable[object], **params: object) -> BatchResults:
         """The async ``responses.batch``."""

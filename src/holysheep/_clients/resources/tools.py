@@ -1,8 +1,9 @@
-"""``client.chat.completions.run_tools``: the tool loop for the sync and async clients."""
+"""``client.chat.completions.run_tools``: the tool loop for the sync and async clients (``responses.run_tools``
+drives the same loop with its own ``send``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
@@ -15,6 +16,7 @@ from holysheep.types.chat import ChatCompletionMessageParam, Message, ModelName
 
 if TYPE_CHECKING:
     from holysheep._core.tool_loop import ToolLoop, ToolRunResult
+    from holysheep._core.wire.tool_turns import ToolTurns
     from holysheep._engine.tool_pool import ToolPool
 
 __all__ = ["AsyncRunTools", "SyncRunTools", "arun_tools", "plan_tools", "run_tools"]
@@ -43,7 +45,8 @@ class SyncRunTools:
         each request gets the client's retries, fallbacks and timeouts. See ``docs/tools.md``.
         """
         loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns, tool_timeout)
-        return run_tools(self._client, loop)
+        result: ToolRunResult = run_tools(self._client, loop)
+        return result
 
 
 class AsyncRunTools:
@@ -58,7 +61,8 @@ class AsyncRunTools:
         threads, async ones on this loop). Same arguments, result and errors as the sync
         ``Client.chat.completions.run_tools``."""
         loop = plan_tools({"model": model, "messages": messages, **params}, tools, max_turns, tool_timeout)
-        return await arun_tools(self._client, loop)
+        result: ToolRunResult = await arun_tools(self._client, loop)
+        return result
 
 
 def request_spec(request: Mapping[str, Any]) -> RequestSpec:
@@ -68,12 +72,15 @@ def request_spec(request: Mapping[str, Any]) -> RequestSpec:
                            params=params, parse=parse_chat_completion)
 
 
-def plan_tools(params: Mapping[str, object], tools: Any, max_turns: int, tool_timeout: float | None) -> ToolLoop:
-    """Check ``run_tools`` arguments before any I/O."""
+def plan_tools(params: Mapping[str, object], tools: Any, max_turns: int, tool_timeout: float | None,
+               turns: ToolTurns | None = None) -> ToolLoop:
+    """Check ``run_tools`` arguments before any I/O; ``turns``: the wire format's side of the loop (chat's by
+    default)."""
     from holysheep._core.tool_loop import ToolLoop  # lazy: `import holysheep` stays light
     from holysheep._core.tools import tool_set
 
-    return ToolLoop(given(params), tool_set(tools), or_default(max_turns, 10), or_default(tool_timeout, 60.0))
+    return ToolLoop(given(params), tool_set(tools), or_default(max_turns, 10), or_default(tool_timeout, 60.0),
+                    turns)
 
 
 def _pool_of(client: Executor) -> ToolPool:
@@ -91,29 +98,36 @@ def _hooks_of(client: Executor) -> HookSet | None:
     return active_hooks(getattr(config, "hooks", None))
 
 
-def run_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
-    """The sync loop: requests through ``client._execute``, tools through `run_turn`."""
+def run_tools(client: Executor, loop: ToolLoop, send: Callable[[dict[str, Any]], object] | None = None) -> Any:
+    """The sync loop: requests through ``send`` (default: a chat completion through ``client._execute``), tools
+    through `run_turn`. Returns what the loop's `ToolTurns` makes (a `ToolRunResult` for chat)."""
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn
 
+    request = send or (lambda step: client._execute(request_spec(step)))
     hooks, pool = _hooks_of(client), _pool_of(client)
     steps = loop.steps()
     step = next(steps)
     while True:
-        answer = (run_turn(step, hooks, pool) if isinstance(step, RunTools)
-                  else client._execute(request_spec(step)))
+        answer = run_turn(step, hooks, pool) if isinstance(step, RunTools) else request(step)
         try:
             step = steps.send(answer)
         except StopIteration as stop:
-            result: ToolRunResult = stop.value
-            return result
+            return stop.value
 
 
-async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
-    """The async loop: requests through ``await client._execute``, tools through `run_turn_async`."""
+async def arun_tools(client: Executor, loop: ToolLoop,
+                     send: Callable[[dict[str, Any]], Awaitable[object]] | None = None) -> Any:
+    """The async loop: requests through ``await send(...)`` (default: a chat completion through
+    ``client._execute``), tools through `run_turn_async`."""
     from holysheep._core.tool_loop import RunTools
     from holysheep._engine.tool_calls import run_turn_async
 
+    async def chat(step: dict[str, Any]) -> object:
+        answer: object = await client._execute(request_spec(step))
+        return answer
+
+    request = send or chat
     hooks, pool = _hooks_of(client), _pool_of(client)
     steps = loop.steps()
     step = next(steps)
@@ -121,9 +135,8 @@ async def arun_tools(client: Executor, loop: ToolLoop) -> ToolRunResult:
         if isinstance(step, RunTools):
             answer: object = await run_turn_async(step, hooks, pool=pool)
         else:
-            answer = await client._execute(request_spec(step))
+            answer = await request(step)
         try:
             step = steps.send(answer)
         except StopIteration as stop:
-            result: ToolRunResult = stop.value
-            return result
+            return stop.value

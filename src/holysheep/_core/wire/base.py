@@ -19,6 +19,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["TokenUsage", "WireFormat", "lenient_count", "positive_int", "text_chars"]
 
@@ -80,6 +81,11 @@ class WireFormat:
 
     name: ClassVar[str] = ""
     """A short name (``"chat"``, ``"embeddings"``, ``"responses"``): logs, spans, batch output."""
+    operation: ClassVar[str] = ""
+    """The GenAI semantic conventions' ``gen_ai.operation.name`` of its calls (``"chat"``, ``"embeddings"``); ``""``:
+    named from the path (its last segment)."""
+    api_type: ClassVar[str | None] = None
+    """The ``openai.api.type`` its spans carry (``"responses"``), None for none."""
     path: ClassVar[str] = ""
     """The endpoint under the base URL (``"chat/completions"``)."""
     urls: ClassVar[frozenset[str]] = frozenset()
@@ -261,6 +267,14 @@ class WireFormat:
                      clock: Callable[[], float], max_text_bytes: int) -> StreamState:
         """The sans-I/O decoder of this format's ``stream=True`` events."""
         raise NotImplementedError(f"the {self.name or type(self).__name__} format has no stream")
+
+    def tool_turns(self) -> ToolTurns:
+        """This format's side of ``run_tools``'s loop: where the conversation goes, how a reply's tool calls are
+        read and how a tool's result is sent back. Raises `InvalidRequestError` for a format without tools."""
+        from holysheep._exceptions import InvalidRequestError
+
+        raise InvalidRequestError(f"the {self.name or type(self).__name__} format has no tool calls to run.",
+                                  field="tools")
 
     def replan(self, error: BaseException, spec: RequestSpec) -> bool:
         """True when a batch item whose request ``spec`` failed with ``error`` is to be planned again (this format

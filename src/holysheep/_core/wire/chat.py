@@ -14,6 +14,7 @@ from holysheep.types.chat import ChatCompletion
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["CHAT", "ChatWire", "parse_chat_completion"]
 
@@ -47,6 +48,7 @@ class ChatWire(WireFormat):
     """``chat.completions``: the request is ``create()``'s arguments; the reply a `ChatCompletion`."""
 
     name: ClassVar[str] = "chat"
+    operation: ClassVar[str] = "chat"
     path: ClassVar[str] = "chat/completions"
     urls: ClassVar[frozenset[str]] = frozenset({"/v1/chat/completions", "/chat/completions", "v1/chat/completions",
                                                 "chat/completions"})
@@ -108,6 +110,11 @@ class ChatWire(WireFormat):
     def cost(self, response: object) -> float | None:
         cost: float | None = getattr(response, "cost", None)
         return cost
+
+    def tool_turns(self) -> ToolTurns:
+        from holysheep._core.wire.tool_turns import CHAT_TOOLS
+
+        return CHAT_TOOLS
 
     def stream_state(self, started_at: float, *, secret: str | None, max_event_bytes: int,
                      clock: Callable[[], float], max_text_bytes: int) -> StreamState:

@@ -21,6 +21,7 @@ class EmbeddingsWire(WireFormat):
     """``embeddings``: no output tokens, never cached (as before the seam)."""
 
     name: ClassVar[str] = "embeddings"
+    operation: ClassVar[str] = "embeddings"
     path: ClassVar[str] = "embeddings"
     urls: ClassVar[frozenset[str]] = frozenset({"/v1/embeddings", "/embeddings", "v1/embeddings", "embeddings"})
     response_type: ClassVar[type[BaseModel]] = CreateEmbeddingResponse

@@ -18,6 +18,7 @@ from holysheep.types.responses import Response, ResponseFunctionToolCall, Respon
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["RESPONSES", "RESPONSE_PARAM_NAMES", "ResponsesWire", "parse_response", "text_format_param"]
 
@@ -63,6 +64,8 @@ class ResponsesWire(WireFormat):
     """``responses``: the request is ``responses.create()``'s arguments; the reply a `Response`."""
 
     name: ClassVar[str] = "responses"
+    operation: ClassVar[str] = "chat"  # the convention's value for chat-style inference, the Responses API included
+    api_type: ClassVar[str | None] = "responses"  # the OpenAI conventions' ``openai.api.type``
     path: ClassVar[str] = "responses"
     urls: ClassVar[frozenset[str]] = frozenset({"/v1/responses", "/responses", "v1/responses", "responses"})
     response_type: ClassVar[type[BaseModel]] = Response
@@ -193,6 +196,13 @@ class ResponsesWire(WireFormat):
 
     def cost(self, response: object) -> float | None:
         return response.cost if isinstance(response, Response) else None
+
+    def tool_turns(self) -> ToolTurns:
+        """``input`` items; ``function_call`` items read, ``function_call_output`` items sent back (also through
+        the bridge to chat completions, which maps them both ways)."""
+        from holysheep._core.wire.responses_tools import RESPONSES_TOOLS
+
+        return RESPONSES_TOOLS
 
     def stream_state(self, started_at: float, *, secret: str | None, max_event_bytes: int,
                      clock: Callable[[], float], max_text_bytes: int) -> StreamState:

@@ -196,6 +196,7 @@ class BridgedResponsesWire(ResponsesWire):
     Not registered (the chat format keeps its path): the requests it builds name it."""
 
     name: ClassVar[str] = "responses-bridged"
+    api_type: ClassVar[str | None] = "chat_completions"  # the API the request went to
     path: ClassVar[str] = "chat/completions"
     output_limit_fields: ClassVar[tuple[str, ...]] = ChatWire.output_limit_fields
     prompt_field: ClassVar[str] = "input"

@@ -17,6 +17,7 @@ CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 PROVIDER = "holysheep"
 
 OPERATION = "gen_ai.operation.name"
+API_TYPE = "openai.api.type"  # the OpenAI conventions': on Responses API calls (responses, or chat_completions)
 PROVIDER_NAME = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 RESPONSE_MODEL = "gen_ai.response.model"

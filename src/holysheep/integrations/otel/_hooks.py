@@ -18,9 +18,10 @@ from holysheep._core.hooks import (
     ToolEvent,
 )
 from holysheep._core.raw_response import APIResponse
-from holysheep._core.wire import CHAT, wire_for_path, wire_of_response
+from holysheep._core.wire import CHAT, WireFormat, wire_for_path, wire_of_response
 from holysheep._version import __version__
 from holysheep.integrations.otel._attributes import (
+    API_TYPE,
     ATTEMPTS,
     BODY_READ,
     BODY_UNPARSED,
@@ -125,10 +126,16 @@ class OpenTelemetryHooks(Hooks):
                 call.host, call.port, call.served_by = event.host, event.port, event.served_by
                 call.end[SERVER_ADDRESS], call.end[SERVER_PORT] = event.host, event.port
             return
+        wire = ctx.wire
         op = ctx.operation
+        api_type = None
+        if isinstance(wire, WireFormat):  # the format names the convention's operation (the Responses API: chat)
+            op, api_type = wire.operation or op, wire.api_type
         model = ctx.model
         attrs: dict[str, Any] = {OPERATION: op, PROVIDER_NAME: PROVIDER, SERVER_ADDRESS: event.host,
                                  SERVER_PORT: event.port}
+        if api_type is not None:
+            attrs[API_TYPE] = api_type
         if model is not None:
             attrs[REQUEST_MODEL] = model
         body = ctx.body

@@ -1,0 +1,78 @@
+"""What a tool loop gives back: one `ToolCallRecord` per call that ran, and the chat completions run's
+`ToolRunResult` (the Responses API's is `ResponseToolRunResult`, in ``_core/wire/responses_tools.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from holysheep.types.chat import ChatCompletion, CompletionUsage
+
+__all__ = ["ToolCallRecord", "ToolRunResult"]
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call of a run: its ``id``, ``name``, raw ``arguments`` and validated ``parsed_arguments``,
+    the handler's ``output``, the ``result`` text the model got, ``error`` (None when it ran fine),
+    ``duration_s`` and the ``turn`` (1-based) of the model reply that asked for it."""
+
+    id: str
+    name: str
+    arguments: str
+    parsed_arguments: Any
+    output: Any
+    result: str
+    error: str | None
+    duration_s: float
+    turn: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready record (no ``output``/``parsed_arguments`` objects): what a JSONL line carries."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "result": self.result,
+                "error": self.error, "duration_s": self.duration_s, "turn": self.turn}
+
+
+def _sum_usage(completions: Iterable[ChatCompletion]) -> CompletionUsage | None:
+    usages = [c.usage for c in completions if c.usage is not None]
+    if not usages:
+        return None
+    prompt = sum(u.prompt_tokens for u in usages)
+    completion = sum(u.completion_tokens for u in usages)
+    total = sum(u.total_tokens or u.prompt_tokens + u.completion_tokens for u in usages)
+    return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+@dataclass
+class ToolRunResult:
+    """The result of ``run_tools``: the ``completion`` that answered without tool calls, the whole
+    ``messages`` transcript (the input, every assistant turn and every ``tool`` result), every
+    ``tool_calls`` record, and ``completions`` (one per request). ``usage`` and ``cost`` count every request."""
+
+    completion: ChatCompletion
+    messages: list[dict[str, Any]]
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    completions: list[ChatCompletion] = field(default_factory=list)
+
+    @property
+    def content(self) -> str | None:
+        """The final answer's text (choice 0)."""
+        return self.completion.choices[0].message.content if self.completion.choices else None
+
+    @property
+    def turns(self) -> int:
+        """How many requests were sent to the model."""
+        return len(self.completions)
+
+    @property
+    def usage(self) -> CompletionUsage | None:
+        """Tokens summed over every request of the run."""
+        return _sum_usage(self.completions)
+
+    @property
+    def cost(self) -> float | None:
+        """USD summed over every request (None when no request has a known price)."""
+        costs = [c.cost for c in self.completions]
+        known = [c for c in costs if c is not None]
+        return sum(known) if known else None
