@@ -7,6 +7,7 @@ names the API that served it (``responses``, or ``chat_completions`` through the
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,3 +124,36 @@ def test_run_tools_on_responses_is_one_chat_span_per_turn_and_a_tool_span(server
     (tool,) = [s for s in t.spans() if s not in spans]
     assert tool.name == "execute_tool get_weather"
     assert tool.attributes["gen_ai.tool.call.id"] == result.tool_calls[0].id
+
+
+def test_content_capture_records_the_input_items_and_the_instructions(server: FakeServer) -> None:
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "weather in Paris?"}]},
+             {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+             {"type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": '{"city":"Oslo"}'},
+             {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+             {"type": "function_call_output", "call_id": "call_2", "output": "rain"}]
+    with instrumented(capture_message_content=True) as t, _client(server) as client:
+        client.responses.create(model="gpt-4.1", instructions="Be brief.", input=items)
+        client.responses.create(model="gpt-4.1", input="plain text")
+    first, second = t.spans()
+    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+    assert json.loads(first.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "weather in Paris?"}]},
+        {"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+            {"type": "tool_call", "id": "call_2", "name": "get_weather", "arguments": '{"city":"Oslo"}'}]},
+        {"role": "tool", "parts": [{"type": "text", "content": "sunny"}]},
+        {"role": "tool", "parts": [{"type": "text", "content": "rain"}]}]
+    assert json.loads(first.attributes["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "It is sunny in Paris today."}],
+         "finish_reason": "completed"}]
+    assert json.loads(second.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "plain text"}]}]
+    assert "gen_ai.system_instructions" not in second.attributes
+
+
+def test_without_content_capture_no_content_is_recorded(server: FakeServer) -> None:
+    with instrumented(capture_message_content=False) as t, _client(server) as client:
+        client.responses.create(model="gpt-4.1", instructions="Be brief.", input="secret question")
+    (span,) = t.spans()
+    assert not {"gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages"} & set(span.attributes)

@@ -11,7 +11,7 @@ from holysheep._core.keys import redact
 from holysheep._core.wire import CHAT, WireFormat, wire_of_response
 
 __all__ = ["CAPTURE_ENV", "capture_from_env", "input_messages", "output_messages", "request_attributes",
-           "response_attributes"]
+           "response_attributes", "system_instructions"]
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 PROVIDER = "holysheep"
@@ -34,6 +34,7 @@ SERVED_BY = "holysheep.served_by"
 ATTEMPTS = "holysheep.attempts"
 REQUEST_ID = "holysheep.request_id"
 INPUT_MESSAGES = "gen_ai.input.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 BODY_READ = "holysheep.response.read"  # with_streaming_response, no stream=True: full / partial / none
 BODY_UNPARSED = "holysheep.response.unparsed"  # read in full, no usage from it: over_copy_limit / invalid
@@ -142,13 +143,16 @@ def usage_counts(usage: object, wire: WireFormat = CHAT) -> tuple[int | None, in
             cached if isinstance(cached, int) else 0)
 
 
+_TEXT_PARTS = ("text", "input_text", "output_text")  # chat's text part, the Responses API's input and output text
+
+
 def _text_parts(content: object) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "content": redact(content)}]
     if isinstance(content, list):
         parts = []
         for part in content:
-            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
                 parts.append({"type": "text", "content": redact(part["text"])})
             elif isinstance(part, Mapping):
                 parts.append({"type": str(part.get("type", "unknown"))})  # images and audio are not copied
@@ -156,9 +160,48 @@ def _text_parts(content: object) -> list[dict[str, Any]]:
     return []
 
 
-def input_messages(body: Mapping[str, object] | None) -> str | None:
+def _item_entries(items: list[object]) -> list[dict[str, Any]]:
+    """The Responses API's input items as the convention's messages: messages by role, ``function_call`` items as
+    ``tool_call`` parts of an assistant message, ``function_call_output`` items as ``tool`` messages."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message":
+            out.append({"role": str(item.get("role", "user")), "parts": _text_parts(item.get("content"))})
+        elif kind == "function_call":
+            part = {"type": "tool_call", "id": item.get("call_id"), "name": item.get("name"),
+                    "arguments": redact(str(item.get("arguments", "")))}
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "assistant" and last.get("calls"):
+                last["parts"].append(part)
+            else:
+                out.append({"role": "assistant", "parts": [part], "calls": True})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            out.append({"role": "tool", "parts": _text_parts(output if isinstance(output, (str, list)) else
+                                                             json.dumps(output))})
+    for entry in out:
+        entry.pop("calls", None)
+    return out
+
+
+def system_instructions(body: Mapping[str, object] | None) -> str | None:
+    """The Responses API's ``instructions`` as the convention's ``gen_ai.system_instructions`` JSON (only with
+    content capture on); key-shaped strings are masked."""
+    text = body.get("instructions") if body else None
+    return json.dumps(_text_parts(text), ensure_ascii=False) if isinstance(text, str) and text else None
+
+
+def input_messages(body: Mapping[str, object] | None, items: bool = False) -> str | None:
     """The request's messages as the convention's JSON (only with content capture on); key-shaped
-    strings are masked."""
+    strings are masked. ``items``: a Responses API body, whose ``input`` (text or items) holds them."""
+    if items and body:
+        value = body.get("input")
+        if isinstance(value, str):
+            value = [{"role": "user", "content": value}]
+        return json.dumps(_item_entries(value), ensure_ascii=False) if isinstance(value, list) else None
     messages = body.get("messages") if body else None
     if not isinstance(messages, list):
         return None

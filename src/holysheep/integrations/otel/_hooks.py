@@ -42,11 +42,13 @@ from holysheep.integrations.otel._attributes import (
     SERVED_BY,
     SERVER_ADDRESS,
     SERVER_PORT,
+    SYSTEM_INSTRUCTIONS,
     capture_from_env,
     input_messages,
     output_messages,
     request_attributes,
     response_attributes,
+    system_instructions,
     usage_counts,
 )
 from holysheep.integrations.otel._metrics import COST_METRIC, CallMetrics, MetricKey
@@ -142,9 +144,13 @@ class OpenTelemetryHooks(Hooks):
         if body is not None and len(body) > 2:  # more than model and messages: some parameters were set
             request_attributes(attrs, body, ctx.defaulted)
         if self.capture_content:
-            messages = input_messages(body)
+            items = api_type == "responses"  # the Responses API's input items (bridged: chat messages)
+            messages = input_messages(body, items)
             if messages is not None:
                 attrs[INPUT_MESSAGES] = messages
+            instructions = system_instructions(body) if items else None
+            if instructions is not None:
+                attrs[SYSTEM_INSTRUCTIONS] = instructions
         batch = ctx.batch
         # The parent: the batch's span, else the caller's context now (the call may end in another one).
         parent = batch.state.get(self) if batch is not None else None
