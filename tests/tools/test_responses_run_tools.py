@@ -185,3 +185,26 @@ def test_a_chat_only_server_runs_the_loop_through_the_bridge(kind: str) -> None:
     assert sent[2][1]["tools"] == [{"type": "function", "function": {
         "name": "get_weather", "description": "The weather in a city.",
         "parameters": function_tool(get_weather)["function"]["parameters"], "strict": True}}]
+
+
+def test_the_responses_turns_sans_io() -> None:
+    """The Responses API's `ToolTurns` alone: a call with only ``previous_response_id`` sends no ``input`` until
+    the conversation has items, and keeps ``previous_response_id`` on every turn; chat tools go out flat."""
+    from holysheep._core.wire.responses_tools import RESPONSES_TOOLS
+
+    params = {"model": "m", "previous_response_id": "resp_1"}
+    tool = function_tool(get_weather)
+    assert RESPONSES_TOOLS.start(params) == []
+    first = RESPONSES_TOOLS.request(params, [], [tool])
+    assert first == {"model": "m", "previous_response_id": "resp_1", "tools": [
+        {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+         "parameters": tool["function"]["parameters"], "strict": True}]}
+    reply = ApiResponse.model_validate({"id": "resp_2", "output": [
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"}]})
+    history = [*RESPONSES_TOOLS.reply_items(reply), RESPONSES_TOOLS.result_item("c1", "sunny")]
+    assert [(c.id, c.function.name, c.function.arguments) for c in RESPONSES_TOOLS.calls(reply)] == [
+        ("c1", "get_weather", "{}")]
+    second = RESPONSES_TOOLS.request(params, history, [tool])
+    assert second["previous_response_id"] == "resp_1" and second["input"] == [
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]
