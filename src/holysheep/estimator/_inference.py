@@ -20,6 +20,7 @@ from ._common import (
     runtime_memory_gb,
     warn_once,
 )
+from ._mlx import mlx_release
 from ._parallel import parallel_notes
 from ._prealloc import PREALLOC_RUNTIMES, check_prealloc_quant, prealloc_check, prealloc_memory
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
@@ -218,6 +219,7 @@ def _build(
     base_warnings: tuple[str, ...] = (),
     expert_parallel: bool = False,
     prompt_tokens: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -262,6 +264,7 @@ def _build(
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
         vllm_version=vllm_version, transformers_version=transformers_version, prompt=prompt,
+        mlx_lm_version=mlx_lm_version,
     )
     notes += rm.notes
     warns += rm.warnings
@@ -330,6 +333,7 @@ def estimate_inference_memory(
     transformers_version: str | None = None,
     sglang_version: str | None = None,
     prompt_tokens: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -357,6 +361,8 @@ def estimate_inference_memory(
     per MoE layer the speed model adds (docs/hardware.md, "Runtime costs"); memory does not change.
     ``prompt_tokens`` (at most ``context``; default all of it): the prompt's part of the context, which
     transformers runs as one forward pass (its working set and, before 4.45, its logits); the rest is generated.
+    ``mlx_lm_version`` (runtime ``"mlx"``, e.g. ``"0.26.4"``): releases before 0.27 build the logits of the
+    prompt's whole last step, which is counted.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
@@ -372,6 +378,10 @@ def estimate_inference_memory(
         raise InvalidRequestError(f"prompt_tokens ({prompt_tokens:,}) cannot exceed context ({context:,}): the "
                                   "context is the prompt plus the generated tokens", field="prompt_tokens")
     rt = check_choice(runtime, "runtime", RUNTIMES)
+    if rt == "llama.cpp" and spec.name == "mxfp4":
+        spec = quant_spec("gguf-mxfp4")
+        notes = [*notes, "llama.cpp loads the GGUF its converter writes: MXFP4 experts, Q8_0 attention, embeddings "
+                 "and output, F32 norms, biases and router (quant gguf-mxfp4)"]
     check_prealloc_quant(rt, spec)
     kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
     if kv == "auto":
@@ -403,6 +413,10 @@ def estimate_inference_memory(
             raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
                                       field="transformers_version")
         full_prompt_logits(transformers_version)  # a clear error for a malformed version
+    if mlx_lm_version is not None:
+        if rt != "mlx":
+            raise InvalidRequestError(f"mlx_lm_version applies to runtime='mlx', not {rt!r}", field="mlx_lm_version")
+        mlx_release(mlx_lm_version)  # a clear error for a malformed version
     if sglang_version is not None:
         if rt != "sglang":
             raise InvalidRequestError(f"sglang_version applies to runtime='sglang', not {rt!r}",
@@ -431,4 +445,5 @@ def estimate_inference_memory(
         base_warnings=() if unread is None else (unread,),
         expert_parallel=expert_parallel,
         prompt_tokens=prompt_tokens,
+        mlx_lm_version=mlx_lm_version,
     )
