@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import InvalidRequestError
-from ._architecture import Architecture, dtype_bytes
+from ._architecture import Architecture
 from ._catalog import ModelLike, resolve_model, shipped_quant
 from ._common import (
     GB,
@@ -15,22 +15,19 @@ from ._common import (
     RESERVE_MIN_GB,
     MemoryCheck,
     MemoryTotals,
-    check_choice,
     check_int,
     runtime_memory_gb,
     warn_once,
 )
-from ._mlx import mlx_release
+from ._inference_checks import check_inference_request
 from ._parallel import parallel_notes
-from ._prealloc import PREALLOC_RUNTIMES, check_prealloc_quant, prealloc_check, prealloc_memory
+from ._prealloc import PREALLOC_RUNTIMES, prealloc_check, prealloc_memory
 from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import (
-    RUNTIMES,
     full_prompt_logits,
     prefill_activation_bytes,
     runtime_memory,
-    sglang_triton_moe,
     uses_layer_split,
 )
 from ._vllm import DEFAULT_VLLM_VERSION, VLLMCapacity, vllm_profile
@@ -38,20 +35,6 @@ from ._vllm import DEFAULT_VLLM_VERSION, VLLMCapacity, vllm_profile
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
 
 DEFAULT_PREFILL_CHUNK = 8192
-_KV_DTYPES = {
-    "bf16": "bf16",
-    "bfloat16": "bf16",
-    "fp16": "fp16",
-    "float16": "fp16",
-    "half": "fp16",
-    "fp8": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8-e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-    "fp32": "fp32",
-    "float32": "fp32",
-    "auto": "auto",
-}
 
 
 @dataclass(frozen=True, eq=False)
@@ -367,61 +350,14 @@ def estimate_inference_memory(
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
     spec = quant_spec(quant if quant is not None else shipped or "bf16")
-    check_int(context, "context")
-    check_int(batch, "batch")
-    check_int(tensor_parallel, "tensor_parallel", maximum=1024)
-    if prefill_chunk is not None:
-        check_int(prefill_chunk, "prefill_chunk")
-    if max_num_batched_tokens is not None:
-        check_int(max_num_batched_tokens, "max_num_batched_tokens")
-    if prompt_tokens is not None and check_int(prompt_tokens, "prompt_tokens") > context:
-        raise InvalidRequestError(f"prompt_tokens ({prompt_tokens:,}) cannot exceed context ({context:,}): the "
-                                  "context is the prompt plus the generated tokens", field="prompt_tokens")
-    rt = check_choice(runtime, "runtime", RUNTIMES)
-    if rt == "llama.cpp" and spec.name == "mxfp4":
-        spec = quant_spec("gguf-mxfp4")
-        notes = [*notes, "llama.cpp loads the GGUF its converter writes: MXFP4 experts, Q8_0 attention, embeddings "
-                 "and output, F32 norms, biases and router (quant gguf-mxfp4)"]
-    check_prealloc_quant(rt, spec)
-    kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
-    if kv == "auto":
-        kv = None
-    if kv is not None:
-        dtype_bytes(kv)
-    if gpu_memory_utilization is not None and (
-        isinstance(gpu_memory_utilization, bool) or not 0 < float(gpu_memory_utilization) <= 1
-    ):
-        raise InvalidRequestError(
-            f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}",
-            field="gpu_memory_utilization",
-            reason="out of range",
-        )
-    if not isinstance(flash_attention, bool):
-        raise InvalidRequestError("flash_attention must be True or False", field="flash_attention")
-    if not isinstance(expert_parallel, bool):
-        raise InvalidRequestError("expert_parallel must be True or False", field="expert_parallel")
-    if expert_parallel and not arch.is_moe:
-        raise InvalidRequestError(f"expert_parallel=True needs a mixture-of-experts model; {name} is dense",
-                                  field="expert_parallel", reason="dense model")
-    if gpu_memory_gb is not None:
-        gpu_memory_gb = gpu_memory_gb_checked = float(gpu_memory_gb)
-        if gpu_memory_gb_checked <= 0:
-            raise InvalidRequestError(f"gpu_memory_gb must be > 0, got {gpu_memory_gb}", field="gpu_memory_gb")
-    vllm_profile(vllm_version)
-    if transformers_version is not None:
-        if rt != "hf":
-            raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
-                                      field="transformers_version")
-        full_prompt_logits(transformers_version)  # a clear error for a malformed version
-    if mlx_lm_version is not None:
-        if rt != "mlx":
-            raise InvalidRequestError(f"mlx_lm_version applies to runtime='mlx', not {rt!r}", field="mlx_lm_version")
-        mlx_release(mlx_lm_version)  # a clear error for a malformed version
-    if sglang_version is not None:
-        if rt != "sglang":
-            raise InvalidRequestError(f"sglang_version applies to runtime='sglang', not {rt!r}",
-                                      field="sglang_version")
-        sglang_triton_moe(sglang_version)  # a clear error for a malformed version
+    spec, notes, rt, kv, gpu_memory_gb = check_inference_request(
+        arch, name, spec, notes, context=context, batch=batch, tensor_parallel=tensor_parallel, runtime=runtime,
+        kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization, gpu_memory_gb=gpu_memory_gb,
+        prefill_chunk=prefill_chunk, vllm_version=vllm_version, flash_attention=flash_attention,
+        max_num_batched_tokens=max_num_batched_tokens, expert_parallel=expert_parallel,
+        transformers_version=transformers_version, sglang_version=sglang_version, prompt_tokens=prompt_tokens,
+        mlx_lm_version=mlx_lm_version,
+    )
     return _build(
         arch=arch,
         name=name,
