@@ -76,6 +76,10 @@ def _gguf_gib(model: str, quant: str) -> float:
     return weight_bytes(get_architecture(model), quant_spec(quant)) / GIB
 
 
+def _gguf_q4_k_m_gib(model: str) -> float:
+    return estimate_inference_memory(model, "q4_k_m", 4096, runtime="llama.cpp").weights_bytes_total / GIB
+
+
 PR2031 = "https://github.com/vllm-project/vllm/pull/2031"
 ROWS: tuple[MemoryRow, ...] = (
     MemoryRow("Llama-2-7B vLLM 0.2.4 TP1 A100-80GB: GPU blocks (PyTorch peak only)", 7449, "blocks",
@@ -110,6 +114,9 @@ ROWS: tuple[MemoryRow, ...] = (
               "ggml-org/gpt-oss-20b-GGUF, llama.cpp load log (289 f32, 98 q8_0, 72 mxfp4 tensors)",
               "https://huggingface.co/ggml-org/gpt-oss-20b-GGUF",
               lambda: _gguf_gib("gpt-oss-20b", "gguf-mxfp4")),
+    MemoryRow("gpt-oss-20b GGUF Q4_K_M (unsloth, experts kept in MXFP4): file size", 10.81, "GiB",
+              "unsloth/gpt-oss-20b-GGUF, llama.cpp load log (72 mxfp4, 24 q4_K, 61 q5_0, 13 q8_0, 289 f32 tensors)",
+              "https://huggingface.co/unsloth/gpt-oss-20b-GGUF", lambda: _gguf_q4_k_m_gib("gpt-oss-20b")),
 )
 
 

@@ -33,6 +33,23 @@ def test_gguf_mxfp4_is_typed_per_tensor_as_the_converter_writes_it() -> None:
         estimate_inference_memory("gpt-oss-20b", "gguf-mxfp4", runtime="tensorrt-llm")
 
 
+def test_a_gguf_type_keeps_the_checkpoints_mxfp4_experts() -> None:
+    """Every gpt-oss GGUF keeps its 72 expert tensors in MXFP4 (hermes-agent#116681); unsloth's Q4_K_M logs
+    10.81 GiB. The file's type applies to the other matrices; other models keep one type per file."""
+    arch = get_architecture("gpt-oss-20b")
+    q4 = estimate_inference_memory("gpt-oss-20b", "q4_k_m", 4096, runtime="llama.cpp")
+    assert q4.quant == "q4_k_m+mxfp4" and any("keeps the checkpoint's MXFP4 experts" in n for n in q4.assumptions)
+    attention_and_embeddings = 637_009_920 + 2 * 579_133_440
+    assert q4.weights_bytes_total == round((19_110_297_600 * 4.25 + attention_and_embeddings * 4.8944
+                                            + 9_182_784 * 32) / 8)
+    assert round(q4.weights_bytes_total / GIB, 2) == 10.51  # 10.81 published (its mix: q4_K, q5_0, q8_0): -2.8 %
+    q8 = estimate_inference_memory("gpt-oss-20b", "q8_0", 4096, runtime="llama.cpp")
+    assert q8.weights_bytes_total == weight_bytes(arch, quant_spec("gguf-mxfp4"))  # the ggml-org file's layout
+    assert estimate_inference_memory("llama-3.1-8b", "q4_k_m", runtime="llama.cpp").quant == "q4_k_m"
+    with pytest.raises(InvalidRequestError, match="does not load GGUF"):
+        estimate_inference_memory("gpt-oss-20b", "q4_k_m", runtime="lmdeploy")
+
+
 def test_vllm_profile_peak_of_an_fp8_moe() -> None:
     """vllm#21348: Qwen3-235B-A22B-FP8, TP4 on H100, logs 8.11 GiB of KV per GPU (178,880 tokens); without the
     MoE profile peak the pool was 14.50 GiB (+79 %)."""
@@ -78,6 +95,6 @@ def test_mlx_lm_version_is_checked() -> None:
 def test_memory_rows_score() -> None:
     """At least 90 % of the published memory rows within ±10 % (issue 47); today all of them."""
     ok, n = score()
-    assert (ok, n) == (13, 13)
+    assert (ok, n) == (14, 14)
     assert ok / n >= 0.9
     assert {r.cite for r in ROWS} >= {"vLLM issue #21348", "mlx-lm PR #396", "mlx-lm PR #1569", "vLLM PR #2031"}

@@ -53,7 +53,7 @@ UNSUPPORTED_QUANTS = frozenset({"q8_0", "q6_k", "q4_k_m", "q4_0", "gguf-mxfp4", 
 
 def check_prealloc_quant(runtime: str, spec: QuantSpec) -> None:
     """A typed error for a weight format ``runtime`` does not load."""
-    if runtime in PREALLOC_RUNTIMES and spec.name in UNSUPPORTED_QUANTS:
+    if runtime in PREALLOC_RUNTIMES and spec.name.split("+")[0] in UNSUPPORTED_QUANTS:
         kind = ("GGUF" if spec.name.startswith(("q", "gguf")) else "MLX" if spec.name.startswith("mlx")
                 else "bitsandbytes")
         raise InvalidRequestError(

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
 
-__all__ = ["QuantSpec", "list_quants", "quant_spec", "unquantized_params", "weight_bytes"]
+__all__ = [
+    "GGUF_QUANTS",
+    "QuantSpec",
+    "gguf_keeping_mxfp4_experts",
+    "list_quants",
+    "quant_spec",
+    "unquantized_params",
+    "weight_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -306,6 +314,23 @@ def quant_spec(name: str | QuantSpec) -> QuantSpec:
             reason="unknown quant",
         )
     return spec
+
+
+GGUF_QUANTS = frozenset({"q8_0", "q6_k", "q4_k_m", "q4_0"})
+"""The llama.cpp quantization types (one nominal type per file)."""
+
+
+def gguf_keeping_mxfp4_experts(spec: QuantSpec) -> QuantSpec:
+    """``spec`` (a GGUF type) applied to a checkpoint whose routed experts ship in MXFP4 (gpt-oss): llama.cpp keeps
+    the experts' MXFP4 blocks whatever the file's type and applies the type to the other matrices, with norms,
+    biases and the router in F32. unsloth/gpt-oss-20b-GGUF's Q4_K_M logs 72 mxfp4 tensors and 10.81 GiB; every
+    gpt-oss GGUF keeps the 72 expert tensors in MXFP4 (NousResearch/hermes-agent issue #116681, read from the
+    headers of the ggml-org, unsloth, bartowski and lmstudio-community files)."""
+    mx = quant_spec("gguf-mxfp4")
+    return replace(spec, name=f"{spec.name}+mxfp4", bits_per_weight=mx.bits_per_weight, experts_only=True,
+                   dense_bits=spec.bits_per_weight, other_bits=mx.other_bits, aliases=(),
+                   description=f"{spec.description} Routed experts kept in MXFP4 as the checkpoint ships them.",
+                   source=f"{spec.source}; {mx.source}")
 
 
 def unquantized_params(arch: Architecture, spec: QuantSpec) -> int:
