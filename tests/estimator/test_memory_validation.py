@@ -98,3 +98,19 @@ def test_memory_rows_score() -> None:
     assert (ok, n) == (14, 14)
     assert ok / n >= 0.9
     assert {r.cite for r in ROWS} >= {"vLLM issue #21348", "mlx-lm PR #396", "mlx-lm PR #1569", "vLLM PR #2031"}
+
+
+def test_cli_mlx_lm_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from holysheep.cli import main
+
+    argv = ["plan", "llama-3.2-3b", "--quant", "mlx-4bit", "--runtime", "mlx", "--context", "2176",
+            "--prompt-tokens", "2048", "--gpus", "M4 Max", "--json"]
+    assert main(argv) == 0
+    current = json.loads(capsys.readouterr().out)["memory"]
+    assert main([*argv, "--mlx-lm-version", "0.26.4"]) == 0
+    old = json.loads(capsys.readouterr().out)["memory"]
+    assert old != current
+    assert main(["plan", "llama-3.2-3b", "--mlx-lm-version", "0.26.4"]) == 2
+    assert "--mlx-lm-version 0.26.4 applies to --runtime mlx" in capsys.readouterr().err
