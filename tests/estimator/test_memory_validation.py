@@ -7,6 +7,7 @@ import pytest
 
 from holysheep import InvalidRequestError
 from holysheep.estimator import estimate_inference_memory, get_architecture
+from holysheep.estimator._catalog import catalog_entry
 from holysheep.estimator._quant import quant_spec, weight_bytes
 from holysheep.estimator._vllm import fp8_moe_profile_bytes, vllm_profile
 
@@ -46,6 +47,8 @@ def test_a_gguf_type_keeps_the_checkpoints_mxfp4_experts() -> None:
     q8 = estimate_inference_memory("gpt-oss-20b", "q8_0", 4096, runtime="llama.cpp")
     assert q8.weights_bytes_total == weight_bytes(arch, quant_spec("gguf-mxfp4"))  # the ggml-org file's layout
     assert estimate_inference_memory("llama-3.1-8b", "q4_k_m", runtime="llama.cpp").quant == "q4_k_m"
+    config = {**catalog_entry("gpt-oss-20b").config, "quantization_config": {"quant_method": "mxfp4"}}
+    assert estimate_inference_memory(config, "q4_k_m", 4096, runtime="llama.cpp").quant == "q4_k_m+mxfp4"
     with pytest.raises(InvalidRequestError, match="does not load GGUF"):
         estimate_inference_memory("gpt-oss-20b", "q4_k_m", runtime="lmdeploy")
 

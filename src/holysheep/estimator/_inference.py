@@ -22,7 +22,7 @@ from ._common import (
 from ._inference_checks import check_inference_request
 from ._parallel import parallel_notes
 from ._prealloc import PREALLOC_RUNTIMES, prealloc_check, prealloc_memory
-from ._quant import GGUF_QUANTS, QuantSpec, gguf_keeping_mxfp4_experts, quant_spec, unquantized_params, weight_bytes
+from ._quant import GGUF_QUANTS, QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import (
     full_prompt_logits,
@@ -350,12 +350,10 @@ def estimate_inference_memory(
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
     spec = quant_spec(quant if quant is not None else shipped or "bf16")
-    if spec.name in GGUF_QUANTS and shipped_quant(model)[0] == "mxfp4":
-        spec = gguf_keeping_mxfp4_experts(spec)
-        notes = [*notes, f"GGUF keeps the checkpoint's MXFP4 experts: {spec.name.split('+')[0]} applies to the other "
-                 "matrices (quant " + spec.name + ")"]
+    ships = shipped if quant is None else shipped_quant(model)[0] if spec.name in GGUF_QUANTS else None
     spec, notes, rt, kv, gpu_memory_gb = check_inference_request(
-        arch, name, spec, notes, context=context, batch=batch, tensor_parallel=tensor_parallel, runtime=runtime,
+        arch, name, spec, notes, ships=getattr(ships, "name", ships), context=context, batch=batch,
+        tensor_parallel=tensor_parallel, runtime=runtime,
         kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization, gpu_memory_gb=gpu_memory_gb,
         prefill_chunk=prefill_chunk, vllm_version=vllm_version, flash_attention=flash_attention,
         max_num_batched_tokens=max_num_batched_tokens, expert_parallel=expert_parallel,

@@ -9,7 +9,7 @@ from ._architecture import Architecture, dtype_bytes
 from ._common import check_choice, check_int
 from ._mlx import mlx_release
 from ._prealloc import check_prealloc_quant
-from ._quant import QuantSpec, quant_spec
+from ._quant import GGUF_QUANTS, QuantSpec, gguf_keeping_mxfp4_experts, quant_spec
 from ._runtimes import RUNTIMES, full_prompt_logits, sglang_triton_moe
 from ._vllm import vllm_profile
 
@@ -37,6 +37,7 @@ def check_inference_request(
     spec: QuantSpec,
     notes: list[str],
     *,
+    ships: str | None = None,
     context: int,
     batch: int,
     tensor_parallel: int,
@@ -55,7 +56,8 @@ def check_inference_request(
     mlx_lm_version: str | None,
 ) -> tuple[QuantSpec, list[str], str, str | None, float | None]:
     """Check the request; return the weight format the runtime loads, the notes, the canonical runtime, the KV
-    dtype (``None``: the compute dtype) and the GPU memory as a float."""
+    dtype (``None``: the compute dtype) and the GPU memory as a float. ``ships``: the checkpoint's own format
+    (a GGUF type passed for an MXFP4 checkpoint keeps its MXFP4 experts)."""
     check_int(context, "context")
     check_int(batch, "batch")
     check_int(tensor_parallel, "tensor_parallel", maximum=1024)
@@ -67,6 +69,10 @@ def check_inference_request(
         raise InvalidRequestError(f"prompt_tokens ({prompt_tokens:,}) cannot exceed context ({context:,}): the "
                                   "context is the prompt plus the generated tokens", field="prompt_tokens")
     rt = check_choice(runtime, "runtime", RUNTIMES)
+    if spec.name in GGUF_QUANTS and ships == "mxfp4":
+        spec = gguf_keeping_mxfp4_experts(spec)
+        notes = [*notes, f"GGUF keeps the checkpoint's MXFP4 experts: {spec.name.split('+')[0]} applies to the other "
+                 f"matrices (quant {spec.name})"]
     if rt == "llama.cpp" and spec.name == "mxfp4":
         spec = quant_spec("gguf-mxfp4")
         notes = [*notes, "llama.cpp loads the GGUF its converter writes: MXFP4 experts, Q8_0 attention, embeddings "
