@@ -37,7 +37,7 @@ def test_fields_and_aliases() -> None:
     assert quant_spec("AWQ") is quant_spec("int4") is quant_spec("int4-awq")
     assert quant_spec("int4-awq").weight_dtype == "int4" and quant_spec("nf4").compute_dtype == "bf16"
     assert quant_spec("q4_k_m").embedding_bits == pytest.approx(4.8944)
-    assert len(list_quants()) == 17  # + int8-w8a8, int4-w4a16, nvfp4 (read from compressed-tensors / ModelOpt)
+    assert len(list_quants()) == 20  # + int8-w8a8, int4-w4a16, nvfp4, gguf-mxfp4, mlx-4bit, mlx-8bit
 
 
 def test_unknown_quant_names_the_choices() -> None:

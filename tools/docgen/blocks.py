@@ -156,6 +156,13 @@ def speed_crossval() -> str:
         return "\n".join(table())
 
 
+def memory_validation() -> str:
+    """The estimator's figure next to each published memory measurement (tests/estimator/memory_rows.py)."""
+    from tests.estimator.memory_rows import table
+
+    return "\n".join(table())
+
+
 def speed_intervals() -> str:
     """The decode ranges per group (hardware/data/speed_intervals.json) and their held-out coverage
     (tests/hardware/intervals.py)."""
@@ -257,6 +264,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "break-even-70b": break_even_70b,
     "speed-validation-rows": speed_validation_rows,
     "speed-crossval": speed_crossval,
+    "memory-validation": memory_validation,
     "speed-intervals": speed_intervals,
     "performance-results": performance_results,
     "otel-peer": otel_peer,

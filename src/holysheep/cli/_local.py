@@ -42,6 +42,9 @@ def add_local_parsers(sub: Any) -> None:
     p.add_argument("--sglang-version", metavar="VERSION",
                    help="with --runtime sglang: the release (e.g. 0.4.3.post2: 0.4.0-0.4.3 run DeepSeek-class "
                         "FP8 MoE through Triton's fused MoE, slower per layer; default: current)")
+    p.add_argument("--mlx-lm-version", metavar="VERSION",
+                   help="with --runtime mlx: the mlx-lm release (e.g. 0.26.4: before 0.27 the logits of the "
+                        "prompt's whole last step are counted; default: current)")
     p.add_argument("--transformers-version", metavar="VERSION",
                    help="with --runtime hf: the transformers version (e.g. 4.44: before 4.45 the whole prompt's "
                         "logits are counted; default: current)")
@@ -147,7 +150,9 @@ def run_plan(args: argparse.Namespace) -> int:
                                        ("--transformers-version", args.transformers_version,
                                         args.transformers_version is not None, "hf"),
                                        ("--sglang-version", args.sglang_version, args.sglang_version is not None,
-                                        "sglang")):
+                                        "sglang"),
+                                       ("--mlx-lm-version", args.mlx_lm_version, args.mlx_lm_version is not None,
+                                        "mlx")):
         if set_ and args.runtime != runtime:
             error(f"{flag} {value} applies to --runtime {runtime}: add --runtime {runtime}, or drop {flag}")
             return EXIT_USAGE
@@ -160,7 +165,7 @@ def run_plan(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, flash_attention=args.flash_attention, gpu_count=count,
         expert_parallel=bool(args.expert_parallel), vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION,
         transformers_version=args.transformers_version, sglang_version=args.sglang_version,
-        prompt_tokens=args.prompt_tokens,
+        prompt_tokens=args.prompt_tokens, mlx_lm_version=args.mlx_lm_version,
     )
     if args.json:
         print_json(data)

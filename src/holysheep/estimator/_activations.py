@@ -1,11 +1,12 @@
-"""Training activation memory after Korthikanti et al. 2022 (arXiv:2205.05198), per architecture."""
+"""Activation memory: training after Korthikanti et al. 2022 (arXiv:2205.05198), per architecture, and the
+working set of one inference forward pass (``prefill_activation_bytes``, shared by every runtime rule)."""
 
 from __future__ import annotations
 
 from ._architecture import Architecture
 from ._common import GB
 
-__all__ = ["activation_bytes", "layer_activation_bytes_per_token"]
+__all__ = ["activation_bytes", "layer_activation_bytes_per_token", "prefill_activation_bytes"]
 
 LOGITS_BYTES = 2 + 4 + 4  # 16-bit logits, their fp32 upcast, fp32 log-softmax saved by cross-entropy
 
@@ -78,3 +79,29 @@ def activation_bytes(
         "logits_gb": tokens * LOGITS_BYTES * arch.vocab_size / GB,
         "activations_gb": total / GB,
     }
+
+
+def prefill_activation_bytes(
+    arch: Architecture, tokens: int, tensor_parallel: int = 1, logits_rows: int = 1, act_bytes: float = 2.0,
+    logits_bytes: float = 4.0,
+) -> int:
+    """Peak transient memory of one forward pass over ``tokens`` tokens (no autograd), per GPU.
+
+    Per token: the residual stream and its normed copy (2h) plus the larger of the attention
+    working set (q, k, v, attention output) and the MLP working set (gate, up and their product:
+    3 x intermediate; for MoE the routed + shared experts a token visits), sharded by tensor
+    parallelism; plus ``logits_bytes`` of logits per vocabulary entry (fp32: 4) for ``logits_rows`` positions.
+    """
+    h, a, tp = arch.hidden_size, arch.num_attention_heads, tensor_parallel
+    if arch.is_mla:
+        attn = a * (2 * (arch.qk_nope_head_dim + arch.qk_rope_head_dim) + 2 * arch.v_head_dim)
+    else:
+        attn = (2 * a + 2 * arch.num_key_value_heads) * arch.head_dim
+    widths = [attn / tp]
+    mult = 3 if arch.mlp_gated else 2
+    if arch.num_dense_layers:
+        widths.append(mult * arch.intermediate_size / tp)
+    if arch.is_moe:
+        widths.append(mult * arch.moe_intermediate_size * (arch.num_experts_per_tok + arch.num_shared_experts) / tp)
+    per_token = act_bytes * (2 * h + max(widths))
+    return int(tokens * per_token + logits_rows * arch.vocab_size * logits_bytes)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import InvalidRequestError
-from ._architecture import Architecture, dtype_bytes
+from ._architecture import Architecture
 from ._catalog import ModelLike, resolve_model, shipped_quant
 from ._common import (
     GB,
@@ -15,21 +15,19 @@ from ._common import (
     RESERVE_MIN_GB,
     MemoryCheck,
     MemoryTotals,
-    check_choice,
     check_int,
     runtime_memory_gb,
     warn_once,
 )
+from ._inference_checks import check_inference_request
 from ._parallel import parallel_notes
-from ._prealloc import PREALLOC_RUNTIMES, check_prealloc_quant, prealloc_check, prealloc_memory
-from ._quant import QuantSpec, quant_spec, unquantized_params, weight_bytes
+from ._prealloc import PREALLOC_RUNTIMES, prealloc_check, prealloc_memory
+from ._quant import GGUF_QUANTS, QuantSpec, quant_spec, unquantized_params, weight_bytes
 from ._render import render_html, render_text
 from ._runtimes import (
-    RUNTIMES,
     full_prompt_logits,
     prefill_activation_bytes,
     runtime_memory,
-    sglang_triton_moe,
     uses_layer_split,
 )
 from ._vllm import DEFAULT_VLLM_VERSION, VLLMCapacity, vllm_profile
@@ -37,20 +35,6 @@ from ._vllm import DEFAULT_VLLM_VERSION, VLLMCapacity, vllm_profile
 __all__ = ["InferenceEstimate", "estimate_inference_memory", "prefill_activation_bytes"]
 
 DEFAULT_PREFILL_CHUNK = 8192
-_KV_DTYPES = {
-    "bf16": "bf16",
-    "bfloat16": "bf16",
-    "fp16": "fp16",
-    "float16": "fp16",
-    "half": "fp16",
-    "fp8": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8-e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-    "fp32": "fp32",
-    "float32": "fp32",
-    "auto": "auto",
-}
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,6 +202,7 @@ def _build(
     base_warnings: tuple[str, ...] = (),
     expert_parallel: bool = False,
     prompt_tokens: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> InferenceEstimate:
     rebuild = {k: v for k, v in locals().items() if k != "emit_warning"}
     rebuild["emit_warning"] = False
@@ -262,6 +247,7 @@ def _build(
         prefill_chunk=prefill_chunk, flash_attention=flash_attention, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_gb=gpu_memory_gb, gpu_name=gpu_name, gpu_memory_utilization=gpu_memory_utilization,
         vllm_version=vllm_version, transformers_version=transformers_version, prompt=prompt,
+        mlx_lm_version=mlx_lm_version,
     )
     notes += rm.notes
     warns += rm.warnings
@@ -330,6 +316,7 @@ def estimate_inference_memory(
     transformers_version: str | None = None,
     sglang_version: str | None = None,
     prompt_tokens: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> InferenceEstimate:
     """Estimate GPU memory to serve ``model`` at ``context`` tokens x ``batch`` sequences.
 
@@ -357,57 +344,22 @@ def estimate_inference_memory(
     per MoE layer the speed model adds (docs/hardware.md, "Runtime costs"); memory does not change.
     ``prompt_tokens`` (at most ``context``; default all of it): the prompt's part of the context, which
     transformers runs as one forward pass (its working set and, before 4.45, its logits); the rest is generated.
+    ``mlx_lm_version`` (runtime ``"mlx"``, e.g. ``"0.26.4"``): releases before 0.27 build the logits of the
+    prompt's whole last step, which is counted.
     """
     arch, name, notes, approximate = resolve_model(model)
     shipped, unread = shipped_quant(model) if quant is None else (None, None)
     spec = quant_spec(quant if quant is not None else shipped or "bf16")
-    check_int(context, "context")
-    check_int(batch, "batch")
-    check_int(tensor_parallel, "tensor_parallel", maximum=1024)
-    if prefill_chunk is not None:
-        check_int(prefill_chunk, "prefill_chunk")
-    if max_num_batched_tokens is not None:
-        check_int(max_num_batched_tokens, "max_num_batched_tokens")
-    if prompt_tokens is not None and check_int(prompt_tokens, "prompt_tokens") > context:
-        raise InvalidRequestError(f"prompt_tokens ({prompt_tokens:,}) cannot exceed context ({context:,}): the "
-                                  "context is the prompt plus the generated tokens", field="prompt_tokens")
-    rt = check_choice(runtime, "runtime", RUNTIMES)
-    check_prealloc_quant(rt, spec)
-    kv = None if kv_dtype is None else check_choice(kv_dtype, "kv_dtype", _KV_DTYPES)
-    if kv == "auto":
-        kv = None
-    if kv is not None:
-        dtype_bytes(kv)
-    if gpu_memory_utilization is not None and (
-        isinstance(gpu_memory_utilization, bool) or not 0 < float(gpu_memory_utilization) <= 1
-    ):
-        raise InvalidRequestError(
-            f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}",
-            field="gpu_memory_utilization",
-            reason="out of range",
-        )
-    if not isinstance(flash_attention, bool):
-        raise InvalidRequestError("flash_attention must be True or False", field="flash_attention")
-    if not isinstance(expert_parallel, bool):
-        raise InvalidRequestError("expert_parallel must be True or False", field="expert_parallel")
-    if expert_parallel and not arch.is_moe:
-        raise InvalidRequestError(f"expert_parallel=True needs a mixture-of-experts model; {name} is dense",
-                                  field="expert_parallel", reason="dense model")
-    if gpu_memory_gb is not None:
-        gpu_memory_gb = gpu_memory_gb_checked = float(gpu_memory_gb)
-        if gpu_memory_gb_checked <= 0:
-            raise InvalidRequestError(f"gpu_memory_gb must be > 0, got {gpu_memory_gb}", field="gpu_memory_gb")
-    vllm_profile(vllm_version)
-    if transformers_version is not None:
-        if rt != "hf":
-            raise InvalidRequestError(f"transformers_version applies to runtime='hf', not {rt!r}",
-                                      field="transformers_version")
-        full_prompt_logits(transformers_version)  # a clear error for a malformed version
-    if sglang_version is not None:
-        if rt != "sglang":
-            raise InvalidRequestError(f"sglang_version applies to runtime='sglang', not {rt!r}",
-                                      field="sglang_version")
-        sglang_triton_moe(sglang_version)  # a clear error for a malformed version
+    ships = shipped if quant is None else shipped_quant(model)[0] if spec.name in GGUF_QUANTS else None
+    spec, notes, rt, kv, gpu_memory_gb = check_inference_request(
+        arch, name, spec, notes, ships=getattr(ships, "name", ships), context=context, batch=batch,
+        tensor_parallel=tensor_parallel, runtime=runtime,
+        kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization, gpu_memory_gb=gpu_memory_gb,
+        prefill_chunk=prefill_chunk, vllm_version=vllm_version, flash_attention=flash_attention,
+        max_num_batched_tokens=max_num_batched_tokens, expert_parallel=expert_parallel,
+        transformers_version=transformers_version, sglang_version=sglang_version, prompt_tokens=prompt_tokens,
+        mlx_lm_version=mlx_lm_version,
+    )
     return _build(
         arch=arch,
         name=name,
@@ -431,4 +383,5 @@ def estimate_inference_memory(
         base_warnings=() if unread is None else (unread,),
         expert_parallel=expert_parallel,
         prompt_tokens=prompt_tokens,
+        mlx_lm_version=mlx_lm_version,
     )

@@ -46,17 +46,20 @@ PREALLOC_SOURCES: dict[str, str] = {
     "cache, excluding weights' (lmdeploy/cli/utils.py); max_prefill_token_num 8192 (lmdeploy/messages.py), "
     "https://github.com/InternLM/lmdeploy",
 }
-#: Weight formats of other stacks: GGUF is llama.cpp's, bitsandbytes transformers'.
-UNSUPPORTED_QUANTS = frozenset({"q8_0", "q6_k", "q4_k_m", "q4_0", "nf4", "bnb-4bit", "int8"})
+#: Weight formats of other stacks: GGUF is llama.cpp's, bitsandbytes transformers', MLX's affine formats MLX's.
+UNSUPPORTED_QUANTS = frozenset({"q8_0", "q6_k", "q4_k_m", "q4_0", "gguf-mxfp4", "nf4", "bnb-4bit", "int8",
+                                "mlx-4bit", "mlx-8bit"})
 
 
 def check_prealloc_quant(runtime: str, spec: QuantSpec) -> None:
     """A typed error for a weight format ``runtime`` does not load."""
-    if runtime in PREALLOC_RUNTIMES and spec.name in UNSUPPORTED_QUANTS:
-        kind = "GGUF" if spec.name.startswith("q") else "bitsandbytes"
+    if runtime in PREALLOC_RUNTIMES and spec.name.split("+")[0] in UNSUPPORTED_QUANTS:
+        kind = ("GGUF" if spec.name.startswith(("q", "gguf")) else "MLX" if spec.name.startswith("mlx")
+                else "bitsandbytes")
         raise InvalidRequestError(
             f"{PREALLOC_RUNTIMES[runtime]} does not load {kind} weights ({spec.name}); plan it with "
-            f"runtime='llama.cpp' (GGUF) or 'hf' (bitsandbytes), or pick fp8, int4-awq, int4-gptq or bf16",
+            f"runtime='llama.cpp' (GGUF), 'mlx' (MLX) or 'hf' (bitsandbytes), or pick fp8, int4-awq, int4-gptq "
+            "or bf16",
             field="quant", reason="format not served by this runtime")
 
 

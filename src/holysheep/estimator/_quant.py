@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
 
-__all__ = ["QuantSpec", "list_quants", "quant_spec", "unquantized_params", "weight_bytes"]
+__all__ = [
+    "GGUF_QUANTS",
+    "QuantSpec",
+    "gguf_keeping_mxfp4_experts",
+    "list_quants",
+    "quant_spec",
+    "unquantized_params",
+    "weight_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -19,7 +27,7 @@ class QuantSpec:
     bitsandbytes keep them at 16 bit; GGUF quantizes them too). ``other_bits`` covers norms, biases and
     MoE routers. ``requires_native`` names a tensor-core precision the GPU must support (``"fp8"``).
     ``experts_only`` formats (MXFP4 as gpt-oss ships it) quantize only the routed experts' matrices;
-    every other projection stays at ``other_bits``.
+    every other projection stays at ``dense_bits`` (``other_bits`` when unset).
     """
 
     name: str
@@ -37,6 +45,9 @@ class QuantSpec:
     """Modules the checkpoint leaves unquantized (its ignore list), counted at ``other_bits``."""
     unquantized_syntax: str = "substring"
     """How ``unquantized`` names modules: ``substring``, ``ct`` (exact or ``re:``) or ``glob``."""
+    dense_bits: float | None = None
+    """``experts_only`` formats: the bits of the projections outside the routed experts (attention, dense
+    MLPs), per tensor as the file stores them; ``None``: ``other_bits``."""
 
     @property
     def bytes_per_weight(self) -> float:
@@ -99,6 +110,23 @@ _SPECS: tuple[QuantSpec, ...] = (
         "OCP Microscaling Formats (MX) v1.0 spec; gpt-oss model card arXiv:2508.10925 (MoE weights in MXFP4)",
         aliases=("mx-fp4", "gpt-oss-native"),
         experts_only=True,
+    ),
+    QuantSpec(
+        "gguf-mxfp4",
+        17 * 8 / 32,
+        "mxfp4",
+        "fp16",
+        None,
+        "GGUF file type MXFP4 MoE as llama.cpp's converter writes gpt-oss, per tensor: routed experts in ggml MXFP4 "
+        "(17 bytes / 32 weights), attention, token embeddings and output in Q8_0 (8.5 bits), norms, biases, "
+        "router and attention sinks in F32. gpt-oss-20b: 11.27 GiB.",
+        "ggml-org/llama.cpp ggml-common.h (block_mxfp4, block_q8_0), convert_hf_to_gguf.py (GptOssModel); "
+        "ggml-org/gpt-oss-20b-GGUF load log: 289 f32, 98 q8_0, 72 mxfp4 tensors, file size 11.27 GiB",
+        embedding_bits=34 * 8 / 32,
+        other_bits=32.0,
+        aliases=("mxfp4-moe", "mxfp4_moe", "gguf-mxfp4-moe"),
+        experts_only=True,
+        dense_bits=34 * 8 / 32,
     ),
     QuantSpec(
         "int8-w8a8",
@@ -191,6 +219,31 @@ _SPECS: tuple[QuantSpec, ...] = (
         aliases=("bnb-fp4", "fp4-bnb", "load_in_4bit", "bnb4"),
     ),
     QuantSpec(
+        "mlx-4bit",
+        4 + 2 * 16 / 64,
+        "int4",
+        "bf16",
+        None,
+        "MLX affine 4-bit (mlx_lm.convert -q defaults): groups of 64 weights with a 16-bit scale and a 16-bit "
+        "bias (4.5 bits); token embeddings and lm_head quantized too. Norms stay 16-bit.",
+        "ml-explore/mlx mlx.core.quantize (group_size 64, bits 4: scales and biases per group); "
+        "ml-explore/mlx-lm convert.py q_group_size=64, q_bits=4; mlx.nn.QuantizedEmbedding",
+        embedding_bits=4 + 2 * 16 / 64,
+        aliases=("mlx-q4", "mlx4", "mlx-int4"),
+    ),
+    QuantSpec(
+        "mlx-8bit",
+        8 + 2 * 16 / 64,
+        "int8",
+        "bf16",
+        None,
+        "MLX affine 8-bit: groups of 64 weights with a 16-bit scale and a 16-bit bias (8.5 bits); token "
+        "embeddings and lm_head quantized too. Norms stay 16-bit.",
+        "ml-explore/mlx mlx.core.quantize (group_size 64, bits 8); ml-explore/mlx-lm convert.py --q-bits 8",
+        embedding_bits=8 + 2 * 16 / 64,
+        aliases=("mlx-q8", "mlx8", "mlx-int8"),
+    ),
+    QuantSpec(
         "q8_0",
         34 * 8 / 32,
         "int8",
@@ -263,6 +316,23 @@ def quant_spec(name: str | QuantSpec) -> QuantSpec:
     return spec
 
 
+GGUF_QUANTS = frozenset({"q8_0", "q6_k", "q4_k_m", "q4_0"})
+"""The llama.cpp quantization types (one nominal type per file)."""
+
+
+def gguf_keeping_mxfp4_experts(spec: QuantSpec) -> QuantSpec:
+    """``spec`` (a GGUF type) applied to a checkpoint whose routed experts ship in MXFP4 (gpt-oss): llama.cpp keeps
+    the experts' MXFP4 blocks whatever the file's type and applies the type to the other matrices, with norms,
+    biases and the router in F32. unsloth/gpt-oss-20b-GGUF's Q4_K_M logs 72 mxfp4 tensors and 10.81 GiB; every
+    gpt-oss GGUF keeps the 72 expert tensors in MXFP4 (NousResearch/hermes-agent issue #116681, read from the
+    headers of the ggml-org, unsloth, bartowski and lmstudio-community files)."""
+    mx = quant_spec("gguf-mxfp4")
+    return replace(spec, name=f"{spec.name}+mxfp4", bits_per_weight=mx.bits_per_weight, experts_only=True,
+                   dense_bits=spec.bits_per_weight, other_bits=mx.other_bits, aliases=(),
+                   description=f"{spec.description} Routed experts kept in MXFP4 as the checkpoint ships them.",
+                   source=f"{spec.source}; {mx.source}")
+
+
 def unquantized_params(arch: Architecture, spec: QuantSpec) -> int:
     """Parameters of quantizable matrices that the checkpoint's ignore list keeps at ``other_bits``."""
     if not spec.unquantized:
@@ -282,10 +352,13 @@ def unquantized_params(arch: Architecture, spec: QuantSpec) -> int:
 def weight_bytes(arch: Architecture, spec: QuantSpec) -> int:
     """Bytes needed to store every weight of ``arch`` in format ``spec`` (whole model, all GPUs)."""
     g = arch.param_groups()
-    quantized = (arch.routed_expert_params() if spec.experts_only else g["linear"]) - unquantized_params(arch, spec)
+    kept = unquantized_params(arch, spec)
+    quantized = (arch.routed_expert_params() if spec.experts_only else g["linear"]) - kept
+    dense = spec.other_bits if spec.dense_bits is None else spec.dense_bits  # experts_only: outside the experts
     bits = (
         quantized * spec.bits_per_weight
-        + (g["linear"] - quantized) * spec.other_bits
+        + (g["linear"] - quantized - kept) * dense
+        + kept * spec.other_bits
         + (g["embedding"] + g["lm_head"]) * spec.embedding_bits
         + g["other"] * spec.other_bits
     )

@@ -22,7 +22,8 @@ Each runtime has its own headroom rule, applied once (by ``InferenceEstimate.mem
   ``4 x n_ubatch x max(vocab (last GPU), heads x context (no flash attention), 2 x intermediate)`` bytes
   (the ggml graph allocator reuses buffers; this reproduces the logged "CUDA0 compute buffer size" of
   Llama-3-8B: 258.5 MiB with ``-fa``, 560 MiB without at 8k).
-* ``mlx``: unified memory, no CUDA context; prompts in steps of 2,048 tokens (mlx-lm ``prefill_step_size``).
+* ``mlx``: unified memory, no CUDA context; prompts in steps of 2,048 tokens (mlx-lm ``prefill_step_size``),
+  the step's working set several layers deep and, before mlx-lm 0.27, the last step's logits (``_mlx``).
 """
 
 from __future__ import annotations
@@ -32,15 +33,18 @@ import re
 from dataclasses import dataclass, field
 
 from .._exceptions import InvalidRequestError
+from ._activations import prefill_activation_bytes
 from ._architecture import Architecture, dtype_bytes
 from ._common import CUDA_CONTEXT_BYTES, GB, GIB, RUNTIME_OVERHEAD_BYTES
+from ._mlx import mlx_memory
 from ._quant import QuantSpec, weight_bytes
-from ._vllm import VLLMCapacity, vllm_capacity, vllm_profile
+from ._vllm import VLLMCapacity, fp8_moe_profile_bytes, vllm_capacity, vllm_profile
 
 __all__ = [
     "RUNTIMES",
     "RUNTIME_SOURCES",
     "RuntimeMemory",
+    "prefill_activation_bytes",
     "runtime_memory",
     "sglang_mem_fraction",
     "sglang_triton_moe",
@@ -80,11 +84,11 @@ RUNTIME_SOURCES: dict[str, str] = {
     "softmax); accelerate big-model inference, device_map='auto' (https://huggingface.co/docs/accelerate)",
     "llama.cpp": "llama.cpp src/llama-model.cpp load_tensors (layer split, tok_embd on host), "
     "ggml-alloc graph allocator; n_ubatch default 512 (https://github.com/ggml-org/llama.cpp)",
-    "mlx": "mlx-lm generate.py prefill_step_size=2048 (https://github.com/ml-explore/mlx-lm)",
+    "mlx": "mlx-lm generate.py prefill_step_size=2048, models/cache.py KVCache.step=256, PR #406 (last-token "
+    "logits from 0.27.0) (https://github.com/ml-explore/mlx-lm); mlx backend/metal/device.cpp max_ops_per_buffer",
 }
 
 LLAMA_CPP_UBATCH = 512
-MLX_PREFILL_STEP = 2048
 SGLANG_CHUNKED_PREFILL = 8192
 VLLM_BIG_GPU_BYTES = 70 * GIB
 
@@ -129,32 +133,6 @@ class RuntimeMemory:
     vllm: VLLMCapacity | None = None
     static_fraction: float | None = None  # SGLang mem_fraction_static
     extra: dict[str, int] = field(default_factory=dict)
-
-
-def prefill_activation_bytes(
-    arch: Architecture, tokens: int, tensor_parallel: int = 1, logits_rows: int = 1, act_bytes: float = 2.0,
-    logits_bytes: float = 4.0,
-) -> int:
-    """Peak transient memory of one forward pass over ``tokens`` tokens (no autograd), per GPU.
-
-    Per token: the residual stream and its normed copy (2h) plus the larger of the attention
-    working set (q, k, v, attention output) and the MLP working set (gate, up and their product:
-    3 x intermediate; for MoE the routed + shared experts a token visits), sharded by tensor
-    parallelism; plus ``logits_bytes`` of logits per vocabulary entry (fp32: 4) for ``logits_rows`` positions.
-    """
-    h, a, tp = arch.hidden_size, arch.num_attention_heads, tensor_parallel
-    if arch.is_mla:
-        attn = a * (2 * (arch.qk_nope_head_dim + arch.qk_rope_head_dim) + 2 * arch.v_head_dim)
-    else:
-        attn = (2 * a + 2 * arch.num_key_value_heads) * arch.head_dim
-    widths = [attn / tp]
-    mult = 3 if arch.mlp_gated else 2
-    if arch.num_dense_layers:
-        widths.append(mult * arch.intermediate_size / tp)
-    if arch.is_moe:
-        widths.append(mult * arch.moe_intermediate_size * (arch.num_experts_per_tok + arch.num_shared_experts) / tp)
-    per_token = act_bytes * (2 * h + max(widths))
-    return int(tokens * per_token + logits_rows * arch.vocab_size * logits_bytes)
 
 
 def eager_scores_bytes(arch: Architecture, batch: int, q_tokens: int, k_tokens: int, tp: int, act: float) -> int:
@@ -305,9 +283,10 @@ def runtime_memory(
     vllm_version: str,
     transformers_version: str | None = None,
     prompt: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> RuntimeMemory:
     """Per-GPU weights, KV, activations and overhead of ``runtime`` (see the module docstring); ``prompt``:
-    the prompt's share of ``context`` (transformers' one forward pass; default all of it)."""
+    the prompt's share of ``context`` (transformers' one forward pass, MLX's prompt steps; default all of it)."""
     tp = tensor_parallel
     if uses_layer_split(runtime):
         return _layer_split(arch, spec, runtime=runtime, context=context, batch=batch, kv=kv, gpus=tp,
@@ -325,12 +304,17 @@ def runtime_memory(
         else:
             tokens = max(context, prof.max_num_batched_tokens)
         act = prefill_activation_bytes(arch, tokens, tp, logits_rows=2 * prof.max_num_seqs)
+        moe_peak = fp8_moe_profile_bytes(arch, tokens, spec.weight_dtype, prof)
+        act += moe_peak
         non_torch = prof.non_torch_bytes_tp if tp > 1 else prof.non_torch_bytes
         rm = RuntimeMemory(w_gpu, kv_gpu, act, non_torch + prof.cuda_graph_bytes, chunk=tokens)
         rm.notes.append(
             f"vLLM {prof.name}: profile pass of {tokens:,} tokens, {prof.block_size}-token blocks, "
             f"gpu_memory_utilization {util:g}; {prof.description}"
         )
+        if moe_peak:
+            rm.notes.append(f"vLLM's profile pass of an FP8 MoE peaks {moe_peak / GIB:.2f} GiB above the dense working "
+                            "set (measured on Qwen3-235B-A22B-FP8, vllm issue #21348)")
         if gpu_memory_gb is not None:
             cap = vllm_capacity(arch, weights_per_gpu=w_gpu, activation_peak=act, kv_dtype=kv, tensor_parallel=tp,
                                 context=context, batch=batch, gpu_memory_gb=gpu_memory_gb,
@@ -354,11 +338,9 @@ def runtime_memory(
         )
         return rm
     if runtime == "mlx":
-        chunk = min(context * batch, prefill_chunk or MLX_PREFILL_STEP, MLX_PREFILL_STEP)
-        act = prefill_activation_bytes(arch, chunk, 1, logits_rows=batch)
-        rm = RuntimeMemory(w_gpu, kv_gpu, act, 0, chunk=chunk)
-        rm.notes.append(f"MLX: unified memory, prompt in steps of {chunk:,} tokens, no CUDA context")
-        return rm
+        mlx = mlx_memory(arch, spec, context=context, batch=batch, kv=kv, prompt=context if prompt is None else prompt,
+                         prefill_chunk=prefill_chunk, mlx_lm_version=mlx_lm_version)
+        return RuntimeMemory(mlx.weights, mlx.kv_cache, mlx.activations, 0, chunk=mlx.step, notes=mlx.notes)
     chunk = min(context * batch, prefill_chunk or context * batch)
     act = prefill_activation_bytes(arch, chunk, tp, logits_rows=batch)
     if not flash_attention:

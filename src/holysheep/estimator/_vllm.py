@@ -9,7 +9,16 @@ from .._exceptions import InvalidRequestError
 from ._architecture import Architecture
 from ._common import GB, GIB
 
-__all__ = ["DEFAULT_VLLM_VERSION", "VLLM_PROFILES", "VLLMCapacity", "VLLMProfile", "vllm_capacity", "vllm_profile"]
+__all__ = [
+    "DEFAULT_VLLM_VERSION",
+    "VLLM_FP8_MOE_PROFILE_BYTES",
+    "VLLM_PROFILES",
+    "VLLMCapacity",
+    "VLLMProfile",
+    "fp8_moe_profile_bytes",
+    "vllm_capacity",
+    "vllm_profile",
+]
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,25 @@ VLLM_PROFILES: dict[str, VLLMProfile] = {
         triton_moe=False,
     ),
 }
+
+
+#: Bytes the V1 engine's profile pass of an FP8 mixture-of-experts model holds beyond the dense working set, per
+#: profile token, routed expert slot (``num_experts_per_tok``) and hidden unit. Measured, not modelled (as PR
+#: #2031's non-PyTorch memory above): vllm-project/vllm issue #21348 serves Qwen3-235B-A22B-FP8 with TP 4 on 4x
+#: H100 (79.11 GiB, gpu_memory_utilization 0.9, 8,192 profile tokens) and logs "Available KV cache memory: 8.11
+#: GiB" (178,880 tokens). With 55.04 GiB of weights, 0.6 GiB non-PyTorch and 0.5 GiB of CUDA graphs per GPU that
+#: leaves a 6.95 GiB profile peak, 6.40 GiB above the 0.56 GiB dense working set: 6.40 GiB / (8,192 x 8 x 4,096)
+#: = 25.6 bytes. vLLM's own PR #54848 describes the cause: the profile reserves MoE headroom as if every expert
+#: were active. Only FP8 MoE is measured; BF16 MoE keeps the dense working set.
+VLLM_FP8_MOE_PROFILE_BYTES = 25.6
+
+
+def fp8_moe_profile_bytes(arch: Architecture, tokens: int, weight_dtype: str, profile: VLLMProfile) -> int:
+    """The extra profile-pass peak of an FP8 MoE model under the V1 engine (``VLLM_FP8_MOE_PROFILE_BYTES``); 0
+    for dense models, other weight formats and the V0-era profiles (no measurement)."""
+    if not (arch.is_moe and weight_dtype.startswith("fp8") and profile.chunked_prefill):
+        return 0
+    return int(tokens * arch.num_experts_per_tok * arch.hidden_size * VLLM_FP8_MOE_PROFILE_BYTES)
 
 
 def vllm_profile(name: str) -> VLLMProfile:

@@ -197,6 +197,7 @@ def run_plan(
     transformers_version: str | None = None,
     sglang_version: str | None = None,
     prompt_tokens: int | None = None,
+    mlx_lm_version: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``holysheep plan MODEL ...``: memory breakdown, top options, rejections and API comparison.
 
@@ -209,8 +210,8 @@ def run_plan(
     ``offload_params`` or ``lora_rank`` go in ``train_options``; ``quant`` is ignored).
     ``gpu_count`` fixes the number of GPUs (the data-parallel degree when training). ``expert_parallel``
     places an MoE model's experts whole on the GPUs (vLLM's ``--enable-expert-parallel``). ``vllm_version``,
-    ``transformers_version`` and ``sglang_version`` are `estimate_inference_memory`'s (the release whose rules
-    apply). ``prompt_tokens``: the prompt's part of ``context`` (inference; default all of it).
+    ``transformers_version``, ``sglang_version`` and ``mlx_lm_version`` are `estimate_inference_memory`'s (the
+    release whose rules apply). ``prompt_tokens``: the prompt's part of ``context`` (inference; default all of it).
     ``api_model`` adds a break-even against that API model at ``tokens_per_day`` (default 1e7).
     Returns ``(text, json_dict)``.
     """
@@ -228,7 +229,7 @@ def run_plan(
                         runtime=runtime, gpu_memory_utilization=gpu_memory_utilization,
                         flash_attention=flash_attention, expert_parallel=expert_parallel,
                         vllm_version=vllm_version, transformers_version=transformers_version,
-                        sglang_version=sglang_version, prompt_tokens=prompt_tokens)
+                        sglang_version=sglang_version, prompt_tokens=prompt_tokens, mlx_lm_version=mlx_lm_version)
     warned = _warnings(est, caught)
     result = pick_hardware(est, max_gpus=max_gpus, objective=objective, budget_per_hour=budget_per_hour,
                            gpus=gpus, gpu_count=gpu_count)
@@ -307,7 +308,7 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
               runtime: str, gpu_memory_utilization: float | None, flash_attention: bool,
               expert_parallel: bool = False, vllm_version: str = DEFAULT_VLLM_VERSION,
               transformers_version: str | None = None, sglang_version: str | None = None,
-              prompt_tokens: int | None = None) -> object:
+              prompt_tokens: int | None = None, mlx_lm_version: str | None = None) -> object:
     from ..estimator import estimate_inference_memory, estimate_training_memory
 
     if train:
@@ -318,7 +319,7 @@ def _estimate(target: str | float, *, train: bool, method: str, context: int, ba
                                      gpu_memory_utilization=gpu_memory_utilization, flash_attention=flash_attention,
                                      expert_parallel=expert_parallel, vllm_version=vllm_version,
                                      transformers_version=transformers_version, sglang_version=sglang_version,
-                                     prompt_tokens=prompt_tokens)
+                                     prompt_tokens=prompt_tokens, mlx_lm_version=mlx_lm_version)
 
 
 def _limits(est: Any, option: Any) -> dict[str, Any]:

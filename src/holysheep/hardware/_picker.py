@@ -39,7 +39,7 @@ from ..estimator._parallel import tensor_parallel_problem
 from ._coverage import speed_caveats
 from ._hints import fit_hints
 from ._intervals import decode_interval, interval_key
-from ._overheads import TRITON_MOE_LAYER_S
+from ._option_notes import gpu_notes, moe_placement_note, precision_notes
 from ._result import HardwareOption, PickResult
 from ._roofline import (
     DEFAULT_EFFICIENCIES,
@@ -48,7 +48,7 @@ from ._roofline import (
     prefill_tokens_per_s,
     train_tokens_per_s,
 )
-from ._speed import attention_dim, embedding_bytes, link_kind, scale_up_domain, speed_shape, triton_moe_of
+from ._speed import attention_dim, embedding_bytes, speed_shape
 from ._training_stack import training_support
 
 __all__ = ["OBJECTIVES", "HardwareOption", "PickResult", "pick_hardware"]
@@ -65,62 +65,6 @@ NO_CUDA_TOTAL_NOTE = "sized from the driver's memory figure: CUDA's total is not
 
 def _is_training(est: object) -> bool:
     return hasattr(est, "with_num_gpus") and not hasattr(est, "with_tensor_parallel")
-
-
-def _precision_notes(g: GPU, spec: object) -> tuple[str | None, list[str]]:
-    """(rejection reason or None, notes) for the quant format on this GPU."""
-    need = getattr(spec, "requires_native", None)
-    if need and not g.supports(str(need)):
-        return f"no native {need} path on {g.name} (quant needs {need} tensor cores)", []
-    cc = g.compute_capability
-    cc_num = float(cc) if g.vendor == "nvidia" and cc and cc.replace(".", "").isdigit() else None
-    if getattr(spec, "name", None) == "int4-awq" and cc_num is not None and cc_num < 7.5:
-        return f"no int4 AWQ kernel for compute capability {cc} (vLLM's AWQ needs 7.5+; try int4-gptq)", []
-    notes = []
-    compute = str(getattr(spec, "compute_dtype", "bf16") or "bf16")
-    if compute == "bf16" and not g.supports("bf16"):
-        notes.append("no BF16 on this part: served in FP16")
-    if cc_num is not None and cc_num < 8.0:
-        notes.append(f"compute capability {cc}: no FlashAttention-2 (needs 8.0+)")
-    if g.vendor == "amd" and need == "fp8":
-        notes.append("AMD FP8 is the FNUZ flavour: OCP FP8 checkpoints need conversion")
-    return None, notes
-
-
-def moe_placement_note(est: object, devices: int) -> str | None:
-    """How an MoE model's experts are placed over ``devices`` GPUs and what that costs, or ``None``."""
-    arch = getattr(est, "architecture", None)
-    if devices <= 1 or not getattr(arch, "is_moe", False) or getattr(est, "layer_split", False):
-        return None
-    if getattr(est, "expert_parallel", False):
-        return (f"expert parallel: {getattr(arch, 'num_experts', 0)} experts over {devices} GPUs; the most loaded "
-                "GPU sets the pace, plus an all-to-all dispatch and combine per MoE layer")
-    fused = (f"; this release's Triton fused MoE adds {TRITON_MOE_LAYER_S * 1e3:.2f} ms per MoE layer (fitted)"
-             if triton_moe_of(est) else "")
-    return (f"experts tensor-parallel (runtime default): 1/{devices} of each expert per GPU, its all-reduce "
-            f"per layer{fused}; pass expert_parallel=True (--expert-parallel) for expert parallelism")
-
-
-def _gpu_notes(g: GPU, devices: int, training: bool) -> list[str]:
-    notes = []
-    kind = "data parallel" if training else "tensor parallel"
-    if devices > 1 and not g.has_fast_interconnect:
-        notes.append(f"{kind} over PCIe (no NVLink-class link): lower efficiency")
-    elif devices > 1 and link_kind(g, devices) == "pcie":
-        notes.append(f"NVLink bridges join pairs only: {devices} GPUs run {kind} over PCIe between them")
-    elif devices > 1 and link_kind(g, devices) == "network":
-        domain = scale_up_domain(g)
-        notes.append(f"{kind} over the network: NVLink joins {domain} {'GPU' if domain == 1 else 'GPUs'} at most "
-                     f"({g.form_factor}), so {devices} span {math.ceil(devices / domain)} domains")
-    if g.devices_per_package > 1:
-        notes.append(f"each package is {g.devices_per_package} devices of {g.memory_per_device_gb:g} GB")
-    if g.form_factor == "SoM":
-        notes.append("edge module: memory shared with the CPU")
-    if g.price_per_hour is None:
-        notes.append("no price in the table: register_gpus() a price to rank by cost")
-    elif not any(p.kind == "list" for p in g.prices):
-        notes.append("price is a marketplace figure")
-    return notes
 
 
 def _memory(g: GPU, sized: Any, devices: int,
@@ -202,7 +146,7 @@ def _evaluate(g: GPU, count: int, est: Any, *, training: bool, memory_fraction: 
     cost_m = price / (tok_s * 3600) * 1e6 if price is not None and tok_s else None
     base["caveats"] = speed_caveats(g, devices, est, training=training)
     base.update(perf, price_per_hour=price, cost_per_million_tokens=cost_m,
-                notes=tuple(notes0 + _gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)
+                notes=tuple(notes0 + gpu_notes(g, devices, training) + [NO_CUDA_TOTAL_NOTE] * bool(warned)
                             + ([] if training else [n for n in [moe_placement_note(est, devices)] if n])))
     if budget is not None and price is None:
         return HardwareOption(**base, reason="no price known, so the budget cannot be checked",
@@ -370,7 +314,7 @@ def pick_hardware(
             reason, most, notes0 = training_support(g, est)
             code = "no_training_stack"
         else:
-            reason, notes0 = _precision_notes(g, est.quant_spec)
+            reason, notes0 = precision_notes(g, est.quant_spec)
             code = "no_native_precision"
         mine = [c for c in counts if most is None or c * g.devices_per_package <= most]
         if reason is None and not mine:
