@@ -69,3 +69,29 @@ def _own_rate_limit_state(_limits_root: Path, monkeypatch: pytest.MonkeyPatch) -
     key_limits = sys.modules.get("holysheep._engine.key_limits")
     if key_limits is not None:
         key_limits.forget_limits()
+
+
+def _pytest_asyncio_orphans_loops() -> bool:
+    """pytest-asyncio before 1.2 calls ``asyncio.get_event_loop()`` around each async test: with no loop set
+    (``asyncio.run`` in a sync test leaves none) that creates one, and nobody closes it; the loop's socket pair
+    is then reported as unclosed in whichever later test the garbage collector runs. The floors leg of
+    ``.ci/run`` gets pytest-asyncio 1.1 (1.2 needs typing-extensions 4.12, above the 4.7.1 floor)."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("pytest-asyncio").split(".")[:2])
+    return (major, minor) < (1, 2)
+
+
+if _pytest_asyncio_orphans_loops():
+    import asyncio
+
+    _KEEPER = asyncio.new_event_loop()
+
+    @pytest.fixture(autouse=True)
+    def _one_kept_event_loop() -> Iterator[None]:
+        """Keep one loop set in the main thread, so old pytest-asyncio finds it instead of making one."""
+        asyncio.set_event_loop(_KEEPER)
+        yield
+
+    def pytest_unconfigure(config: pytest.Config) -> None:
+        _KEEPER.close()
