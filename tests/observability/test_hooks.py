@@ -224,10 +224,7 @@ def test_a_batch_on_a_client_with_fallbacks_reports_through_its_thread_sender(re
     with FakeServer() as primary, FakeServer() as backup:
         fb = Fallback(base_url=backup.url, api_key=backup.api_key, name="backup")
         with Client(api_key=primary.api_key, base_url=primary.url, fallbacks=[fb], hooks=[recorder]) as client:
-            # concurrency=1: two requests at once through a sync client with fallbacks leave a socket unclosed
-            # (a ResourceWarning; also on main with rpm=None, tpm=None), seen since the batch starts at full
-            # concurrency (#45); to be fixed in the thread sender, not hidden here for good
-            results = client.chat.completions.batch(["a", "b"], model=MODEL, check_quota=False, concurrency=1)
+            results = client.chat.completions.batch(["a", "b"], model=MODEL, check_quota=False)
     assert len(results.responses) == 2
     batch = recorder.of("on_batch_start")[0].batch
     assert [e.ctx.batch is batch for e in recorder.of("on_request")] == [True, True]

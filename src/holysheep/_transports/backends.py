@@ -9,6 +9,7 @@ responses are always read in full. The shells never branch on transport.
 from __future__ import annotations
 
 import ssl
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Generic, Protocol, TypeVar, Union
 
@@ -41,13 +42,16 @@ open up to this many connections when the server answers ALPN with HTTP/1.1."""
 
 
 class LazyPool(Generic[_P]):
-    """An HTTP client created on first use (building one loads TLS certificates: tens of ms)."""
+    """An HTTP client created on first use (building one loads TLS certificates: tens of ms), once: threads
+    that ask at the same time (a sync client's batch) get the same client, never one each with the extra left
+    unclosed."""
 
-    __slots__ = ("_factory", "_value")
+    __slots__ = ("_factory", "_lock", "_value")
 
     def __init__(self, value: _P | None, factory: Callable[[], _P]) -> None:
         self._value = value
         self._factory = factory
+        self._lock = threading.Lock()
 
     @property
     def created(self) -> bool:
@@ -56,7 +60,10 @@ class LazyPool(Generic[_P]):
     def get(self) -> _P:
         value = self._value
         if value is None:
-            value = self._value = self._factory()
+            with self._lock:
+                value = self._value
+                if value is None:
+                    value = self._value = self._factory()
         return value
 
 
