@@ -22,7 +22,7 @@ class ToolCallRecord:
     name: str
     arguments: str
     parsed_arguments: Any
-    output: Any
+    output: object
     result: str
     error: str | None
     duration_s: float

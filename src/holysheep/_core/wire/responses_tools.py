@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from holysheep._core.tool_results import ToolCallRecord
-from holysheep._core.wire.tool_turns import ToolTurns
+from holysheep._core.wire.tool_turns import ToolTurns, _of
 from holysheep._exceptions import InvalidRequestError
 from holysheep.types.chat import Function, ToolCall
 from holysheep.types.responses import Response, ResponseFunctionToolCall, ResponseUsage
@@ -118,21 +118,21 @@ class ResponsesToolTurns(ToolTurns):
             out.pop("input")
         return out
 
-    def calls(self, reply: Any) -> list[ToolCall]:
+    def calls(self, reply: object) -> list[ToolCall]:
         assert isinstance(reply, Response)
         return [ToolCall(id=item.call_id, function=Function(name=item.name, arguments=item.arguments))
                 for item in reply.output if isinstance(item, ResponseFunctionToolCall)]
 
-    def reply_items(self, reply: Any) -> list[dict[str, Any]]:
+    def reply_items(self, reply: object) -> list[dict[str, Any]]:
         assert isinstance(reply, Response)
         return [item.model_dump(mode="json", exclude_none=True) for item in reply.output]
 
     def result_item(self, call_id: str, result: str) -> dict[str, Any]:
         return {"type": "function_call_output", "call_id": call_id, "output": result}
 
-    def result(self, final: Any, history: list[dict[str, Any]], records: list[ToolCallRecord],
-               replies: list[Any]) -> ResponseToolRunResult:
-        return ResponseToolRunResult(final, history, records, replies)
+    def result(self, final: object, history: list[dict[str, Any]], records: list[ToolCallRecord],
+               replies: list[object]) -> ResponseToolRunResult:
+        return ResponseToolRunResult(_of(Response, final), history, records, [_of(Response, r) for r in replies])
 
 
 RESPONSES_TOOLS = ResponsesToolTurns()

@@ -9,7 +9,7 @@ each tool result add to the conversation, and the result of the run. A `WireForm
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
@@ -18,6 +18,15 @@ from holysheep._exceptions import InvalidRequestError
 from holysheep.types.chat import ChatCompletion, ToolCall
 
 __all__ = ["CHAT_TOOLS", "ChatToolTurns", "ToolTurns"]
+
+_R = TypeVar("_R")
+
+
+def _of(kind: type[_R], reply: object) -> _R:
+    """``reply``, checked to be the format's reply type (the loop only ever hands a format its own replies)."""
+    if not isinstance(reply, kind):
+        raise TypeError(f"tool loop: expected a {kind.__name__}, got {type(reply).__name__}")
+    return reply
 
 
 class ToolTurns:
@@ -39,11 +48,11 @@ class ToolTurns:
         """The arguments of one turn's request: the call's own, the conversation so far and the tools."""
         return {**params, self.history_field: list(history), "tools": [self.tool_param(t) for t in tools]}
 
-    def calls(self, reply: Any) -> list[ToolCall]:
+    def calls(self, reply: object) -> list[ToolCall]:
         """The tool calls a reply asks for, in order (each as an id, a function name and its arguments)."""
         raise NotImplementedError
 
-    def reply_items(self, reply: Any) -> list[dict[str, Any]]:
+    def reply_items(self, reply: object) -> list[dict[str, Any]]:
         """What a reply adds to the conversation."""
         raise NotImplementedError
 
@@ -51,13 +60,13 @@ class ToolTurns:
         """What one tool result adds to the conversation (the answer to call ``call_id``)."""
         raise NotImplementedError
 
-    def result(self, final: Any, history: list[dict[str, Any]], records: list[ToolCallRecord],
-               replies: list[Any]) -> Any:
+    def result(self, final: object, history: list[dict[str, Any]], records: list[ToolCallRecord],
+               replies: list[object]) -> object:
         """The run's result: the last reply, the whole conversation, every call and every reply."""
         raise NotImplementedError
 
 
-def _message_dict(message: Any) -> dict[str, Any]:
+def _message_dict(message: object) -> dict[str, Any]:
     if isinstance(message, BaseModel):
         out: dict[str, Any] = message.model_dump(exclude_none=True)
         return out
@@ -76,11 +85,12 @@ class ChatToolTurns(ToolTurns):
     def start(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [_message_dict(m) for m in params.get("messages", ())]
 
-    def calls(self, reply: Any) -> list[ToolCall]:
+    def calls(self, reply: object) -> list[ToolCall]:
         assert isinstance(reply, ChatCompletion)
         return list(reply.choices[0].message.tool_calls or ()) if reply.choices else []
 
-    def reply_items(self, reply: Any) -> list[dict[str, Any]]:
+    def reply_items(self, reply: object) -> list[dict[str, Any]]:
+        assert isinstance(reply, ChatCompletion)
         message = reply.choices[0].message if reply.choices else None
         out: dict[str, Any] = {"role": "assistant", "content": message.content if message else None}
         if message is not None and message.tool_calls:
@@ -92,9 +102,9 @@ class ChatToolTurns(ToolTurns):
     def result_item(self, call_id: str, result: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call_id, "content": result}
 
-    def result(self, final: Any, history: list[dict[str, Any]], records: list[ToolCallRecord],
-               replies: list[Any]) -> ToolRunResult:
-        return ToolRunResult(final, history, records, replies)
+    def result(self, final: object, history: list[dict[str, Any]], records: list[ToolCallRecord],
+               replies: list[object]) -> ToolRunResult:
+        return ToolRunResult(_of(ChatCompletion, final), history, records, [_of(ChatCompletion, r) for r in replies])
 
 
 CHAT_TOOLS = ChatToolTurns()
