@@ -5,7 +5,8 @@
 Shape (issue 25): 6,000 requests at 3,000 in flight, and 3,000 requests at 1,000 in flight, each answered after
 ``--latency`` seconds (default 8: ideal 16 s and 24 s). At 2 s (the issue's 1,500 requests/s) a 2-core machine
 running client and server is the bottleneck: on 2026-12-07 the floor took 1.27x the ideal even at 4 s, and
-1.16x at 8 s (issue 45: fewer requests per second, so the floor is near the ideal and the ratio sees the client). The server runs ``--server-procs`` processes sharing the port (issue 45: one
+1.16x at 8 s (issue 45: fewer requests per second, so the floor is near the ideal and the ratio sees the client).
+The server runs ``--server-procs`` processes sharing the port (issue 45: one
 process pinned to one core answered 1,500 requests/s no faster than in 8 s, twice the ideal, so the benchmark
 measured the server, not the client); ``floor_vs_ideal`` says how close the floor came to the ideal, and a floor
 beyond 1.2x the ideal is flagged ``server_bound`` (add processes, or pass a longer ``--latency`` for fewer
