@@ -44,8 +44,8 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (357, 0.854, 0.126)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.868, 0.098)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (358, 0.852, 0.126)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.866, 0.098)
     assert h.median <= 0.15 and h.within >= 0.85  # both targets met
     assert min(s.within for s in held.values()) >= 0.6  # and no publication below 60 % held out
     text = DOC.read_text(encoding="utf-8")
