@@ -60,9 +60,23 @@ def test_the_picker_rejects_other_vendors_and_says_when_the_speed_is_unvalidated
     assert h100.caveats == ()  # TensorRT-LLM 0.5.0's FP8 rows on H100s check it (docs/hardware.md)
     assert h100.decode_interval is not None and h100.decode_tokens_per_s is not None
     low, high = h100.decode_interval  # 6 rows from one publication: the pooled 90 % range
-    assert round(high / low, 3) == 2.246
+    assert round(high / low, 3) == 2.25
     (lm,) = pick_hardware("llama-3.1-8b", quant="fp8", runtime="lmdeploy", gpus=["H100"], gpu_count=1)
-    assert lm.caveats == ("speed: no published row for runtime lmdeploy",)
+    # LMDeploy's published rows are FP16 on A100s: FP8 on a Hopper GPU is outside them
+    assert lm.caveats == ("speed: fp8 weights on lmdeploy not checked by a published row",
+                          "speed: no published lmdeploy row on a hopper GPU")
+
+
+def test_lmdeploy_plan_matches_its_published_table() -> None:
+    """LMDeploy v0.1.0a1's 'Benchmark on A100 (FP16)', llama2-7b, batch 16, input 128, output 2,048: 1,010.62
+    out tok/s (decode_benchmarks.json); the plan is within the ±35 % the validation states, and validated."""
+    est = estimate_inference_memory("llama-2-7b", "bf16", 128 + 2048 // 2, 16, runtime="lmdeploy")
+    (a100,) = pick_hardware(est, gpus=["a100-80-sxm"], gpu_count=1)
+    assert a100.decode_tokens_per_s is not None and a100.decode_interval is not None
+    assert round(a100.decode_tokens_per_s, 1) == 998.2  # -1.2 % of 1,010.62
+    assert abs(a100.decode_tokens_per_s / 1010.62 - 1) <= 0.35
+    low, high = a100.decode_interval
+    assert low < 1010.62 < high and a100.caveats == ()
 
 
 def test_cli_runtime_flags(capsys: pytest.CaptureFixture[str]) -> None:
@@ -71,7 +85,7 @@ def test_cli_runtime_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "llama-3.1-8b", "--runtime", "lmdeploy", "--gpus", "H100", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["runtime"] == "lmdeploy"
-    assert data["options"][0]["caveats"] == ["speed: no published row for runtime lmdeploy"]
+    assert data["options"][0]["caveats"] == ["speed: no published lmdeploy row on a hopper GPU"]  # BF16: checked
     assert len(data["options"][0]["decode_tokens_per_s_interval"]) == 2
     assert main(["plan", "llama-3.1-8b", "--runtime", "tensorrt-llm", "--quant", "q4_0"]) == 2
     assert "TensorRT-LLM does not load GGUF weights (q4_0)" in capsys.readouterr().err

@@ -31,7 +31,7 @@ def test_sources_are_publications() -> None:
     assert source_group("https://github.com/pytorch-labs/gpt-fast#benchmarks") == "pytorch-labs/gpt-fast"
     assert source_group("https://johnmusgrave.com/p/vllm") == "johnmusgrave.com"
     assert source_group("https://github.com/QwenLM/Qwen3/blob/c7f51a1/docs/x.md") == "QwenLM/Qwen3"
-    assert len({c.group for c in cases()}) == 18
+    assert len({c.group for c in cases()}) == 19
 
 
 def test_held_out_sources_are_not_seen_by_the_fit() -> None:
@@ -44,8 +44,8 @@ def test_held_out_sources_are_not_seen_by_the_fit() -> None:
 
 def test_scores_and_the_documented_table() -> None:
     held, _, h, i = leave_one_source_out()
-    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (347, 0.853, 0.126)
-    assert (round(i.within, 3), round(i.median, 3)) == (0.867, 0.098)
+    assert (h.rows, round(h.within, 3), round(h.median, 3)) == (358, 0.852, 0.126)
+    assert (round(i.within, 3), round(i.median, 3)) == (0.866, 0.098)
     assert h.median <= 0.15 and h.within >= 0.85  # both targets met
     assert min(s.within for s in held.values()) >= 0.6  # and no publication below 60 % held out
     text = DOC.read_text(encoding="utf-8")

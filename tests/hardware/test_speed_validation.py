@@ -43,7 +43,8 @@ def _errors(rows: list[dict[str, Any]]) -> list[float]:
 def test_at_least_150_sourced_dated_rows_across_runtimes() -> None:
     assert len(ROWS) >= 150
     assert all(r["source"].startswith("https://") and len(r["as_of"]) >= 7 for r in ROWS)
-    assert {r["runtime"] for r in ROWS} == {"default", "vllm", "sglang", "hf", "llama.cpp", "tensorrt-llm"}
+    assert {r["runtime"] for r in ROWS} == {"default", "vllm", "sglang", "hf", "llama.cpp", "tensorrt-llm",
+                                            "lmdeploy"}
     assert {r["role"] for r in ROWS} == {"calibration", "check"}
     assert sum(r["role"] == "check" for r in ROWS) >= 150
 
@@ -57,11 +58,11 @@ def test_speed_model_v2_accuracy_on_the_validation_set() -> None:
     errs = _errors(ROWS)
     within = sum(abs(e) <= 0.35 for e in errs) / len(errs)
     median = statistics.median(abs(e) for e in errs)
-    assert (len(errs), round(within, 3), round(median, 3)) == (347, 0.853, 0.104)
+    assert (len(errs), round(within, 3), round(median, 3)) == (358, 0.852, 0.104)
     check = _errors([r for r in ROWS if r["role"] == "check"])
     within_check = sum(abs(e) <= 0.35 for e in check) / len(check)
     assert (len(check), round(within_check, 3), round(statistics.median(abs(e) for e in check), 3)) == (
-        329, 0.848, 0.105)
+        340, 0.847, 0.105)
     first = _errors(ROWS[:67])  # the rows the constants were chosen with (SGLang PR #2643's now within, issue 39)
     assert (round(sum(abs(e) <= 0.35 for e in first) / 67, 3), round(statistics.median(abs(e) for e in first), 3)) == (
         0.97, 0.054)

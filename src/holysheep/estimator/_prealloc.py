@@ -15,8 +15,9 @@ free to the KV cache (the rest stays free for cuBLAS workspaces, NCCL and other 
 
 A request fits when its KV cache fits in that pool: ``kv <= fraction x (memory - weights - working set -
 CUDA context)``. Neither runs GGUF or bitsandbytes weights (refused with a typed error), and both run on
-NVIDIA GPUs only (the picker rejects others). Their decode speed has no published validation row here:
-plans carry the "no published row for runtime" caveat (docs/hardware.md).
+NVIDIA GPUs only (the picker rejects others). Their decode speed is the default runtime's, checked by
+published rows (TensorRT-LLM 0.5.0's and LMDeploy v0.1.0a1's tables, hardware/data/decode_benchmarks.json);
+plans outside those rows' formats and GPUs carry the usual caveats (docs/hardware.md).
 """
 
 from __future__ import annotations
