@@ -188,3 +188,32 @@ def test_on_a_chat_only_server_the_batch_pays_one_404_and_every_turn_is_bridged(
     assert [m["role"] for m in last["messages"]] == ["user", "assistant", "tool", "tool"]
     assert [m.get("content") for m in last["messages"][2:]] == ["3", "7"]
     assert last["tools"] == [function_tool(add)]
+
+
+def test_a_429_or_a_500_on_a_later_turn_is_retried_and_the_agent_goes_on(kind: str) -> None:
+    """``sum 1``'s second turn gets a 429, ``sum 2``'s a 500, once each: each is sent again with the same body and
+    idempotency key; every item finishes, and the server saw exactly 6 turns + 2 failed attempts."""
+    failed: dict[str, Response] = {"sum 1": Response(429, {"error": {
+        "message": "Rate limit reached for requests.", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}}),
+        "sum 2": Response(500, {"error": {"message": "boom", "type": "server_error"}})}
+
+    def fail_second_turn_once(request: Any) -> Response | None:
+        text = prompt(request.body)
+        if text in failed and len(request.body["input"]) > 1:
+            return failed.pop(text)
+        return None  # the script's reply
+
+    with FakeServer(reply=sums()) as server:
+        server.on("POST", "/responses", fail_second_turn_once)
+        results = batch(kind, server, ["sum 0", "sum 1", "sum 2"], tools=[add], concurrency=3)
+        turns = by_prompt(server)
+        assert len(sent(server)) == 8
+    assert [r.attempts for r in results] == [2, 3, 3]
+    assert [r.response.output_text for r in results] == ["sums: 3; 7"] * 3
+    for text in ("sum 1", "sum 2"):
+        first, refused, again = turns[text]
+        assert refused.body == again.body and len(again.body["input"]) == 5
+        assert refused.headers["idempotency-key"] == again.headers["idempotency-key"] \
+            == f"{first.headers['idempotency-key']}-turn2"
+    stats = results.stats
+    assert (stats.requests, stats.retries, stats.rate_limited, stats.succeeded) == (8, 2, 1, 3)

@@ -134,7 +134,7 @@ class ItemPlanner:
         except StopIteration as stop:
             if item.agent:  # the run's result (its format's: `ToolRunResult`, `ResponseToolRunResult`, ...)
                 item.tool_run = stop.value
-                return stop.value.completion
+                return (item.wire or CHAT).tool_turns().final(stop.value)  # its last reply, as the format reads it
             return stop.value
         except HolySheepError as exc:  # StructuredOutputError, RefusalError, MaxTurnsError: the item's own error
             self._sink.finalize(item, None, exc)

@@ -131,6 +131,9 @@ class ResponsesToolTurns(ToolTurns):
                replies: list[object]) -> ResponseToolRunResult:
         return ResponseToolRunResult(_of(Response, final), history, records, [_of(Response, r) for r in replies])
 
+    def final(self, result: object) -> Response:
+        return _of(ResponseToolRunResult, result).response
+
 
 RESPONSES_TOOLS = ResponsesToolTurns()
 """The Responses API's side of the tool loop."""
