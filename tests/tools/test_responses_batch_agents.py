@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from holysheep import AsyncClient, Client, MaxTurnsError, function_tool
+from holysheep import AsyncClient, Client, InvalidRequestError, MaxTurnsError, function_tool
+from holysheep._core.wire import EMBEDDINGS
 from holysheep._core.wire.responses_tools import ResponseToolRunResult
 from holysheep.batch import run_jsonl
 from holysheep.testing import FakeServer, Response, Script
@@ -217,3 +218,14 @@ def test_a_429_or_a_500_on_a_later_turn_is_retried_and_the_agent_goes_on(kind: s
             == f"{first.headers['idempotency-key']}-turn2"
     stats = results.stats
     assert (stats.requests, stats.retries, stats.rate_limited, stats.succeeded) == (8, 2, 1, 3)
+
+
+def test_an_item_with_tools_of_a_format_without_tool_turns_fails_before_any_request() -> None:
+    with FakeServer() as server, Client(api_key=server.api_key, base_url=server.url) as client:
+        results = client.wire(EMBEDDINGS).batch([{"input": "x", "tools": [add]}, {"input": "y"}], model="m",
+                                                check_quota=False)
+        assert [r.path for r in server.requests] == ["/v1/embeddings"]  # the other item only
+    first, second = results
+    assert isinstance(first.error, InvalidRequestError) and first.attempts == 0
+    assert str(first.error) == "the embeddings format has no tool calls to run."
+    assert second.ok and second.attempts == 1
