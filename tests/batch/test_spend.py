@@ -122,6 +122,16 @@ def test_without_max_tokens_the_default_bound_is_reserved(server: FakeServer,
                     "assumption (set max_tokens= to make the cap a hard bound)"]  # once per batch
 
 
+def test_a_responses_batch_without_an_output_limit_is_told_its_own_field(server: FakeServer,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="holysheep.batch"), sync_client(server) as client:
+        results = client.responses.batch(PROMPTS[:2], model=MODEL, max_cost_usd=0.05)
+    assert len(results.succeeded) == 2 and results.stats.peak_in_flight == 1
+    said = [r.getMessage() for r in caplog.records if "max_cost_usd: item" in r.getMessage()]
+    assert said == ["max_cost_usd: item 0 sets no max_output_tokens: reserving 4096 output tokens for each such "
+                    "item, an assumption (set max_output_tokens= to make the cap a hard bound)"]
+
+
 # ------------------------------------------------------------------ JSONL: cap, then --resume
 
 

@@ -284,9 +284,10 @@ class AttemptRunner:
             return False
         if not spend.unbounded_output and not output_token_bound(body, wire)[1]:
             spend.unbounded_output += 1  # said once per batch
-            logger.warning("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
-                           "an assumption (set max_tokens= to make the cap a hard bound)", item.index,
-                           DEFAULT_OUTPUT_BOUND)
+            said = ("max_cost_usd: item %d sets no max_tokens: reserving %d output tokens for each such item, "
+                    "an assumption (set max_tokens= to make the cap a hard bound)")  # in the format's own field
+            limit = wire.output_limit_fields[0] if wire.output_limit_fields else "max_tokens"
+            logger.warning(said.replace("max_tokens", limit), item.index, DEFAULT_OUTPUT_BOUND)
         assumed = assumption(body, wire)
         if not spend.try_reserve(need, assumed=assumed) and not await spend.reserve(need, assumed=assumed):
             self.stop_unfinished(spend.stop_reason(need), None)
