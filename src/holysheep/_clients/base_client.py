@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from holysheep._core.call import Call
+    from holysheep._engine.client_budget import ClientBudget
+    from holysheep._engine.client_limits import ClientLimits
     from holysheep.cache import ResponseCache
 
 __all__ = ["BaseClient", "LazyPool"]
@@ -32,6 +35,11 @@ __all__ = ["BaseClient", "LazyPool"]
 
 NO_HIT: tuple[None, None] = (None, None)
 """What a call with the response cache off looks up: no key, no hit."""
+
+_KEY_LIMITS = "holysheep._engine.key_limits"
+"""The module of the key's shared rate-limit buckets: until something loads it, no key has a known limit."""
+_ANNOUNCED = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
+"""Headers by which a reply announces its key's limits (`client_limits.ANNOUNCED`)."""
 
 _Self = TypeVar("_Self", bound="BaseClient[Any, Any]")
 _HttpClientT = TypeVar("_HttpClientT")
@@ -150,6 +158,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         backend_given = "http_backend" in settings
         http_backend = settings.pop("http_backend", self._http_backends[0])
         cache = settings.pop("cache", None)
+        max_cost_usd, prices = settings.pop("max_cost_usd", None), settings.pop("prices", None)
         self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
                                    default_headers=default_headers, **settings)
         check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
@@ -192,11 +201,76 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
             self._cache = open_cache(cache)
             self._owns_cache = not isinstance(cache, ResponseCache)
+        self._budget: ClientBudget | None = None
+        if max_cost_usd is not None or prices is not None:
+            from holysheep._engine.client_budget import ClientBudget, check_prices
+
+            check_prices(prices)
+            self._budget = None if max_cost_usd is None else ClientBudget(max_cost_usd, prices)
+        self._prices: Mapping[str, object] | None = prices
+        self._limits: ClientLimits | None = None  # made on first need (a cap, or a limit the key announced)
+        self._limit_clocks: dict[str, Any] = {}
+        from holysheep._clients.senders import config_limits_key
+
+        self._limits_key = config_limits_key(self._config)
         self._backend = self._open_backend(http_client, http_backend)
         self._bind_resources()
 
     def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> object:  # pragma: no cover
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ the client's limits
+    @property
+    def max_cost_usd(self) -> float | None:
+        """The client-wide spend cap (``max_cost_usd=``), or None."""
+        return None if self._budget is None else self._budget.max_cost_usd
+
+    @property
+    def spent_usd(self) -> float | None:
+        """What this client's requests (its copies', its batches' and its ``as_openai()``'s too) cost so far under
+        its ``max_cost_usd``; None without a cap."""
+        return None if self._budget is None else self._budget.spent_usd
+
+    def _guard(self) -> ClientLimits | None:
+        """The client's limits when a request must ask them (a cap, or a limit its key is known to have), else
+        None: a set lookup, and none at all before anything loaded the rate-limit module."""
+        limits = self._limits
+        if limits is None:
+            if self._budget is None:
+                module = sys.modules.get(_KEY_LIMITS)
+                if module is None or not module.KEY_LIMITS.known(self._limits_key):
+                    return None
+            limits = self._make_limits()
+        return limits if limits.active() else None
+
+    def _make_limits(self) -> ClientLimits:
+        from holysheep._engine.client_limits import ClientLimits
+
+        limits = self._limits = ClientLimits(self._limits_key, self._budget, **self._limit_clocks)
+        return limits
+
+    def _heard(self, call: Call) -> None:
+        """A reply outside the limits' path: when its headers announce the key's limits, they are learned (the
+        next request takes from the shared bucket)."""
+        headers = call.response_headers
+        if headers is not None and (_ANNOUNCED[0] in headers or _ANNOUNCED[1] in headers):
+            limits = self._limits or self._make_limits()
+            limits.heard(None, headers, call.status_code)
+
+    def _share_limits(self, other: BaseClient[Any, Any]) -> None:
+        """``other`` (a copy, or a batch's clone) spends from this client's budget and waits on its clocks."""
+        other._budget, other._prices, other._limit_clocks = self._budget, self._prices, self._limit_clocks
+        other._limits = None
+
+    def _use_limits_clock(self, clock: Callable[[], float], sleep: Callable[[float], None],
+                          asleep: Callable[[float], Any] | None = None) -> None:
+        """Test seam (private): the clock buckets made by this client run on, and how its calls wait for them
+        (``sleep`` for the sync client, ``asleep`` for the async one). Copies keep them."""
+        clocks: dict[str, Any] = {"clock": clock, "sleep": sleep}
+        if asleep is not None:
+            clocks["asleep"] = asleep
+        self._limit_clocks = clocks
+        self._limits = None
 
     def _init_kwargs(self) -> dict[str, object]:
         return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,
@@ -309,11 +383,15 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         set_default_query: Mapping[str, object] | None = None,
         on_retry: OnRetry | None = None,
         hooks: Sequence[object] | None = None,
+        max_cost_usd: float | None = None,
+        prices: Mapping[str, object] | None = None,
     ) -> _Self:
         """A copy with some options changed (openai-python's ``with_options``/``copy``). It shares this client's
         connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
         ``default_headers``/``default_query`` are merged into this client's; ``set_default_headers`` /
-        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them."""
+        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them, and
+        spends from this client's ``max_cost_usd`` budget unless ``max_cost_usd`` gives it a budget of its own
+        (at ``prices``, or this client's)."""
         timeout = ... if is_not_given(timeout) else timeout  # NOT_GIVEN/omit (openai's too): not passed
         stream_idle_timeout = ... if is_not_given(stream_idle_timeout) else stream_idle_timeout
         api_key, base_url, http_client, max_retries = (or_default(api_key, None), or_default(base_url, None),
@@ -344,8 +422,20 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             kwargs["default_query"] = {**self._config.default_query, **default_query}
         if set_default_query is not None:
             kwargs["default_query"] = dict(set_default_query)
+        if prices is not None and max_cost_usd is None:
+            from holysheep._exceptions import InvalidRequestError
+
+            raise InvalidRequestError("with_options(prices=...) goes with max_cost_usd= (a copy with a budget of its "
+                                      "own); without it the copy spends from this client's budget at its prices.",
+                                      field="prices")
+        if max_cost_usd is not None:
+            kwargs["max_cost_usd"], kwargs["prices"] = max_cost_usd, prices if prices is not None else self._prices
         cls: object = type(self)
         new: _Self = quiet_build(cls, **kwargs, http_client=http_client or self._http_client)  # all checked
+        if max_cost_usd is None:
+            self._share_limits(new)
+        else:
+            new._limit_clocks = self._limit_clocks
         if http_client is None:
             new._backend = self._backend  # share the connection pool; the copy does not own it
             new._owns_http = False
