@@ -254,8 +254,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         next request takes from the shared bucket)."""
         headers = call.response_headers
         if headers is not None and (_ANNOUNCED[0] in headers or _ANNOUNCED[1] in headers):
-            limits = self._limits or self._make_limits()
-            limits.heard(None, headers, call.status_code)
+            (self._limits or self._make_limits()).learn(headers, call.spec.model)
 
     def _share_limits(self, other: BaseClient[Any, Any]) -> None:
         """``other`` (a copy, or a batch's clone) spends from this client's budget and waits on its clocks."""
