@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import httpx
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from holysheep._core.call import Call
     from holysheep._engine.client_budget import ClientBudget
-    from holysheep._engine.client_limits import ClientLimits
+    from holysheep._engine.client_limits import ClientLimits, LimitClocks
+    from holysheep._engine.key_limits import Sleep
     from holysheep.cache import ResponseCache
 
 __all__ = ["BaseClient", "LazyPool"]
@@ -35,6 +36,15 @@ __all__ = ["BaseClient", "LazyPool"]
 
 NO_HIT: tuple[None, None] = (None, None)
 """What a call with the response cache off looks up: no key, no hit."""
+
+class _SharesLimits(Protocol):
+    """A client as another one hands it its limits (`BaseClient._share_limits`)."""
+
+    _budget: ClientBudget | None
+    _prices: Mapping[str, object] | None
+    _limit_clocks: LimitClocks
+    _limits: ClientLimits | None
+
 
 _KEY_LIMITS = "holysheep._engine.key_limits"
 """The module of the key's shared rate-limit buckets: until something loads it, no key has a known limit."""
@@ -209,7 +219,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             self._budget = None if max_cost_usd is None else ClientBudget(max_cost_usd, prices)
         self._prices: Mapping[str, object] | None = prices
         self._limits: ClientLimits | None = None  # made on first need (a cap, or a limit the key announced)
-        self._limit_clocks: dict[str, Any] = {}
+        self._limit_clocks: LimitClocks = {}
         from holysheep._clients.senders import config_limits_key
 
         self._limits_key = config_limits_key(self._config)
@@ -256,16 +266,16 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         if headers is not None and (_ANNOUNCED[0] in headers or _ANNOUNCED[1] in headers):
             (self._limits or self._make_limits()).learn(headers, call.spec.model)
 
-    def _share_limits(self, other: BaseClient[Any, Any]) -> None:
+    def _share_limits(self, other: _SharesLimits) -> None:
         """``other`` (a copy, or a batch's clone) spends from this client's budget and waits on its clocks."""
         other._budget, other._prices, other._limit_clocks = self._budget, self._prices, self._limit_clocks
         other._limits = None
 
     def _use_limits_clock(self, clock: Callable[[], float], sleep: Callable[[float], None],
-                          asleep: Callable[[float], Any] | None = None) -> None:
+                          asleep: Sleep | None = None) -> None:
         """Test seam (private): the clock buckets made by this client run on, and how its calls wait for them
         (``sleep`` for the sync client, ``asleep`` for the async one). Copies keep them."""
-        clocks: dict[str, Any] = {"clock": clock, "sleep": sleep}
+        clocks: LimitClocks = {"clock": clock, "sleep": sleep}
         if asleep is not None:
             clocks["asleep"] = asleep
         self._limit_clocks = clocks

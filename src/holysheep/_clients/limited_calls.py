@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from holysheep._core.call import Call, Outcome
@@ -28,7 +28,7 @@ def _set(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def run_limited(plan: CallPlan, limits: ClientLimits, attempt: Callable[[Call], Outcome]) -> Any:
+def run_limited(plan: CallPlan, limits: ClientLimits, attempt: Callable[[Call], Outcome]) -> object:
     """Drive ``plan`` (sync): reserve its worst case (waiting while requests in flight hold the room), take from
     the key's buckets before each attempt (sleeping ``limits.sleep``), feed them each reply's headers, settle."""
     ticket = limits.ticket(plan.call.spec)  # SpendCapError / InvalidRequestError here: nothing was sent
@@ -56,7 +56,7 @@ def run_limited(plan: CallPlan, limits: ClientLimits, attempt: Callable[[Call], 
 
 
 async def run_limited_async(plan: CallPlan, limits: ClientLimits, attempt: Callable[[Call], Awaitable[Outcome]],
-                            sleep: Callable[[float], Awaitable[None]]) -> Any:
+                            sleep: Callable[[float], Awaitable[None]]) -> object:
     """`run_limited` for the async client: waits are awaited (``limits.asleep`` for the buckets, ``sleep`` for
     retries), and a wait for room in the budget is woken from any thread."""
     ticket = limits.ticket(plan.call.spec)

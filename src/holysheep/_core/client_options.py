@@ -83,7 +83,7 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     (from its final body, at `prices`) is reserved before it is sent and settled with the reply's usage; one that
     does not fit raises `SpendCapError` before any I/O. Copies, `as_openai()` and batches share it; see
     `docs/spend.md`."""
-    prices: Mapping[str, Any] | None
+    prices: Mapping[str, object] | None
     """USD per million tokens by model for `max_cost_usd` (`{"model": (input_per_m, output_per_m)}`; default:
     the price catalog). A model with no price under a cap is an `InvalidRequestError` before any I/O."""
     hooks: Sequence[object] | None

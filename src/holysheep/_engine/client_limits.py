@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
+from typing_extensions import TypedDict
+
 from holysheep._core.request import RequestSpec
 from holysheep._core.wire import WireFormat, wire_of
 from holysheep._core.wire.base import TokenUsage
@@ -30,10 +32,18 @@ from holysheep._engine.requests import estimate_tokens
 from holysheep._engine.server_limits import LEARNED_BURST_S, LEARNED_SHARE, LIMITS_MEMORY, limits_scope, read_limits
 from holysheep._exceptions import APIError, APIStatusError
 
-__all__ = ["ANNOUNCED", "ClientLimits", "Ticket", "announces_limits"]
+__all__ = ["ANNOUNCED", "ClientLimits", "LimitClocks", "Ticket", "announces_limits"]
 
 ANNOUNCED = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
 """The headers by which a reply announces the key's limits (what a client with no known limit looks for)."""
+
+
+class LimitClocks(TypedDict, total=False):
+    """What `ClientLimits` runs on instead of the defaults (the test seam ``BaseClient._use_limits_clock``)."""
+
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    asleep: Sleep
 
 
 def announces_limits(headers: Mapping[str, str] | None) -> bool:
