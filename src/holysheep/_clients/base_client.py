@@ -144,7 +144,9 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
                 HTTP/2; httpx only, needs ``holysheep[http2]``), ``default_query=None`` (query parameters added to every
-                request, as openai's) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
+                request, as openai's), ``max_cost_usd=None`` with ``prices=None`` (a spend cap on every request the
+                client, its copies, ``as_openai()`` and its batches send: ``SpendCapError`` before any I/O when one
+                does not fit; see ``docs/spend.md``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
                 or ``"httpx"``, and ``"httpx"`` when ``http2=True``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
