@@ -76,8 +76,8 @@ def test_a_request_that_does_not_fit_is_refused_before_any_io(kind: str, respx_m
     assert (error.spent_usd, error.reserved_usd, error.max_cost_usd) == (0.0, 0.0, WORST / 2)
     assert error.worst_case_usd == WORST
     assert str(error) == ("max_cost_usd=$0.000032 reached: $0.000000 spent, and this request may cost up to "
-                          "$0.000065. Nothing was sent (raise the client's max_cost_usd, or lower the request's "
-                          "max_tokens).")
+                          "$0.000065. Nothing was sent (raise the client's max_cost_usd, or lower the request's output "
+                          "limit).")
 
 
 def test_the_cap_holds_across_requests(kind: str, respx_mock: respx.MockRouter) -> None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import httpx
 
 from holysheep._clients.client_warnings import warn_if_tls_unverified, warn_plain_http2, warn_unverified
 from holysheep._clients.http_clients import DefaultAioHttpClient
+from holysheep._clients.limited_calls import ClientLimitsMixin
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.client_options import ClientOptions, check_option_names
 from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from holysheep._core.call import Call
-    from holysheep._engine.client_budget import ClientBudget
-    from holysheep._engine.client_limits import ClientLimits, LimitClocks
-    from holysheep._engine.key_limits import Sleep
     from holysheep.cache import ResponseCache
 
 __all__ = ["BaseClient", "LazyPool"]
@@ -36,20 +33,6 @@ __all__ = ["BaseClient", "LazyPool"]
 
 NO_HIT: tuple[None, None] = (None, None)
 """What a call with the response cache off looks up: no key, no hit."""
-
-class _SharesLimits(Protocol):
-    """A client as another one hands it its limits (`BaseClient._share_limits`)."""
-
-    _budget: ClientBudget | None
-    _prices: Mapping[str, object] | None
-    _limit_clocks: LimitClocks
-    _limits: ClientLimits | None
-
-
-_KEY_LIMITS = "holysheep._engine.key_limits"
-"""The module of the key's shared rate-limit buckets: until something loads it, no key has a known limit."""
-_ANNOUNCED = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
-"""Headers by which a reply announces its key's limits (`client_limits.ANNOUNCED`)."""
 
 _Self = TypeVar("_Self", bound="BaseClient[Any, Any]")
 _HttpClientT = TypeVar("_HttpClientT")
@@ -94,7 +77,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
     }
 
 
-class BaseClient(Generic[_HttpClientT, _BackendT]):
+class BaseClient(ClientLimitsMixin, Generic[_HttpClientT, _BackendT]):
     """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
 
     _config: ClientConfig
@@ -213,75 +196,12 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
             self._cache = open_cache(cache)
             self._owns_cache = not isinstance(cache, ResponseCache)
-        self._budget: ClientBudget | None = None
-        if max_cost_usd is not None or prices is not None:
-            from holysheep._engine.client_budget import ClientBudget, check_prices
-
-            check_prices(prices)
-            self._budget = None if max_cost_usd is None else ClientBudget(max_cost_usd, prices)
-        self._prices: Mapping[str, object] | None = prices
-        self._limits: ClientLimits | None = None  # made on first need (a cap, or a limit the key announced)
-        self._limit_clocks: LimitClocks = {}
-        from holysheep._clients.senders import config_limits_key
-
-        self._limits_key = config_limits_key(self._config)
+        self._init_limits(max_cost_usd, prices)
         self._backend = self._open_backend(http_client, http_backend)
         self._bind_resources()
 
     def _open_backend(self, http_client: _HttpClientT | None, http_backend: str) -> object:  # pragma: no cover
         raise NotImplementedError
-
-    # ------------------------------------------------------------------ the client's limits
-    @property
-    def max_cost_usd(self) -> float | None:
-        """The client-wide spend cap (``max_cost_usd=``), or None."""
-        return None if self._budget is None else self._budget.max_cost_usd
-
-    @property
-    def spent_usd(self) -> float | None:
-        """What this client's requests (its copies', its batches' and its ``as_openai()``'s too) cost so far under
-        its ``max_cost_usd``; None without a cap."""
-        return None if self._budget is None else self._budget.spent_usd
-
-    def _guard(self) -> ClientLimits | None:
-        """The client's limits when a request must ask them (a cap, or a limit its key is known to have), else
-        None: a set lookup, and none at all before anything loaded the rate-limit module."""
-        limits = self._limits
-        if limits is None:
-            if self._budget is None:
-                module = sys.modules.get(_KEY_LIMITS)
-                if module is None or not module.KEY_LIMITS.known(self._limits_key):
-                    return None
-            limits = self._make_limits()
-        return limits if limits.active() else None
-
-    def _make_limits(self) -> ClientLimits:
-        from holysheep._engine.client_limits import ClientLimits
-
-        limits = self._limits = ClientLimits(self._limits_key, self._budget, **self._limit_clocks)
-        return limits
-
-    def _heard(self, call: Call) -> None:
-        """A reply outside the limits' path: when its headers announce the key's limits, they are learned (the
-        next request takes from the shared bucket)."""
-        headers = call.response_headers
-        if headers is not None and (_ANNOUNCED[0] in headers or _ANNOUNCED[1] in headers):
-            (self._limits or self._make_limits()).learn(headers, call.spec.model)
-
-    def _share_limits(self, other: _SharesLimits) -> None:
-        """``other`` (a copy, or a batch's clone) spends from this client's budget and waits on its clocks."""
-        other._budget, other._prices, other._limit_clocks = self._budget, self._prices, self._limit_clocks
-        other._limits = None
-
-    def _use_limits_clock(self, clock: Callable[[], float], sleep: Callable[[float], None],
-                          asleep: Sleep | None = None) -> None:
-        """Test seam (private): the clock buckets made by this client run on, and how its calls wait for them
-        (``sleep`` for the sync client, ``asleep`` for the async one). Copies keep them."""
-        clocks: LimitClocks = {"clock": clock, "sleep": sleep}
-        if asleep is not None:
-            clocks["asleep"] = asleep
-        self._limit_clocks = clocks
-        self._limits = None
 
     def _init_kwargs(self) -> dict[str, object]:
         return {**config_kwargs(self._config), "fallbacks": self._fallbacks or None,

@@ -103,7 +103,7 @@ class ClientBudget:
             spent, limit = cap.spent_usd, cap.limit_usd
         raise SpendCapError(
             f"max_cost_usd=${limit:.6f} reached: ${spent:.6f} spent, and this request may cost up to ${need:.6f}. "
-            "Nothing was sent (raise the client's max_cost_usd, or lower the request's max_tokens).",
+            "Nothing was sent (raise the client's max_cost_usd, or lower the request's output limit).",
             spent_usd=spent, reserved_usd=0.0, max_cost_usd=limit, worst_case_usd=need)
 
     def settle(self, amount: float, cost: float | None) -> None:
