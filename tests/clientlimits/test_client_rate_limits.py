@@ -7,10 +7,11 @@ import asyncio
 import sys
 from typing import Any
 
+import httpx
 import pytest
 import respx
 
-from holysheep import AsyncClient, Client
+from holysheep import AsyncClient, Client, RateLimitError
 from holysheep._clients.senders import config_limits_key
 from tests._fakes import FakeClock
 
@@ -112,3 +113,31 @@ def test_as_openai_requests_take_from_the_shared_bucket(kind: str, respx_mock: r
         asyncio.run(main())
     assert clock.sleeps == [2.0]  # the first takes the 1 in the bucket, the second waits 1 / 0.5 s
     assert route.call_count == 2
+
+
+def test_a_429_lowers_the_shared_rate_and_discovery_stops_after_eight_replies(respx_mock: respx.MockRouter) -> None:
+    """Once the key's limit is known, a 429 lowers the shared bucket's rate (x0.7, `DECREASE`) and empties it. A
+    client with no known limit looks at its first 8 replies only: a 9th that announces one is not read."""
+    from holysheep._engine.key_limits import KEY_LIMITS
+
+    replies = iter([httpx.Response(200, json=COMPLETION, headers=LIMITS),
+                    httpx.Response(429, json={"error": {"message": "slow down"}})])
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=lambda request: next(replies))
+    clock = FakeClock(1000.0)
+    with Client(api_key=KEY, max_retries=0) as client:
+        client._use_limits_clock(clock, lambda s: clock.advance(s))
+        client.chat.completions.create(model="m", messages=MESSAGES)
+        bucket = KEY_LIMITS.peek(f"{client._limits_key}|model=m", "requests")
+        assert bucket is not None and bucket.rate == 0.98
+        with pytest.raises(RateLimitError):
+            client.chat.completions.create(model="m", messages=MESSAGES)
+        assert (bucket.rate, bucket.level) == (0.98 * 0.7, 0.0)
+
+    quiet = httpx.Response(200, json=COMPLETION)
+    loud = httpx.Response(200, json=COMPLETION, headers=LIMITS)
+    other = iter([quiet] * 8 + [loud])
+    respx_mock.post("https://other.example/v1/chat/completions").mock(side_effect=lambda request: next(other))
+    with Client(api_key=KEY, base_url="https://other.example/v1", max_retries=0) as client:
+        for _ in range(9):
+            client.chat.completions.create(model="m", messages=MESSAGES)
+        assert not KEY_LIMITS.known(client._limits_key)

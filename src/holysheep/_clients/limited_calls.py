@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from holysheep._engine.client_limits import ClientLimits, LimitClocks
     from holysheep._engine.key_limits import Sleep
 
-__all__ = ["ClientLimitsMixin", "run_limited", "run_limited_async"]
+__all__ = ["DISCOVERY_REPLIES", "ClientLimitsMixin", "run_limited", "run_limited_async"]
 
 
 class _SharesLimits(Protocol):
@@ -40,6 +40,8 @@ _KEY_LIMITS = "holysheep._engine.key_limits"
 """The module of the key's shared rate-limit buckets: until something loads it, no key has a known limit."""
 _ANNOUNCED = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
 """Headers by which a reply announces its key's limits (`client_limits.ANNOUNCED`)."""
+DISCOVERY_REPLIES = 8
+"""Replies a client with no known limit looks at for announced limits (error replies are always looked at)."""
 
 
 class ClientLimitsMixin:
@@ -59,6 +61,7 @@ class ClientLimitsMixin:
         self._prices: Mapping[str, object] | None = prices
         self._limits: ClientLimits | None = None  # made on first need (a cap, or a limit the key announced)
         self._limit_clocks: LimitClocks = {}
+        self._unheard = DISCOVERY_REPLIES
         from holysheep._clients.senders import config_limits_key
 
         self._limits_key = config_limits_key(self._config)
@@ -93,8 +96,15 @@ class ClientLimitsMixin:
         return limits
 
     def _heard(self, call: Call) -> None:
-        """A reply outside the limits' path: when its headers announce the key's limits, they are learned (the
-        next request takes from the shared bucket)."""
+        """A reply outside the limits' path (no cap, no known limit): when its headers announce the key's limits,
+        they are learned, and the next request takes from the shared bucket. Only the client's first
+        ``DISCOVERY_REPLIES`` replies and any error reply are looked at: a server that announces its limits does
+        so on every reply, and one that did not on the first ones costs nothing more (a header lookup on an httpx
+        reply is a few microseconds, beside a JSON request the sync path keeps as cheap as openai's)."""
+        if self._unheard:
+            self._unheard -= 1
+        elif (call.status_code or 200) < 400:
+            return
         headers = call.response_headers
         if headers is not None and (_ANNOUNCED[0] in headers or _ANNOUNCED[1] in headers):
             (self._limits or self._make_limits()).learn(headers, call.spec.model)
