@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import respx
@@ -27,18 +28,74 @@ def completion(prompt: int, completion_tokens: int) -> dict[str, object]:
 
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
          "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
-SSE = f"data: {json.dumps(CHUNK)}\n\ndata: [DONE]\n\n".encode()
 
 
-def test_a_stream_counts_its_whole_reservation(respx_mock: respx.MockRouter) -> None:
-    """Its usage comes after the call returns: the worst case it reserved is what counts."""
-    respx_mock.post(f"{BASE}/chat/completions").respond(200, content=SSE,
-                                                         headers={"content-type": "text/event-stream"})
-    with Client(api_key=KEY, max_cost_usd=1.0, prices=PRICES) as client:
-        stream = client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10, stream=True)
-        assert "".join(c.choices[0].delta.content or "" for c in stream) == "Hi"
-        assert client.spent_usd == WORST
-        assert client._budget is not None and client._budget.reserved_usd == 0.0
+USAGE = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
+         "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+
+class Pieces(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body that arrives in pieces: the stream's first event is read before the rest arrives."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+def event(body: object) -> bytes:
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def test_a_stream_settles_when_it_ends(kind: str, respx_mock: respx.MockRouter) -> None:
+    """It holds its worst case while it is read; at its end the usage it carried counts, or, without one, the whole
+    reservation; one closed before its end counts its whole reservation then."""
+    bodies = iter([(event(CHUNK), event(USAGE) + b"data: [DONE]\n\n"), (event(CHUNK), b"data: [DONE]\n\n"),
+                   (event(CHUNK), event(USAGE) + b"data: [DONE]\n\n")])
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=lambda request: httpx.Response(
+        200, stream=Pieces(*next(bodies)), headers={"content-type": "text/event-stream"}))
+
+    def sync(client: Client) -> list[tuple[float | None, float]]:
+        budget = client._budget
+        assert budget is not None
+        seen = []
+        for _ in range(2):
+            stream = client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10, stream=True)
+            seen.append((client.spent_usd, budget.reserved_usd))
+            assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hi"
+            seen.append((client.spent_usd, budget.reserved_usd))
+        with client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10, stream=True) as stream:
+            next(iter(stream))  # the first chunk only
+        seen.append((client.spent_usd, budget.reserved_usd))
+        return seen
+
+    async def run_async(client: AsyncClient) -> list[tuple[float | None, float]]:
+        budget = client._budget
+        assert budget is not None
+        seen = []
+        for _ in range(2):
+            stream = await client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10, stream=True)
+            seen.append((client.spent_usd, budget.reserved_usd))
+            assert "".join([c.choices[0].delta.content or "" async for c in stream if c.choices]) == "Hi"
+            seen.append((client.spent_usd, budget.reserved_usd))
+        stream = await client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10, stream=True)
+        async with stream:
+            await stream.__anext__()
+        seen.append((client.spent_usd, budget.reserved_usd))
+        return seen
+
+    from tests.clientlimits.test_client_spend import call
+
+    seen = call(kind, sync if kind == "sync" else run_async, max_cost_usd=1.0, prices=PRICES)
+    used = (5 * 1.0 + 2 * 2.0) / 1e6
+    assert seen == [(0.0, WORST), (used, 0.0),  # the usage it carried
+                    (used, WORST), (used + WORST, 0.0),  # no usage: the reservation
+                    (used + WORST + WORST, 0.0)]  # closed before its end: the reservation
 
 
 def test_responses_create_is_capped_from_max_output_tokens(respx_mock: respx.MockRouter) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing_extensions import TypedDict
 
 from holysheep._core.request import RequestSpec
+from holysheep._core.stream_state import StreamState
 from holysheep._core.wire import WireFormat, wire_of
 from holysheep._core.wire.base import TokenUsage
 from holysheep._engine.client_budget import ClientBudget
@@ -167,10 +168,28 @@ class ClientLimits:
 
     # ------------------------------------------------------------------ at the end
     def end(self, ticket: Ticket, result: object, error: BaseException | None) -> None:
-        """The call ended: settle its reservation with the reply's usage (a stream, or a body not read yet, counts
-        its whole reservation: its usage comes after the call returns), refund it on an error status (nothing was
-        billed); correct the token charge."""
-        usage = None if error is not None else _usage(ticket, result)
+        """The call returned: settle its reservation with the reply's usage, refund it on an error status (nothing
+        was billed); correct the token charge. A stream settles when it ends (however it ends: read to its end,
+        closed early or cut off) with the usage it carried (``stream_options={"include_usage": True}``), or its
+        whole reservation when none came. A body handed over unread (``with_streaming_response``, an
+        ``as_openai()`` stream) counts its whole reservation now."""
+        state = getattr(result, "_state", None) if error is None and ticket.spec.stream else None
+        if isinstance(state, StreamState):
+            if state.ended_at is None:
+                state.on_end = lambda usage: self._close(ticket, result, None, self._stream_usage(ticket, usage))
+                return
+            self._close(ticket, result, None, self._stream_usage(ticket, state.usage))
+            return
+        self._close(ticket, result, error, None if error is not None else _usage(ticket, result))
+
+    @staticmethod
+    def _stream_usage(ticket: Ticket, usage: object) -> TokenUsage | None:
+        try:
+            return None if usage is None else ticket.wire.usage_block(usage)
+        except Exception:  # a usage the format cannot read: the reservation counts
+            return None
+
+    def _close(self, ticket: Ticket, result: object, error: BaseException | None, usage: TokenUsage | None) -> None:
         if ticket.charge > 0:
             _, tokens = self._buckets(ticket.model)
             if tokens is not None:
@@ -194,17 +213,6 @@ class ClientLimits:
             model = ticket.model or ticket.wire.model_of(result)
             cost = budget.cost(model, usage.input, usage.output, usage.cached)
         budget.settle(ticket.amount, cost)
-
-    def abandon(self, ticket: Ticket) -> None:
-        """The call stopped before anything was sent (cancelled while waiting): everything goes back."""
-        if ticket.charge > 0:
-            _, tokens = self._buckets(ticket.model)
-            if tokens is not None:
-                tokens.adjust(ticket.charge)
-            ticket.charge = 0
-        if ticket.reserved and self.budget is not None:
-            ticket.reserved = False
-            self.budget.refund(ticket.amount)
 
 
 def _usage(ticket: Ticket, result: object) -> TokenUsage | None:
