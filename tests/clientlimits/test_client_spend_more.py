@@ -173,3 +173,25 @@ def test_an_async_request_waits_for_room_that_a_reply_frees(respx_mock: respx.Mo
     spent, seen = asyncio.run(main())
     assert seen == [0]
     assert spent == 2 * 9e-6
+
+
+def test_tasks_of_an_async_client_never_pass_the_cap(respx_mock: respx.MockRouter) -> None:
+    """`test_threads_of_a_sync_client_never_pass_the_cap` with 8 tasks of one `AsyncClient` on one loop."""
+    route = respx_mock.post(f"{BASE}/chat/completions").respond(200, json=completion(45, 10))
+
+    async def main() -> tuple[list[str], float | None]:
+        async with AsyncClient(api_key=KEY, max_cost_usd=3 * WORST, prices=PRICES) as client:
+            async def one() -> str:
+                try:
+                    await client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=10)
+                except SpendCapError:
+                    return "refused"
+                return "sent"
+
+            outcomes = await asyncio.gather(*(one() for _ in range(8)))
+            return sorted(outcomes), client.spent_usd
+
+    outcomes, spent = asyncio.run(main())
+    assert outcomes == ["refused"] * 5 + ["sent"] * 3
+    assert spent == 3 * WORST
+    assert route.call_count == 3
