@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sys
 import threading
 import time
@@ -62,9 +63,13 @@ class ClientLimitsMixin:
         self._limits: ClientLimits | None = None  # made on first need (a cap, or a limit the key announced)
         self._limit_clocks: LimitClocks = {}
         self._unheard = DISCOVERY_REPLIES
+
+    @functools.cached_property
+    def _limits_key(self) -> str:
+        """The base URL and a digest of the key (`senders.limits_key`): whose shared buckets apply."""
         from holysheep._clients.senders import config_limits_key
 
-        self._limits_key = config_limits_key(self._config)
+        return config_limits_key(self._config)
 
     @property
     def max_cost_usd(self) -> float | None:
