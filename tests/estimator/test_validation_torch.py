@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from holysheep.estimator import Architecture, catalog_entry, list_models
 from holysheep.estimator._training import model_state_bytes
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+
+class _OnUse:
+    """A module imported when a test first uses it (a missing one skips that test): the default run collects this
+    file and deselects it, and would otherwise import torch and transformers (4 s) in every pytest worker."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> object:
+        return getattr(pytest.importorskip(self._name), attr)
+
+
+torch: Any = _OnUse("torch")
+transformers: Any = _OnUse("transformers")
 
 pytestmark = [
     pytest.mark.validation,
@@ -36,14 +50,45 @@ def _hf_config(name: str):  # type: ignore[no-untyped-def]
     return transformers.AutoConfig.for_model("deepseek_v3" if model_type == "kimi_k2" else model_type, **cfg)
 
 
+EXPERT_FIELDS = ("n_routed_experts", "num_experts", "num_local_experts")
+"""Where a config names its routed experts (DeepSeek/Kimi/GLM, Qwen MoE, Mixtral/gpt-oss/Llama 4)."""
+FEW_EXPERTS = (16, 32)
+"""Expert counts a large MoE is built with instead of its own: both multiples of every catalog model's
+``n_group`` and above its experts per token. Building Qwen3-Next's 512 x 48 experts on the meta device takes a
+minute; 16 and 32 take seconds."""
+
+
+def _real_count(cfg) -> int:  # type: ignore[no-untyped-def]
+    """The meta model's parameters, with DeepSeek-V3's routing bias (a stored checkpoint tensor that
+    transformers keeps as a buffer); tied weights are yielded once."""
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    return (sum(p.numel() for p in model.parameters())
+            + sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")))
+
+
 @pytest.mark.parametrize("name", list_models())
 def test_param_count_matches_meta_model(name: str) -> None:
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(_hf_config(name))
-    real = sum(p.numel() for p in model.parameters())  # tied weights are yielded once
-    # DeepSeek-V3's routing bias is a stored checkpoint tensor that transformers keeps as a buffer
-    real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
-    assert catalog_entry(name).architecture.num_params == real
+    """The catalog's parameter count is the real model's. A model with more than 32 routed experts is built
+    with 16 and with 32: its real count is affine in the expert count (each expert adds the same modules, the
+    router one row, the routing bias one entry), so the two builds give the real count at its own number exactly,
+    and the planner must match all three."""
+    cfg = _hf_config(name)
+    expected = catalog_entry(name).architecture.num_params
+    field = next((f for f in EXPERT_FIELDS if (getattr(cfg, f, None) or 0) > max(FEW_EXPERTS)), None)
+    if field is None:
+        assert expected == _real_count(cfg)
+        return
+    experts = getattr(cfg, field)
+    counts = []
+    for few in FEW_EXPERTS:
+        small = _hf_config(name)
+        setattr(small, field, few)
+        counts.append(_real_count(small))
+        assert Architecture.from_hf_config(small.to_dict()).num_params == counts[-1], (field, few)
+    per_expert, rest = divmod(counts[1] - counts[0], FEW_EXPERTS[1] - FEW_EXPERTS[0])
+    assert rest == 0
+    assert expected == counts[0] + (experts - FEW_EXPERTS[0]) * per_expert
 
 
 def _cache_bytes(model, tokens: int, batch: int) -> int:  # type: ignore[no-untyped-def]
@@ -197,11 +242,7 @@ FAMILY_CONFIGS = {
 def test_family_param_counts_match_meta_model(key: str) -> None:
     _needs(key.split("-")[0])
     cfg = transformers.AutoConfig.for_model(key.split("-")[0], **FAMILY_CONFIGS[key])
-    real = _meta_count(cfg)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(cfg)
-    real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
-    assert Architecture.from_hf_config(cfg.to_dict()).num_params == real
+    assert Architecture.from_hf_config(cfg.to_dict()).num_params == _real_count(cfg)
 
 
 @pytest.mark.parametrize(

@@ -211,9 +211,9 @@ def wants_tool_loop(params: Mapping[str, object]) -> bool:
                or (callable(t) and not isinstance(t, (Mapping, type))) for t in tools)
 
 
-def plan_tool_loop(params: Mapping[str, Any]) -> ToolLoop:
+def plan_tool_loop(params: Mapping[str, Any], turns: ToolTurns | None = None) -> ToolLoop:
     """A batch item's tool loop from its ``create()`` parameters plus ``max_turns`` (default 10) and
-    ``tool_timeout`` (default 60 s)."""
+    ``tool_timeout`` (default 60 s); ``turns``: its wire format's side of the loop (chat completions' by default)."""
     from holysheep._core.tools import tool_set
 
     rest = dict(params)
@@ -227,4 +227,4 @@ def plan_tool_loop(params: Mapping[str, Any]) -> ToolLoop:
         name = "max_turns" if "max_turns" in params else "tool_timeout"
         raise InvalidRequestError(f"{name} needs tools=[...] to run (functions, or pydantic_function_tool("
                                   "Model, handler=fn)).", field=name)
-    return ToolLoop(rest, tool_set(rest.pop("tools")), max_turns, tool_timeout)
+    return ToolLoop(rest, tool_set(rest.pop("tools")), max_turns, tool_timeout, turns)

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from holysheep.types._base import sum_usages
 from holysheep.types.chat import ChatCompletion, CompletionUsage
 
 __all__ = ["ToolCallRecord", "ToolRunResult"]
@@ -34,16 +34,6 @@ class ToolCallRecord:
                 "error": self.error, "duration_s": self.duration_s, "turn": self.turn}
 
 
-def _sum_usage(completions: Iterable[ChatCompletion]) -> CompletionUsage | None:
-    usages = [c.usage for c in completions if c.usage is not None]
-    if not usages:
-        return None
-    prompt = sum(u.prompt_tokens for u in usages)
-    completion = sum(u.completion_tokens for u in usages)
-    total = sum(u.total_tokens or u.prompt_tokens + u.completion_tokens for u in usages)
-    return CompletionUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
-
-
 @dataclass
 class ToolRunResult:
     """The result of ``run_tools``: the ``completion`` that answered without tool calls, the whole
@@ -67,8 +57,9 @@ class ToolRunResult:
 
     @property
     def usage(self) -> CompletionUsage | None:
-        """Tokens summed over every request of the run."""
-        return _sum_usage(self.completions)
+        """Tokens summed over every request of the run as chat completions sum them (`CompletionUsage`'s ``+``,
+        also `ChatWire.sum_usage`'s): the counts and every ``*_tokens_details`` count."""
+        return sum_usages(c.usage for c in self.completions)
 
     @property
     def cost(self) -> float | None:

@@ -21,7 +21,8 @@ from holysheep._core.hooks import BatchContext
 from holysheep._core.retry import RetryPolicy
 from holysheep._core.structured import plan_parse, wants_parse
 from holysheep._core.tool_limits import DEFAULT_TOOL_THREADS
-from holysheep._core.tool_loop import RunTools, ToolRunResult, plan_tool_loop, wants_tool_loop
+from holysheep._core.tool_loop import RunTools, plan_tool_loop, wants_tool_loop
+from holysheep._core.wire import CHAT
 from holysheep._engine.delivery import ResultSink
 from holysheep._engine.requests import BatchRequest
 from holysheep._engine.sender import Sender
@@ -42,13 +43,13 @@ def request_of(item: BatchRequest) -> Mapping[str, object]:
     `max_repairs`) runs parse()'s re-ask loop, an agent its tool loop: their requests come from that loop."""
     if item.request is not None:
         return item.request
-    if item.wire is not None:  # another format (the Responses API, ...): sent as given
-        return item.params
     if item.steps is None and wants_tool_loop(item.params):  # an agent: its requests come from its loop
-        item.steps = plan_tool_loop(item.params).steps()
+        item.steps = plan_tool_loop(item.params, (item.wire or CHAT).tool_turns()).steps()  # the format's turns
         item.agent = True
         item.request = next(item.steps)
         return item.request
+    if item.wire is not None:  # another format (the Responses API, ...): sent as given
+        return item.params
     if item.steps is None and wants_parse(item.params):
         item.steps = plan_parse({"on_refusal": "raise", **item.params}).steps()  # a refusal fails the item
         item.request = next(item.steps)
@@ -103,7 +104,7 @@ class ItemPlanner:
                 if item.wire is None:
                     plan = item.plan = self._sender.plan(request_of(item), idempotency_key=item.key)
                 else:
-                    plan = item.plan = self._sender.plan(item.params, idempotency_key=item.key, wire=item.wire)
+                    plan = item.plan = self._sender.plan(request_of(item), idempotency_key=item.key, wire=item.wire)
                 if plan.ctx is not None:
                     plan.ctx.batch = self.batch_ctx
             except Exception as exc:  # invalid parameters (InvalidRequestError), or anything else: the item
@@ -131,9 +132,9 @@ class ItemPlanner:
         try:
             step = item.steps.send(response)
         except StopIteration as stop:
-            if isinstance(stop.value, ToolRunResult):
+            if item.agent:  # the run's result (its format's: `ToolRunResult`, `ResponseToolRunResult`, ...)
                 item.tool_run = stop.value
-                return stop.value.completion
+                return (item.wire or CHAT).tool_turns().final(stop.value)  # its last reply, as the format reads it
             return stop.value
         except HolySheepError as exc:  # StructuredOutputError, RefusalError, MaxTurnsError: the item's own error
             self._sink.finalize(item, None, exc)

@@ -147,7 +147,7 @@ def _check_known(defaults: Mapping[str, object], wire: WireFormat | None = None)
     if wire is not None and wire.param_names is None:
         return  # a format that takes any field
     known = (CHAT_PARAM_NAMES | {"model", "max_repairs", "max_turns", "tool_timeout", "dimensions", "encoding_format"}
-             if wire is None or wire.param_names is None else wire.param_names | {"model"})
+             if wire is None or wire.param_names is None else wire.param_names | {"model"} | _tool_loop_names(wire))
     for key in defaults:
         if key not in known:
             import difflib
@@ -159,6 +159,15 @@ def _check_known(defaults: Mapping[str, object], wire: WireFormat | None = None)
                 f"batch() got an unknown parameter {key!r}.{hint} Batch options are listed in BatchParams; "
                 f"send server-specific fields through extra_body={{{key!r}: ...}}.", field=str(key),
                 reason="unknown parameter")
+
+
+def _tool_loop_names(wire: WireFormat) -> frozenset[str]:
+    """The tool loop's options (``max_turns``, ``tool_timeout``) when ``wire`` can run one (it has `ToolTurns`)."""
+    try:
+        wire.tool_turns()
+    except InvalidRequestError:
+        return frozenset()
+    return frozenset({"max_turns", "tool_timeout"})
 
 
 def check_requests(requests: object) -> None:

@@ -59,7 +59,9 @@ class BatchResult:
     attempts: int = 0
     latency_s: float = 0.0
     tool_run: ToolRunResult | None = None
-    """An agent item's run (``tools=[functions]``): transcript, every tool call, usage and cost."""
+    """An agent item's run (``tools=[functions]``): transcript, every tool call, usage and cost. In a batch of
+    Responses items it is a ``ResponseToolRunResult`` (the same names: ``completion``, ``messages``,
+    ``tool_calls``, ``turns``, ``usage``, ``cost``), as ``response`` is a ``Response`` there."""
 
     @property
     def ok(self) -> bool:

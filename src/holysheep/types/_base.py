@@ -2,12 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, ClassVar, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["HolySheepModel"]
+__all__ = ["HolySheepModel", "sum_counts", "sum_usages"]
+
+_M = TypeVar("_M", bound=BaseModel)
+_A = TypeVar("_A", bound="_Adds")
+
+
+class _Adds(Protocol):
+    def __add__(self: _A, other: _A) -> _A: ...
+
+
+def sum_counts(kind: type[_M], usages: Sequence[BaseModel], **fixed: object) -> _M:
+    """``usages`` (usage objects of one format) added up as one ``kind``: each declared count summed (an int
+    field, or a float one), each nested breakdown (``prompt_tokens_details``, ``output_tokens_details``, ...)
+    summed the same way over the usages that carry it; a field no usage sets keeps ``kind``'s default (None
+    stays None); ``fixed``: fields set as given (a total worked out by the caller). Fields a server added beyond
+    the type (``model_extra``) are not summed."""
+    return kind.model_validate({**_summed(usages), **fixed})
+
+
+def _summed(usages: Sequence[BaseModel]) -> dict[str, object]:
+    """The summed fields of `sum_counts`, as the dict ``kind`` validates (a breakdown as a dict)."""
+    out: dict[str, object] = {}
+    for name in type(usages[0]).model_fields if usages else ():
+        present = [v for v in (getattr(u, name, None) for u in usages) if v is not None]
+        if not present:
+            continue
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+            out[name] = sum(present)
+        elif all(isinstance(v, BaseModel) for v in present):
+            out[name] = _summed(present)
+    return out
+
+
+def sum_usages(usages: Iterable[_A | None]) -> _A | None:
+    """The usages (each a usage type that adds with ``+``, as `CompletionUsage` and `ResponseUsage` do) added up;
+    None when there is none (a reply without usage adds nothing)."""
+    total: _A | None = None
+    for usage in usages:
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
 
 
 class HolySheepModel(BaseModel):

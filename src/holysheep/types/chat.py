@@ -9,7 +9,7 @@ from pydantic import BeforeValidator
 from typing_extensions import NotRequired, Required, TypedDict
 
 from holysheep.types import completion_create_params as completion_create_params
-from holysheep.types._base import HolySheepModel
+from holysheep.types._base import HolySheepModel, sum_counts
 from holysheep.types.chat_params import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionContentPartImageParam,
@@ -218,6 +218,15 @@ class CompletionUsage(HolySheepModel):
     # made `ChatCompletion.cost` cost as much CPU as parsing the whole reply.
     completion_tokens_details: Annotated[CompletionTokensDetails | None, BeforeValidator(object_or_none)] = None
     prompt_tokens_details: Annotated[PromptTokensDetails | None, BeforeValidator(object_or_none)] = None
+
+    def __add__(self, other: object) -> CompletionUsage:
+        """Two usages added up (the requests of one tool loop): ``prompt_tokens``, ``completion_tokens``,
+        ``total_tokens`` (a usage without one counts prompt + completion) and every ``prompt_tokens_details``/
+        ``completion_tokens_details`` count (None where neither has it)."""
+        if not isinstance(other, CompletionUsage):
+            return NotImplemented
+        total = sum(u.total_tokens or u.prompt_tokens + u.completion_tokens for u in (self, other))
+        return sum_counts(CompletionUsage, (self, other), total_tokens=total)
 
 
 class _Keep:

@@ -11,7 +11,7 @@ from typing import Generic, Literal, TypeVar, Union
 
 from pydantic import field_validator
 
-from holysheep.types._base import HolySheepModel
+from holysheep.types._base import HolySheepModel, sum_counts
 from holysheep.types.chat import _completion_cost, _ResponseMeta
 
 __all__ = [
@@ -102,6 +102,15 @@ class ResponseUsage(HolySheepModel):
     total_tokens: int = 0
 
     _null_is_zero = field_validator("input_tokens", "output_tokens", "total_tokens", mode="before")(_zero_for_null)
+
+    def __add__(self, other: object) -> ResponseUsage:
+        """Two usages added up (the requests of one tool loop): ``input_tokens``, ``output_tokens``,
+        ``total_tokens`` (a usage without one counts input + output) and the ``input_tokens_details``/
+        ``output_tokens_details`` counts (None where neither has them)."""
+        if not isinstance(other, ResponseUsage):
+            return NotImplemented
+        total = sum(u.total_tokens or u.input_tokens + u.output_tokens for u in (self, other))
+        return sum_counts(ResponseUsage, (self, other), total_tokens=total)
 
 
 class IncompleteDetails(HolySheepModel):

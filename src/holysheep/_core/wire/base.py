@@ -11,7 +11,7 @@ read no format's fields themselves (``tests/engine/test_wire_seam.py`` checks th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from pydantic import BaseModel
@@ -212,6 +212,25 @@ class WireFormat:
     def usage_block(self, usage: object) -> TokenUsage | None:
         """A ``usage`` object of this format (a reply's, or the one a stream's last event carried) as tokens."""
         return None
+
+    def sum_usage(self, replies: Iterable[object]) -> object | None:
+        """The usage of several replies of this format (a tool loop's turns) as one usage object of the format's
+        own type: every token count and every breakdown count (cached, reasoning, ...) summed; None when no reply
+        reports usage. A usage type that adds with ``+`` (chat's `CompletionUsage`, the Responses API's
+        `ResponseUsage`: a usage without ``total_tokens`` counts input + output) is summed by it, any other by
+        `sum_counts` (each declared count)."""
+        from holysheep.types._base import sum_counts
+
+        usages = [u for u in (getattr(r, "usage", None) for r in replies) if isinstance(u, BaseModel)]
+        if not usages:
+            return None
+        add = getattr(type(usages[0]), "__add__", None)
+        if add is None:
+            return sum_counts(type(usages[0]), usages)
+        total: object = usages[0]
+        for usage in usages[1:]:
+            total = add(total, usage)
+        return total
 
     def model_of(self, response: object) -> str:
         """The model that answered."""

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
 from holysheep._core.answer import check_answer
 from holysheep._core.wire.base import TokenUsage, WireFormat
-from holysheep.types.chat import ChatCompletion
+from holysheep.types._base import sum_usages
+from holysheep.types.chat import ChatCompletion, CompletionUsage
 
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
@@ -79,6 +80,11 @@ class ChatWire(WireFormat):
         cached = (details.cached_tokens or 0) if details is not None else 0
         return TokenUsage(getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0), cached,
                           getattr(usage, "total_tokens", 0))
+
+    def sum_usage(self, replies: Iterable[object]) -> CompletionUsage | None:
+        """The replies' usage summed: ``prompt_tokens``, ``completion_tokens``, ``total_tokens`` (a reply without
+        one counts prompt + completion) and every ``prompt_tokens_details``/``completion_tokens_details`` count."""
+        return sum_usages(u for u in (getattr(r, "usage", None) for r in replies) if isinstance(u, CompletionUsage))
 
     def answered(self, response: object) -> bool:
         """Every choice is an answer: text or tool calls, no refusal, not stopped by a content filter."""

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from holysheep._core.wire import register
 from holysheep._core.wire.base import TokenUsage, WireFormat, text_chars
 from holysheep._exceptions import InvalidRequestError
+from holysheep.types._base import sum_usages
 from holysheep.types.responses import Response, ResponseFunctionToolCall, ResponseOutputMessage, ResponseUsage
 
 if TYPE_CHECKING:
@@ -157,6 +158,11 @@ class ResponsesWire(WireFormat):
 
     def parse(self, content: bytes) -> object:
         return parse_response(content)
+
+    def sum_usage(self, replies: Iterable[object]) -> ResponseUsage | None:
+        """The replies' usage summed: ``input_tokens``, ``output_tokens``, ``total_tokens`` (a reply without one
+        counts input + output) and the ``input_tokens_details``/``output_tokens_details`` counts."""
+        return sum_usages(u for u in (getattr(r, "usage", None) for r in replies) if isinstance(u, ResponseUsage))
 
     def usage_block(self, usage: object) -> TokenUsage | None:
         if not isinstance(usage, ResponseUsage):

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from holysheep._core.tool_results import ToolCallRecord
 from holysheep._core.wire.tool_turns import ToolTurns, _of
 from holysheep._exceptions import InvalidRequestError
+from holysheep.types._base import sum_usages
 from holysheep.types.chat import Function, ToolCall
 from holysheep.types.responses import Response, ResponseFunctionToolCall, ResponseUsage
 
@@ -62,14 +63,10 @@ class ResponseToolRunResult:
 
     @property
     def usage(self) -> ResponseUsage | None:
-        """Tokens summed over every request of the run."""
-        usages = [r.usage for r in self.responses if r.usage is not None]
-        if not usages:
-            return None
-        given = sum(u.input_tokens for u in usages)
-        made = sum(u.output_tokens for u in usages)
-        total = sum(u.total_tokens or u.input_tokens + u.output_tokens for u in usages)
-        return ResponseUsage(input_tokens=given, output_tokens=made, total_tokens=total)
+        """Tokens summed over every request of the run as the Responses API sums them (`ResponseUsage`'s ``+``,
+        also `ResponsesWire.sum_usage`'s): the counts and the ``input_tokens_details``/``output_tokens_details``
+        counts."""
+        return sum_usages(r.usage for r in self.responses)
 
     @property
     def cost(self) -> float | None:
@@ -133,6 +130,9 @@ class ResponsesToolTurns(ToolTurns):
     def result(self, final: object, history: list[dict[str, Any]], records: list[ToolCallRecord],
                replies: list[object]) -> ResponseToolRunResult:
         return ResponseToolRunResult(_of(Response, final), history, records, [_of(Response, r) for r in replies])
+
+    def final(self, result: object) -> Response:
+        return _of(ResponseToolRunResult, result).response
 
 
 RESPONSES_TOOLS = ResponsesToolTurns()

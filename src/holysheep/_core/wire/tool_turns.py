@@ -65,6 +65,10 @@ class ToolTurns:
         """The run's result: the last reply, the whole conversation, every call and every reply."""
         raise NotImplementedError
 
+    def final(self, result: object) -> object:
+        """The reply that ended a run, read from its ``result`` (what a batch item's ``response`` is)."""
+        raise NotImplementedError
+
 
 def _message_dict(message: object) -> dict[str, Any]:
     if isinstance(message, BaseModel):
@@ -105,6 +109,9 @@ class ChatToolTurns(ToolTurns):
     def result(self, final: object, history: list[dict[str, Any]], records: list[ToolCallRecord],
                replies: list[object]) -> ToolRunResult:
         return ToolRunResult(_of(ChatCompletion, final), history, records, [_of(ChatCompletion, r) for r in replies])
+
+    def final(self, result: object) -> ChatCompletion:
+        return _of(ToolRunResult, result).completion
 
 
 CHAT_TOOLS = ChatToolTurns()
