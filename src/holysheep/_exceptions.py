@@ -70,6 +70,7 @@ __all__ = [
     "ResponseConsumedError",
     "ResponsesBridgeError",
     "ResponseTooLargeError",
+    "SpendCapError",
     "StreamIdleTimeoutError",
     "StreamInterruptedError",
     "StreamTooLargeError",
@@ -153,6 +154,22 @@ class CacheFileError(InvalidRequestError):
 
 class QuotaExceededError(HolySheepError):
     """The account quota cannot cover (or no longer covers) the work asked for."""
+
+
+class SpendCapError(QuotaExceededError):
+    """A request did not fit the client's ``max_cost_usd`` (``Client(max_cost_usd=..., prices=...)``): what was
+    spent, plus what requests in flight hold, plus this request's worst case would pass the cap. Raised before
+    any I/O: nothing was sent. ``spent_usd``, ``reserved_usd`` (held by requests in flight), ``max_cost_usd`` and
+    ``worst_case_usd`` (this request's most) say why; see ``docs/spend.md``."""
+
+    def __init__(self, message: str, *, spent_usd: float, reserved_usd: float, max_cost_usd: float,
+                 worst_case_usd: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.spent_usd = spent_usd
+        self.reserved_usd = reserved_usd
+        self.max_cost_usd = max_cost_usd
+        self.worst_case_usd = worst_case_usd
 
 
 class ClientClosedError(HolySheepError, RuntimeError):

@@ -32,6 +32,7 @@ def test_options_name_every_keyword_the_clients_took() -> None:
         "hooks",
         "cache",
         "proxy", "trust_env", "verify", "cert", "http2", "default_query",
+        "max_cost_usd", "prices",
     ])
     assert ClientOptions.__required_keys__ == frozenset()
 

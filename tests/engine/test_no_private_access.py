@@ -28,6 +28,7 @@ OWN = {
     ("_core/bridge_stream.py", "_events"): "StreamState._events",
     ("_core/wire/responses_bridge.py", "_transport"): "ChatCompletion._transport",
     ("_clients/stream_body.py", "_state"): "a stream's _state",
+    ("_engine/client_limits.py", "_state"): "a stream's _state (its StreamState, settled when it ends)",
     ("_core/hook_events.py", "_first"): "StreamState._first",
     ("_core/network.py", "_cache"): "NetworkSettings._cache",
     ("_core/structured.py", "_transport"): "ChatCompletion._transport",

@@ -11,6 +11,7 @@ import httpx
 from typing_extensions import Unpack
 
 from holysheep._clients.base_client import NO_HIT, BaseClient, config_kwargs, quiet_build
+from holysheep._clients.limited_calls import run_limited_async
 from holysheep._clients.resources.account import AsyncModelPager, BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta, coroutine_method
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
@@ -77,7 +78,8 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
         from holysheep._engine.run import abatch, with_client_cache  # lazy: not loaded by `import holysheep`
 
         self._client._check_open()
-        return await abatch(self._client.sender(), requests, with_client_cache(params, self._client.cache))
+        return await abatch(self._client.sender(), requests, with_client_cache(params, self._client.cache,
+                                                                          self._client._prices))
 
     def batch_iter(self, requests: Iterable[object] | AsyncIterable[object],
                    **params: Unpack[BatchParams]) -> BatchIterator:
@@ -87,7 +89,8 @@ class AsyncCompletions(AsyncRunTools, AsyncParse, AsyncStreamHelper,
         """
         from holysheep._engine.run import iterator_for, with_client_cache  # lazy
 
-        return iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache))
+        return iterator_for(self._client.sender(), requests, with_client_cache(params, self._client.cache,
+                                                                          self._client._prices))
 
 
 class AsyncChat(BaseChat[AsyncCompletions]):
@@ -200,9 +203,14 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         if hit is not None:
             return hit
         plan = self.plan(spec)
-        while (delay := plan.after(await self._attempt(plan.call))) is not None:
-            await _sleep(delay)
-        result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+        limits = self._guard()
+        if limits is None:
+            while (delay := plan.after(await self._attempt(plan.call))) is not None:
+                await _sleep(delay)
+            self._heard(plan.call)
+            result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+        else:  # a cap, or the key's known limits: reserved and paced before each attempt
+            result = await run_limited_async(plan, limits, self._attempt, _sleep)
         if key is not None:
             self._cache_save(key, result, plan.call)
         return result
@@ -212,9 +220,15 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
         stream). ``with_streaming_response`` (``"stream"``): a `AsyncStreamedAPIResponse` whose body is still unread
         (a non-2xx status was retried or raised first, as for the plain call)."""
         plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
-        while (delay := plan.after(await self._attempt(plan.call))) is not None:
-            await _sleep(delay)
-        return raw_reply(plan.result(), plan.call, spec.stream, mode, AsyncStreamedAPIResponse)
+        limits = self._guard()
+        if limits is None:
+            while (delay := plan.after(await self._attempt(plan.call))) is not None:
+                await _sleep(delay)
+            self._heard(plan.call)
+            result = plan.result()
+        else:
+            result = await run_limited_async(plan, limits, self._attempt, _sleep)
+        return raw_reply(result, plan.call, spec.stream, mode, AsyncStreamedAPIResponse)
 
     async def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""

@@ -9,6 +9,7 @@ import httpx
 
 from holysheep._clients.client_warnings import warn_if_tls_unverified, warn_plain_http2, warn_unverified
 from holysheep._clients.http_clients import DefaultAioHttpClient
+from holysheep._clients.limited_calls import ClientLimitsMixin
 from holysheep._core.call_plan import CallPlan
 from holysheep._core.client_options import ClientOptions, check_option_names
 from holysheep._core.config import DEFAULT_TIMEOUT, ClientConfig, OnRetry, TimeoutTypes, check_headers, make_config
@@ -76,7 +77,7 @@ def config_kwargs(config: ClientConfig) -> dict[str, Any]:
     }
 
 
-class BaseClient(Generic[_HttpClientT, _BackendT]):
+class BaseClient(ClientLimitsMixin, Generic[_HttpClientT, _BackendT]):
     """Configuration holder behind ``holysheep.Client`` and ``holysheep.AsyncClient``."""
 
     _config: ClientConfig
@@ -126,7 +127,9 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
                 response cache file or store: repeated requests are answered from it), ``proxy=None`` (else the
                 environment's proxies), ``trust_env=True``, ``verify=True``, ``cert=None``, ``http2=False`` (offer
                 HTTP/2; httpx only, needs ``holysheep[http2]``), ``default_query=None`` (query parameters added to every
-                request, as openai's) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
+                request, as openai's), ``max_cost_usd=None`` with ``prices=None`` (a spend cap on every request the
+                client, its copies, ``as_openai()`` and its batches send: ``SpendCapError`` before any I/O when one
+                does not fit; see ``docs/spend.md``) and ``http_backend`` (``AsyncClient``: ``"aiohttp"``
                 or ``"httpx"``, and ``"httpx"`` when ``http2=True``; ``Client``: ``"httpx"``). A misspelt one is a
                 ``TypeError`` that names the closest.
         """
@@ -150,6 +153,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         backend_given = "http_backend" in settings
         http_backend = settings.pop("http_backend", self._http_backends[0])
         cache = settings.pop("cache", None)
+        max_cost_usd, prices = settings.pop("max_cost_usd", None), settings.pop("prices", None)
         self._config = make_config(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
                                    default_headers=default_headers, **settings)
         check_choice(http_backend, "http_backend", tuple(sorted(self._http_backends)))
@@ -192,6 +196,7 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
 
             self._cache = open_cache(cache)
             self._owns_cache = not isinstance(cache, ResponseCache)
+        self._init_limits(max_cost_usd, prices)
         self._backend = self._open_backend(http_client, http_backend)
         self._bind_resources()
 
@@ -309,11 +314,15 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
         set_default_query: Mapping[str, object] | None = None,
         on_retry: OnRetry | None = None,
         hooks: Sequence[object] | None = None,
+        max_cost_usd: float | None = None,
+        prices: Mapping[str, object] | None = None,
     ) -> _Self:
         """A copy with some options changed (openai-python's ``with_options``/``copy``). It shares this client's
         connection pool (closing the copy does not close the pool) unless ``http_client`` gives it another.
         ``default_headers``/``default_query`` are merged into this client's; ``set_default_headers`` /
-        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them."""
+        ``set_default_query`` replace them. It keeps this client's hooks unless ``hooks`` replaces them, and
+        spends from this client's ``max_cost_usd`` budget unless ``max_cost_usd`` gives it a budget of its own
+        (at ``prices``, or this client's)."""
         timeout = ... if is_not_given(timeout) else timeout  # NOT_GIVEN/omit (openai's too): not passed
         stream_idle_timeout = ... if is_not_given(stream_idle_timeout) else stream_idle_timeout
         api_key, base_url, http_client, max_retries = (or_default(api_key, None), or_default(base_url, None),
@@ -344,8 +353,20 @@ class BaseClient(Generic[_HttpClientT, _BackendT]):
             kwargs["default_query"] = {**self._config.default_query, **default_query}
         if set_default_query is not None:
             kwargs["default_query"] = dict(set_default_query)
+        if prices is not None and max_cost_usd is None:
+            from holysheep._exceptions import InvalidRequestError
+
+            raise InvalidRequestError("with_options(prices=...) goes with max_cost_usd= (a copy with a budget of its "
+                                      "own); without it the copy spends from this client's budget at its prices.",
+                                      field="prices")
+        if max_cost_usd is not None:
+            kwargs["max_cost_usd"], kwargs["prices"] = max_cost_usd, prices if prices is not None else self._prices
         cls: object = type(self)
         new: _Self = quiet_build(cls, **kwargs, http_client=http_client or self._http_client)  # all checked
+        if max_cost_usd is None:
+            self._share_limits(new)
+        else:
+            new._limit_clocks = self._limit_clocks
         if http_client is None:
             new._backend = self._backend  # share the connection pool; the copy does not own it
             new._owns_http = False

@@ -12,6 +12,7 @@ import httpx
 from typing_extensions import Unpack
 
 from holysheep._clients.base_client import NO_HIT, BaseClient
+from holysheep._clients.limited_calls import run_limited
 from holysheep._clients.resources.account import BaseModels, BaseQuota
 from holysheep._clients.resources.chat import BaseChat, BaseCompletions, Beta
 from holysheep._clients.resources.embeddings import BaseEmbeddings, RequestParams
@@ -70,7 +71,8 @@ class Completions(SyncRunTools, SyncParse, SyncStreamHelper,
         from holysheep._engine.run import batch_sync, with_client_cache  # lazy: not loaded by `import holysheep`
 
         self._client._check_open()  # as create() does: a closed client sends nothing, its batch included
-        return batch_sync(self._client.batch_sender, requests, with_client_cache(params, self._client.cache))
+        return batch_sync(self._client.batch_sender, requests, with_client_cache(params, self._client.cache,
+                                                                          self._client._prices))
 
 
 class Chat(BaseChat[Completions]):
@@ -148,9 +150,14 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         if hit is not None:
             return hit
         plan = self.plan(spec)
-        while (delay := plan.after(self._attempt(plan.call))) is not None:
-            time.sleep(delay)
-        result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+        limits = self._guard()
+        if limits is None:
+            while (delay := plan.after(self._attempt(plan.call))) is not None:
+                time.sleep(delay)
+            self._heard(plan.call)
+            result = plan.result()  # a stream comes back already wrapped (and primed) by _attempt
+        else:  # a cap, or the key's known limits: reserved and paced before each attempt
+            result = run_limited(plan, limits, self._attempt)
         if key is not None:
             self._cache_save(key, result, plan.call)
         return result
@@ -160,9 +167,15 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         stream). ``with_streaming_response`` (``"stream"``): a `StreamedAPIResponse` whose body is still unread
         (a non-2xx status was retried or raised first, as for the plain call)."""
         plan = self.plan(dataclasses.replace(spec, raw=mode))  # never from the response cache
-        while (delay := plan.after(self._attempt(plan.call))) is not None:
-            time.sleep(delay)
-        return raw_reply(plan.result(), plan.call, spec.stream, mode, StreamedAPIResponse)
+        limits = self._guard()
+        if limits is None:
+            while (delay := plan.after(self._attempt(plan.call))) is not None:
+                time.sleep(delay)
+            self._heard(plan.call)
+            result = plan.result()
+        else:
+            result = run_limited(plan, limits, self._attempt)
+        return raw_reply(result, plan.call, spec.stream, mode, StreamedAPIResponse)
 
     def _attempt(self, call: Call) -> Outcome:
         """Send one attempt of ``call`` and return the call's decision on it."""
@@ -245,7 +258,9 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
         from holysheep._clients.async_client import AsyncClient  # lazy: the async transport loads on use
         from holysheep._clients.senders import AsyncSender
 
-        return AsyncSender(AsyncClient.from_config(self.config), owns=True)
+        clone = AsyncClient.from_config(self.config)
+        self._share_limits(clone)  # the batch spends from this client's max_cost_usd
+        return AsyncSender(clone, owns=True)
 
     def close(self) -> None:
         """Close the connection pool (unless it was passed in or shared by ``with_options``) and the

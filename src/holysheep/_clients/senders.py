@@ -23,8 +23,9 @@ from holysheep._core.wire import CHAT, WireFormat
 if TYPE_CHECKING:
     from holysheep._core.config import ClientConfig
     from holysheep._core.request import RequestSpec
+    from holysheep._engine.client_budget import ClientBudget
 
-__all__ = ["AsyncSender", "ThreadSender", "chat_plan", "limits_key"]
+__all__ = ["AsyncSender", "ThreadSender", "chat_plan", "config_limits_key", "limits_key"]
 
 
 class PlanningClient(Protocol):
@@ -57,8 +58,13 @@ class SyncAttemptingClient(PlanningClient, Protocol):
 
 def limits_key(client: PlanningClient) -> str:
     """The base URL and a one-way digest of the key: which server's rate limits, for which account."""
-    key = client.config.api_key.reveal() or ""
-    return f"{client.config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return config_limits_key(client.config)
+
+
+def config_limits_key(config: ClientConfig) -> str:
+    """`limits_key` of a client with ``config``."""
+    key = config.api_key.reveal() or ""
+    return f"{config.base_url}#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 def chat_plan(client: PlanningClient, params: Mapping[str, object], idempotency_key: str | None,
@@ -87,6 +93,12 @@ class _ClientSender:
     @property
     def limits_key(self) -> str | None:
         return limits_key(self._client)
+
+    @property
+    def budget(self) -> ClientBudget | None:
+        """The client's ``max_cost_usd`` budget (a batch holds what it may spend from it), or None."""
+        budget: ClientBudget | None = getattr(self._client, "_budget", None)
+        return budget
 
     @property
     def hooks(self) -> HookSet | None:

@@ -78,6 +78,14 @@ class ClientOptions(TypedDict, Generic[_BackendT], total=False):
     See `docs/performance.md` for when it helps."""
     default_query: Mapping[str, Any] | None
     """Query parameters added to every request's URL (openai's ``default_query``; default `None`)."""
+    max_cost_usd: float | None
+    """A spend cap in USD for everything the client sends (default `None`: no cap): each request's worst case
+    (from its final body, at `prices`) is reserved before it is sent and settled with the reply's usage; one that
+    does not fit raises `SpendCapError` before any I/O. Copies, `as_openai()` and batches share it; see
+    `docs/spend.md`."""
+    prices: Mapping[str, object] | None
+    """USD per million tokens by model for `max_cost_usd` (`{"model": (input_per_m, output_per_m)}`; default:
+    the price catalog). A model with no price under a cap is an `InvalidRequestError` before any I/O."""
     hooks: Sequence[object] | None
     """Objects told about every call, stream, batch item and tool call (`holysheep.Hooks` subclasses; default
     `None`); kept by `with_options`, the batch and fallbacks. See `docs/observability.md`."""

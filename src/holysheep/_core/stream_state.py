@@ -48,8 +48,8 @@ class StreamState(StreamCaps):
 
     __slots__ = ("_args", "_clock", "_decoder", "_first", "_first_answer", "_first_out", "_first_reasoning", "_gaps",
                  "_last_out", "_outputs", "_raw", "_reasoning", "_refusals", "_roles", "_secret", "_served", "_stride",
-                 "_texts", "_tools", "_usage", "_validate", "done", "ended_at", "finish", "first_at", "progress",
-                 "raw_error", "reported", "started_at")
+                 "_texts", "_tools", "_usage", "_validate", "done", "ended_at", "finish", "first_at", "on_end",
+                 "progress", "raw_error", "reported", "started_at")
 
     def __init__(self, started_at: float, *, secret: str | None = None,
                  max_event_bytes: int = DEFAULT_MAX_SSE_BYTES, clock: Callable[[], float] = time.perf_counter,
@@ -86,6 +86,9 @@ class StreamState(StreamCaps):
         self._first_answer: float | None = None
         self.finish: dict[int, str | None] = {}
         self._usage: Any = None
+        self.on_end: Callable[[object], None] | None = None
+        """Called once with the stream's ``usage`` (None when none came) when it ends, however it ends (the
+        client's spend cap settles a streamed request so)."""
         self._served: dict[str, str] = {}  # the latest system_fingerprint and service_tier a chunk carried
         # pydantic-core's validator itself: model_validate_json adds ~1 us of Python per event
         self._validate = ChatCompletionChunk.__pydantic_validator__.validate_json
@@ -158,6 +161,15 @@ class StreamState(StreamCaps):
     def mark_end(self) -> None:
         if self.ended_at is None:
             self.ended_at = self._clock()
+            on_end = self.on_end
+            if on_end is not None:
+                self.on_end = None
+                on_end(self._usage)
+
+    @property
+    def usage(self) -> object:
+        """The ``usage`` the stream carried so far (``stream_options={"include_usage": True}``), or None."""
+        return self._usage
 
     def _events(self, events: list[ServerSentEvent]) -> list[ChatCompletionChunk]:
         out: list[ChatCompletionChunk] = []

@@ -23,6 +23,7 @@ from holysheep._core.hooks import BatchContext, BatchEvent, active_hooks
 from holysheep._core.wire import WireFormat
 from holysheep._engine.admission import Admission
 from holysheep._engine.attempts import AttemptRunner
+from holysheep._engine.client_budget import ClientBudget
 from holysheep._engine.delivery import EMPTY, ResultSink
 from holysheep._engine.gc_scope import GCScope
 from holysheep._engine.limits import Clock, OutageDetector, Sleep
@@ -67,9 +68,12 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         self._sender = sender
         self._estimated = estimated_tokens
         self._on_result, self._on_progress, self._progress = on_result, on_progress, progress
-        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency, max_cost_usd=opts.max_cost_usd)
-        pricer = Pricer(opts.prices) if opts.prices is not None or opts.max_cost_usd is not None else None
-        self.spend = SpendCap(opts.max_cost_usd, pricer or Pricer()) if opts.max_cost_usd is not None else None
+        budget: ClientBudget | None = getattr(sender, "budget", None)
+        self._hold = None if budget is None else budget.hold(opts.max_cost_usd, opts.prices)  # the client's cap
+        cap, prices = (opts.max_cost_usd, opts.prices) if self._hold is None else (self._hold.usd, self._hold.prices)
+        self._stats = BatchStats(total=total, concurrency_max=opts.concurrency, max_cost_usd=cap)
+        pricer = Pricer(prices) if prices is not None or cap is not None else None
+        self.spend = SpendCap(cap, pricer or Pricer()) if cap is not None else None
         self.cache: ResponseCache | None = None
         self._owns_cache = False
         if opts.cache is not None:
@@ -167,6 +171,11 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
 
     def _finish(self) -> None:
         self._closed = True
+        hold = self._hold
+        if hold is not None and self.spend is not None:  # what the batch spent counts against the client's cap
+            budget: ClientBudget | None = getattr(self._sender, "budget", None)
+            if budget is not None:
+                budget.end_hold(hold, self.spend.spent_usd)
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None

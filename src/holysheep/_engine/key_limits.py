@@ -31,7 +31,7 @@ from typing import TypeVar, cast
 
 from holysheep._private_state import open_private_file, private_folder, warn_once
 
-__all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "forget_limits", "limits_dir"]
+__all__ = ["KEY_LIMITS", "KeyLimits", "SharedBucket", "Sleep", "forget_limits", "limits_dir"]
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -288,6 +288,19 @@ class KeyLimits:
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, str], SharedBucket] = {}
         self._probes: dict[str, int] = {}  # per key: first requests of batches still waiting for their reply
+        self._keys: set[str] = set()  # the (base URL, key)s with a bucket, whatever its model scope
+
+    def known(self, key: str) -> bool:
+        """True when ``key`` (base URL and key digest, `limits_key`) has a bucket of any model: one set lookup, what
+        a client's request asks before anything else."""
+        return key in self._keys
+
+    def peek(self, key: str, kind: str) -> SharedBucket | None:
+        """The bucket of ``key``'s ``kind`` limit when one was made, else None (a dict lookup; makes nothing)."""
+        return self._buckets.get((key, kind))
+
+    def _made(self, key: str) -> None:
+        self._keys.add(key.split("|model=", 1)[0])
 
     def bucket(self, key: str, kind: str, rate: float, burst_s: float, *, clock: Clock, sleep: Sleep,
                level: float | None = None) -> SharedBucket:
@@ -306,6 +319,7 @@ class KeyLimits:
                 level = max(0.0, level - self._probes.get(key, 0))
             bucket = SharedBucket(rate, burst_s, level=level, fd=fd, clock=clock, sleep=sleep)
             self._buckets[(key, kind)] = bucket
+            self._made(key)
             return bucket
 
     def probe_sent(self, key: str) -> None:
@@ -341,6 +355,7 @@ class KeyLimits:
                 bucket.close()
             self._buckets.clear()
             self._probes.clear()
+            self._keys.clear()
 
 
 KEY_LIMITS = KeyLimits()

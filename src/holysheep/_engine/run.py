@@ -67,8 +67,13 @@ def _models(items: Sequence[object], defaults: Mapping[str, object], wire: WireF
     return models
 
 
-def with_client_cache(params: Mapping[str, object], cache: object) -> Mapping[str, object]:
-    """The batch's params with the client's response cache when the batch names none."""
+def with_client_cache(params: Mapping[str, object], cache: object,
+                      prices: Mapping[str, object] | None = None) -> Mapping[str, object]:
+    """The batch's params with the client's response cache when the batch names none, and the client's
+    ``prices=`` under the batch's own (a batch on a capped client is priced as the client is)."""
+    if prices and params.get("max_cost_usd") is not None:
+        own = params.get("prices")
+        params = {**params, "prices": {**prices, **(own if isinstance(own, Mapping) else {})}}
     if cache is None or params.get("cache") is not None:
         return params
     return {**params, "cache": cache}

@@ -26,6 +26,9 @@ class _Client(Executor, Protocol):
 
     def _check_open(self) -> None: ...
 
+    @property
+    def _prices(self) -> Mapping[str, object] | None: ...
+
 
 class _SyncClient(_Client, Protocol):
     def batch_sender(self, concurrency: int) -> Sender: ...
@@ -45,7 +48,7 @@ class _Base(Resource):
         from holysheep._engine.run import with_client_cache  # lazy: not loaded by `import holysheep`
 
         self._owner._check_open()  # a closed client sends nothing, its batch included
-        return with_client_cache({**params, "wire": self.format}, self._owner.cache)
+        return with_client_cache({**params, "wire": self.format}, self._owner.cache, self._owner._prices)
 
 
 class WireResource(_Base):
