@@ -45,7 +45,7 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
     return check_answer(completion, content)
 
 
-class ChatWire(WireFormat):
+class ChatWire(WireFormat[ChatCompletion, "ToolRunResult"]):
     """``chat.completions``: the request is ``create()``'s arguments; the reply a `ChatCompletion`."""
 
     name: ClassVar[str] = "chat"

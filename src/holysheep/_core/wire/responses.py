@@ -61,7 +61,7 @@ def _fail(field: str, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{field}: {message}", field=field)
 
 
-class ResponsesWire(WireFormat):
+class ResponsesWire(WireFormat[Response, "ResponseToolRunResult"]):
     """``responses``: the request is ``responses.create()``'s arguments; the reply a `Response`."""
 
     name: ClassVar[str] = "responses"
