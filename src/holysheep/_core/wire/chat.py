@@ -15,6 +15,7 @@ from holysheep.types.chat import ChatCompletion, CompletionUsage
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.tool_results import ToolRunResult  # noqa: F401  (quoted below: a type parameter only)
     from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["CHAT", "ChatWire", "parse_chat_completion"]
