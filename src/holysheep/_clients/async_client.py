@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from holysheep._clients.senders import AsyncSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._core.wire import WireFormat
+    from holysheep._core.wire.base import WireReplyT, WireRunT
     from holysheep._engine.iterator import BatchIterator
     from holysheep._engine.results import BatchResults
 
@@ -190,7 +191,7 @@ class AsyncClient(AsyncClosing, BaseClient[_HttpClient, Literal["httpx", "aiohtt
 
         return AsyncResponses(self)
 
-    def wire(self, wire: WireFormat) -> AsyncWireResource:
+    def wire(self, wire: WireFormat[WireReplyT, WireRunT]) -> AsyncWireResource[WireReplyT, WireRunT]:
         """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``
         with this client's retries, rate limits, hooks, response cache and batch engine."""
         return AsyncWireResource(self, wire)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from holysheep._clients.senders import ThreadSender
     from holysheep._core.batch_params import BatchParams
     from holysheep._core.wire import WireFormat
+    from holysheep._core.wire.base import WireReplyT, WireRunT
     from holysheep._engine.results import BatchResults
     from holysheep._engine.sender import Sender
 
@@ -137,7 +138,7 @@ class Client(SyncClosing, BaseClient[_HttpClient, Literal["httpx"]],
 
         return Responses(self)
 
-    def wire(self, wire: WireFormat) -> WireResource:
+    def wire(self, wire: WireFormat[WireReplyT, WireRunT]) -> WireResource[WireReplyT, WireRunT]:
         """A resource for any `WireFormat` (``holysheep._core.wire``): ``create(**arguments)`` and ``batch(...)``
         with this client's retries, rate limits, hooks, response cache and batch engine."""
         return WireResource(self, wire)

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from holysheep.types._base import sum_usages
 from holysheep.types.chat import ChatCompletion, CompletionUsage
 
-__all__ = ["ToolCallRecord", "ToolRunResult"]
+__all__ = ["ToolCallRecord", "ToolRun", "ToolRunResult"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,21 @@ class ToolCallRecord:
         """The JSON-ready record (no ``output``/``parsed_arguments`` objects): what a JSONL line carries."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "result": self.result,
                 "error": self.error, "duration_s": self.duration_s, "turn": self.turn}
+
+
+class ToolRun(Protocol):
+    """What every format's tool run has (chat's `ToolRunResult`, the Responses API's `ResponseToolRunResult`): the
+    transcript and every tool call. A batch result's ``tool_run`` is one (``BatchResult.messages`` reads it)."""
+
+    @property
+    def messages(self) -> list[dict[str, object]]:
+        """The whole conversation: the input, every reply's turn and every tool result."""
+        ...
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call that ran, in order."""
+        ...
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from holysheep._core.closing import AsyncClosing
 from holysheep._core.hooks import BatchContext, BatchEvent, active_hooks
@@ -29,7 +29,7 @@ from holysheep._engine.gc_scope import GCScope
 from holysheep._engine.limits import Clock, OutageDetector, Sleep
 from holysheep._engine.options import BatchOptions, OnResult
 from holysheep._engine.quota_check import check_quota
-from holysheep._engine.results import BatchResult, BatchStats
+from holysheep._engine.results import BatchResult, BatchStats, ReplyT, ToolRunT
 from holysheep._engine.sender import Sender
 from holysheep._engine.server_limits import limits_scope
 from holysheep._engine.spend import Pricer, SpendCap
@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["BatchIterator", "BatchOptions"]
 
 
-class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
+class BatchIterator(AsyncClosing, AsyncIterator[BatchResult[ReplyT, ToolRunT]], Generic[ReplyT, ToolRunT]):
     """Results of a running batch as they complete (``async for``); each carries its input ``index``.
+    Generic as `BatchResult` (plain ``BatchIterator``: chat completions results).
 
     Use ``async with`` (or call ``aclose``) when you may stop early: closing cancels what is in
     flight. Reading the input is lazy with bounded read-ahead, so any (async) iterable works.
@@ -124,10 +125,10 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
         return self.queue.read_count
 
     # ------------------------------------------------------------------ consumer side
-    def __aiter__(self) -> BatchIterator:
+    def __aiter__(self) -> BatchIterator[ReplyT, ToolRunT]:
         return self
 
-    async def __anext__(self) -> BatchResult:
+    async def __anext__(self) -> BatchResult[ReplyT, ToolRunT]:
         if self._closed:
             raise StopAsyncIteration
         if not self._started:
@@ -148,7 +149,7 @@ class BatchIterator(AsyncClosing, AsyncIterator[BatchResult]):
             self._on_progress(self.stats)
         if self._progress is not None:
             self._progress.update(self.stats)
-        result: BatchResult = item
+        result: BatchResult[ReplyT, ToolRunT] = item  # the channel's item (typed by the batch's entry point)
         return result
 
     async def close(self) -> None:

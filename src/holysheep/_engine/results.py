@@ -6,13 +6,21 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
+
+from typing_extensions import TypeVar
 
 from holysheep._exceptions import HolySheepError
 
 if TYPE_CHECKING:  # the public result's type for readers (the engine reads no field of it)
-    from holysheep._core.tool_loop import ToolCallRecord, ToolRunResult
+    from holysheep._core.tool_results import ToolCallRecord, ToolRun, ToolRunResult
     from holysheep.types.chat import ChatCompletion
+
+ReplyT = TypeVar("ReplyT", covariant=True, default="ChatCompletion")
+"""The reply type of a batch's results: `ChatCompletion` unless said (``BatchResults[Response,
+ResponseToolRunResult]`` for ``client.responses.batch``); a reply of the batch's format."""
+ToolRunT = TypeVar("ToolRunT", covariant=True, bound="ToolRun", default="ToolRunResult")
+"""The type of an agent item's ``tool_run``: chat's `ToolRunResult` unless said."""
 
 __all__ = [
     "BatchCancelledError",
@@ -23,6 +31,8 @@ __all__ = [
     "BatchStats",
     "BatchSummary",
     "BatchUnfinishedError",
+    "ReplyT",
+    "ToolRunT",
 ]
 
 
@@ -43,8 +53,12 @@ class BatchUnfinishedError(HolySheepError):
 
 
 @dataclass(slots=True)
-class BatchResult:
+class BatchResult(Generic[ReplyT, ToolRunT]):
     """The outcome of one input: ``response`` when ``ok``, else ``error`` (the typed error that ended it).
+
+    Generic in the reply type and the tool run's: plain ``BatchResult`` is a chat completions result
+    (``BatchResult[ChatCompletion, ToolRunResult]``); ``client.responses.batch`` gives
+    ``BatchResult[Response, ResponseToolRunResult]`` items (the parameters are for the type checker only).
 
     ``index`` is the input position; ``attempts`` counts requests sent (0 when it never ran);
     ``latency_s`` runs from its first request to its final outcome, retries and pauses included.
@@ -54,14 +68,14 @@ class BatchResult:
 
     index: int
     custom_id: str | None
-    response: ChatCompletion | None = None
+    response: ReplyT | None = None
     error: BaseException | None = None
     attempts: int = 0
     latency_s: float = 0.0
-    tool_run: ToolRunResult | None = None
+    tool_run: ToolRunT | None = None
     """An agent item's run (``tools=[functions]``): transcript, every tool call, usage and cost. In a batch of
     Responses items it is a ``ResponseToolRunResult`` (the same names: ``completion``, ``messages``,
-    ``tool_calls``, ``turns``, ``usage``, ``cost``), as ``response`` is a ``Response`` there."""
+    ``tool_calls``, ``turns``, ``usage``, ``cost``), as ``response`` is a ``Response`` there (and so typed)."""
 
     @property
     def ok(self) -> bool:
@@ -71,7 +85,7 @@ class BatchResult:
     @property
     def cached(self) -> bool:
         """True when the response came from the response cache (no request was sent for it)."""
-        return self.response is not None and self.response.served_by == "cache"
+        return getattr(self.response, "served_by", None) == "cache"  # (None when it failed)
 
     @property
     def messages(self) -> list[dict[str, Any]] | None:
@@ -91,10 +105,10 @@ class BatchResult:
         return getattr(choices[0].message, "parsed", None) if choices else None
 
 
-class BatchFailedError(HolySheepError):
+class BatchFailedError(HolySheepError, Generic[ReplyT, ToolRunT]):
     """Raised by `BatchResults.responses` when items failed; ``failed`` lists their results."""
 
-    def __init__(self, failed: Sequence[BatchResult], total: int) -> None:
+    def __init__(self, failed: Sequence[BatchResult[ReplyT, ToolRunT]], total: int) -> None:
         kinds = Counter(type(r.error).__name__ for r in failed)
         first = failed[0]
         detail = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
@@ -102,7 +116,7 @@ class BatchFailedError(HolySheepError):
             f"{len(failed)} of {total} batch items failed ({detail}); first: item {first.index}"
             f"{f' ({first.custom_id})' if first.custom_id else ''}: {first.error}. "
             "Use results.failed, or results.get_responses(allow_failures=True).")
-        self.failed = list(failed)
+        self.failed: list[BatchResult[ReplyT, ToolRunT]] = list(failed)
 
 
 @dataclass
@@ -314,35 +328,38 @@ class BatchSummary:
         return "\n".join(lines)
 
 
-class BatchResults(Sequence[BatchResult]):
-    """The results of a batch, one per input, in input order (a read-only sequence)."""
+class BatchResults(Sequence[BatchResult[ReplyT, ToolRunT]], Generic[ReplyT, ToolRunT]):
+    """The results of a batch, one per input, in input order (a read-only sequence).
 
-    def __init__(self, results: list[BatchResult], stats: BatchStats) -> None:
+    Generic as `BatchResult`: plain ``BatchResults`` holds chat completions; ``client.responses.batch`` returns
+    ``BatchResults[Response, ResponseToolRunResult]``, ``client.wire(fmt).batch`` that format's replies."""
+
+    def __init__(self, results: list[BatchResult[ReplyT, ToolRunT]], stats: BatchStats) -> None:
         self._results = results
         self._stats = stats
 
     @overload
-    def __getitem__(self, i: int) -> BatchResult: ...
+    def __getitem__(self, i: int) -> BatchResult[ReplyT, ToolRunT]: ...
     @overload
-    def __getitem__(self, i: slice) -> list[BatchResult]: ...
-    def __getitem__(self, i: int | slice) -> BatchResult | list[BatchResult]:
+    def __getitem__(self, i: slice) -> list[BatchResult[ReplyT, ToolRunT]]: ...
+    def __getitem__(self, i: int | slice) -> BatchResult[ReplyT, ToolRunT] | list[BatchResult[ReplyT, ToolRunT]]:
         return self._results[i]
 
     def __len__(self) -> int:
         return len(self._results)
 
-    def __iter__(self) -> Iterator[BatchResult]:
+    def __iter__(self) -> Iterator[BatchResult[ReplyT, ToolRunT]]:
         return iter(self._results)
 
     @property
-    def responses(self) -> list[ChatCompletion]:
+    def responses(self) -> list[ReplyT]:
         """Every response in input order; raises `BatchFailedError` if any item failed."""
         failed = self.failed
         if failed:
             raise BatchFailedError(failed, len(self._results))
         return [r.response for r in self._results if r.response is not None]
 
-    def get_responses(self, *, allow_failures: bool = False) -> list[ChatCompletion | BaseException]:
+    def get_responses(self, *, allow_failures: bool = False) -> list[ReplyT | BaseException]:
         """Responses in input order; with ``allow_failures=True`` a failed item gives its error instead."""
         if not allow_failures:
             return list(self.responses)
@@ -350,12 +367,12 @@ class BatchResults(Sequence[BatchResult]):
                 for r in self._results]
 
     @property
-    def succeeded(self) -> list[BatchResult]:
+    def succeeded(self) -> list[BatchResult[ReplyT, ToolRunT]]:
         """Results that have a response."""
         return [r for r in self._results if r.ok]
 
     @property
-    def failed(self) -> list[BatchResult]:
+    def failed(self) -> list[BatchResult[ReplyT, ToolRunT]]:
         """Results that ended with an error."""
         return [r for r in self._results if not r.ok]
 
@@ -372,13 +389,13 @@ class BatchResults(Sequence[BatchResult]):
         return f"<BatchResults {len(self._results)} items: {self._stats.succeeded} ok, {self._stats.failed} failed>"
 
 
-class BatchInterrupted(KeyboardInterrupt):
+class BatchInterrupted(KeyboardInterrupt, Generic[ReplyT, ToolRunT]):
     """Ctrl-C stopped a sync batch. ``results`` holds every input seen so far, in order: finished items
     as they ended, the rest with `BatchCancelledError`. Uncaught, it ends a script with exit
     status 130, as Ctrl-C and ``holysheep batch`` do. It is a ``KeyboardInterrupt`` (not an
     ``Exception``), so ``except Exception`` handlers do not swallow a Ctrl-C."""
 
-    def __init__(self, results: BatchResults) -> None:
+    def __init__(self, results: BatchResults[ReplyT, ToolRunT]) -> None:
         from holysheep._engine.exit import install_exit_hook
 
         install_exit_hook(BatchInterrupted)

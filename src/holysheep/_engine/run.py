@@ -17,7 +17,15 @@ from holysheep._engine.options import batch_wire, check_requests, split_params
 from holysheep._engine.private_loop import run_in_private_loop
 from holysheep._engine.progress import make_progress
 from holysheep._engine.requests import estimate_tokens, normalize_item
-from holysheep._engine.results import BatchCancelledError, BatchInterrupted, BatchResult, BatchResults, BatchStats
+from holysheep._engine.results import (
+    BatchCancelledError,
+    BatchInterrupted,
+    BatchResult,
+    BatchResults,
+    BatchStats,
+    ReplyT,
+    ToolRunT,
+)
 from holysheep._engine.spend import check_priced
 
 if TYPE_CHECKING:
@@ -80,7 +88,7 @@ def with_client_cache(params: Mapping[str, object], cache: object,
 
 
 def iterator_for(sender: Sender, requests: Iterable[object] | AsyncIterable[object], params: Mapping[str, object], *,
-                 total: int | None = None, estimated_tokens: int | None = None) -> BatchIterator:
+                 total: int | None = None, estimated_tokens: int | None = None) -> BatchIterator[ReplyT, ToolRunT]:
     """A ``BatchIterator`` over ``requests``; ``params`` are ``BatchParams`` (options, hooks, defaults)."""
     check_requests(requests)
     options, hooks, defaults = split_params(params)
@@ -101,10 +109,11 @@ def iterator_for(sender: Sender, requests: Iterable[object] | AsyncIterable[obje
                          progress=make_progress(hooks.progress))
 
 
-def _assemble(requests: object, sink: dict[int, BatchResult], read: int, stats: BatchStats) -> BatchResults:
+def _assemble(requests: object, sink: dict[int, BatchResult[ReplyT, ToolRunT]], read: int,
+              stats: BatchStats) -> BatchResults[ReplyT, ToolRunT]:
     sized = _sized(requests)
     count = len(sized) if sized is not None else max(read, len(sink))
-    results: list[BatchResult] = []
+    results: list[BatchResult[ReplyT, ToolRunT]] = []
     for i in range(count):
         result = sink.get(i)
         if result is None:
@@ -116,23 +125,23 @@ def _assemble(requests: object, sink: dict[int, BatchResult], read: int, stats: 
     return BatchResults(results, stats)
 
 
-async def _collect(it: BatchIterator, sink: dict[int, BatchResult]) -> None:
+async def _collect(it: BatchIterator[ReplyT, ToolRunT], sink: dict[int, BatchResult[ReplyT, ToolRunT]]) -> None:
     async with it:
         async for result in it:
             sink[result.index] = result
 
 
 async def abatch(sender: Sender, requests: Iterable[object] | AsyncIterable[object],
-                 params: Mapping[str, object]) -> BatchResults:
+                 params: Mapping[str, object]) -> BatchResults[ReplyT, ToolRunT]:
     """Run a batch through ``sender`` (an ``AsyncClient``'s) and return every result in input order."""
-    it = iterator_for(sender, requests, params)
-    sink: dict[int, BatchResult] = {}
+    it: BatchIterator[ReplyT, ToolRunT] = iterator_for(sender, requests, params)
+    sink: dict[int, BatchResult[ReplyT, ToolRunT]] = {}
     await _collect(it, sink)
     return _assemble(requests, sink, it.read_count, it.stats)
 
 
 def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[object],
-               params: Mapping[str, object]) -> BatchResults:
+               params: Mapping[str, object]) -> BatchResults[ReplyT, ToolRunT]:
     """Run a batch for the sync client on a private loop in a worker thread (safe inside Jupyter);
     ``make_sender(concurrency)`` gives the client's ``Sender``, built inside that loop.
 
@@ -146,8 +155,8 @@ def batch_sync(make_sender: Callable[[int], Sender], requests: Iterable[object],
     sized = _sized(requests)
     if options.max_cost_usd is not None and sized is not None:
         check_priced(_models(sized, defaults, batch_wire(params)), options.prices)
-    sink: dict[int, BatchResult] = {}
-    holder: dict[str, BatchIterator] = {}
+    sink: dict[int, BatchResult[ReplyT, ToolRunT]] = {}
+    holder: dict[str, BatchIterator[ReplyT, ToolRunT]] = {}
 
     async def main() -> None:
         sender = make_sender(options.concurrency)

@@ -233,10 +233,12 @@ class Responses(_Bridging):
         result: ResponseToolRunResult = run_tools(self._client, loop, lambda step: self._run(step, False))
         return result
 
-    def batch(self, requests: Iterable[object], **params: object) -> BatchResults:
+    def batch(self, requests: Iterable[object],
+              **params: object) -> BatchResults[Response, ResponseToolRunResult]:
         """Run many Responses API requests through the batch engine (prompt strings, lists of input items, dicts
         of ``create()`` arguments, or OpenAI Batch lines with ``"url": "/v1/responses"``); options as for
-        ``chat.completions.batch``."""
+        ``chat.completions.batch``. Each result's ``response`` is a `Response` (``tool_run``: a
+        `ResponseToolRunResult`), and so typed."""
         return self._formatted.batch(requests, **params)
 
 
@@ -293,6 +295,7 @@ class AsyncResponses(_Bridging):
         result: ResponseToolRunResult = await arun_tools(self._client, loop, lambda step: self._run(step, False))
         return result
 
-    async def batch(self, requests: Iterable[object] | AsyncIterable[object], **params: object) -> BatchResults:
+    async def batch(self, requests: Iterable[object] | AsyncIterable[object],
+                    **params: object) -> BatchResults[Response, ResponseToolRunResult]:
         """The async ``responses.batch``."""
         return await self._formatted.batch(requests, **params)

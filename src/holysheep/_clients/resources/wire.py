@@ -4,9 +4,10 @@ batch engine (what proves the seam: a format defined outside the package needs n
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol
 
 from holysheep._clients.resources.chat import Executor, Resource
+from holysheep._core.wire.base import WireReplyT, WireRunT
 
 if TYPE_CHECKING:
     from holysheep._core.config import ClientConfig
@@ -51,36 +52,40 @@ class _Base(Resource):
         return with_client_cache({**params, "wire": self.format}, self._owner.cache, self._owner._prices)
 
 
-class WireResource(_Base):
-    """``client.wire(fmt)`` on the sync client: ``create(**arguments)`` and ``batch(requests, **params)``."""
+class WireResource(_Base, Generic[WireReplyT, WireRunT]):
+    """``client.wire(fmt)`` on the sync client: ``create(**arguments)`` and ``batch(requests, **params)``, typed by
+    the format's parameters (``client.wire(EMBEDDINGS).batch(...)``: `CreateEmbeddingResponse` results)."""
 
-    def __init__(self, client: _SyncClient, wire: WireFormat) -> None:
+    def __init__(self, client: _SyncClient, wire: WireFormat[WireReplyT, WireRunT]) -> None:
         super().__init__(client, wire)
         self._sync = client
 
-    def create(self, **params: object) -> object:
+    def create(self, **params: object) -> WireReplyT:
         """Send one request built by the format from ``params``; its reply as the format parses it."""
-        return self._client._execute(self.format.spec(params))
+        reply: WireReplyT = self._client._execute(self.format.spec(params))
+        return reply
 
-    def batch(self, requests: Iterable[object], **params: object) -> BatchResults:
+    def batch(self, requests: Iterable[object], **params: object) -> BatchResults[WireReplyT, WireRunT]:
         """Run many requests of this format through the batch engine (options as for ``chat.completions.batch``)."""
         from holysheep._engine.run import batch_sync
 
         return batch_sync(self._sync.batch_sender, requests, self._batch_params(params))
 
 
-class AsyncWireResource(_Base):
-    """``client.wire(fmt)`` on the async client (``await`` its methods)."""
+class AsyncWireResource(_Base, Generic[WireReplyT, WireRunT]):
+    """``client.wire(fmt)`` on the async client (``await`` its methods; typed as the sync one)."""
 
-    def __init__(self, client: _AsyncClient, wire: WireFormat) -> None:
+    def __init__(self, client: _AsyncClient, wire: WireFormat[WireReplyT, WireRunT]) -> None:
         super().__init__(client, wire)
         self._async = client
 
-    async def create(self, **params: object) -> object:
+    async def create(self, **params: object) -> WireReplyT:
         """Send one request built by the format from ``params``; its reply as the format parses it."""
-        return await self._client._execute(self.format.spec(params))
+        reply: WireReplyT = await self._client._execute(self.format.spec(params))
+        return reply
 
-    async def batch(self, requests: Iterable[object] | AsyncIterable[object], **params: object) -> BatchResults:
+    async def batch(self, requests: Iterable[object] | AsyncIterable[object],
+                    **params: object) -> BatchResults[WireReplyT, WireRunT]:
         """Run many requests of this format through the batch engine."""
         from holysheep._engine.run import abatch
 

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.tool_results import ToolRun
     from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["TokenUsage", "WireFormat", "lenient_count", "positive_int", "text_chars"]
+
+WireReplyT = TypeVar("WireReplyT", covariant=True, default=object)
+"""A format's reply type (what its batch results' ``response`` is): for the type checker only."""
+WireRunT = TypeVar("WireRunT", covariant=True, bound="ToolRun", default="ToolRun")
+"""A format's tool run type (its batch results' ``tool_run``; ``Never`` for a format without tools)."""
 
 
 class TokenUsage(NamedTuple):
@@ -72,9 +79,11 @@ def text_chars(content: object) -> int:
     return total
 
 
-class WireFormat:
+class WireFormat(Generic[WireReplyT, WireRunT]):
     """One API's request and reply format. Subclass it and set the class attributes; the defaults suit a JSON
-    API whose reply carries ``usage`` and ``model`` and whose errors are ``{"error": {...}}``.
+    API whose reply carries ``usage`` and ``model`` and whose errors are ``{"error": {...}}``. Its type parameters
+    say what ``client.wire(fmt)`` returns (``WireFormat[MyReply]``: ``create`` and the batch results' ``response``
+    are ``MyReply``; the type checker's only, no runtime check).
 
     A format defined outside the package is registered with `holysheep._core.wire.register` and used through
     ``client.wire(fmt).create(...)`` and ``.batch(...)`` (the Responses API is built the same way)."""

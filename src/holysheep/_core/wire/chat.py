@@ -15,6 +15,7 @@ from holysheep.types.chat import ChatCompletion, CompletionUsage
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.tool_results import ToolRunResult  # noqa: F401  (quoted below: a type parameter only)
     from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["CHAT", "ChatWire", "parse_chat_completion"]
@@ -45,7 +46,7 @@ def parse_chat_completion(content: bytes) -> ChatCompletion:
     return check_answer(completion, content)
 
 
-class ChatWire(WireFormat):
+class ChatWire(WireFormat[ChatCompletion, "ToolRunResult"]):
     """``chat.completions``: the request is ``create()``'s arguments; the reply a `ChatCompletion`."""
 
     name: ClassVar[str] = "chat"

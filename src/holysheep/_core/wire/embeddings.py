@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
+from typing_extensions import Never
 
 from holysheep._core.wire.base import TokenUsage, WireFormat
 from holysheep._core.wire.chat import ChatWire
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["EMBEDDINGS", "EmbeddingsWire"]
 
 
-class EmbeddingsWire(WireFormat):
+class EmbeddingsWire(WireFormat[CreateEmbeddingResponse, Never]):
     """``embeddings``: no output tokens, never cached (as before the seam)."""
 
     name: ClassVar[str] = "embeddings"

@@ -19,6 +19,7 @@ from holysheep.types.responses import Response, ResponseFunctionToolCall, Respon
 if TYPE_CHECKING:
     from holysheep._core.request import RequestSpec
     from holysheep._core.stream_state import StreamState
+    from holysheep._core.wire.responses_tools import ResponseToolRunResult  # noqa: F401  (a type parameter only)
     from holysheep._core.wire.tool_turns import ToolTurns
 
 __all__ = ["RESPONSES", "RESPONSE_PARAM_NAMES", "ResponsesWire", "parse_response", "text_format_param"]
@@ -61,7 +62,7 @@ def _fail(field: str, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{field}: {message}", field=field)
 
 
-class ResponsesWire(WireFormat):
+class ResponsesWire(WireFormat[Response, "ResponseToolRunResult"]):
     """``responses``: the request is ``responses.create()``'s arguments; the reply a `Response`."""
 
     name: ClassVar[str] = "responses"
