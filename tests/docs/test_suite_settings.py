@@ -4,6 +4,7 @@ repository."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -52,11 +53,12 @@ def test_readme_starts_with_the_set_up_and_names_the_pypi_install() -> None:
 SELF_REFERENCES = {"test_suite_settings.py", "test_doc_sources.py"}  # they name such paths to forbid them
 
 
-def test_the_default_run_uses_two_workers_when_xdist_is_there() -> None:
+def test_the_default_run_uses_one_worker_more_than_the_cores_when_xdist_is_there() -> None:
     from tests.conftest import DEFAULT_WORKERS
 
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert any(dep.startswith("pytest-xdist") for dep in dev["dev"]) and DEFAULT_WORKERS == 2
+    assert any(dep.startswith("pytest-xdist") for dep in dev["dev"])
+    assert min((os.cpu_count() or 1) + 1, 8) == DEFAULT_WORKERS
 
 
 def test_no_test_reads_outside_the_repository() -> None:
