@@ -177,8 +177,10 @@ async def test_429_pauses_the_whole_batch_and_aimd_shows_in_summary(engine_clock
     """The batch starts at full concurrency (8 at t=0, no probe: #45); one of them gets a 429 with
     Retry-After: 0.3. On the engine's clock the whole batch waits exactly 0.3 s (the pause gate's naps): nothing
     more goes out before, and the retry and the 22 others go out at t=0.3; the concurrency halves once (8 -> 4)
-    and the summary says so."""
-    with FakeServer(faults=[Fault.status(429, retry_after=0.3)]) as server:
+    and the summary says so. The first wave's 7 others are answered 0.3 s (real time) after the 429, so the engine
+    sees the 429 first, as the schedule assumes (real server threads answer a fake-clocked engine: with immediate
+    replies a 200 read before the 429 freed a slot at t=0, 1 run in 4 on a loaded machine)."""
+    with FakeServer(faults=[Fault.status(429, retry_after=0.3)] + [Fault.stall(0.3)] * 7) as server:
         async with async_client(server) as client:
             results = await client.chat.completions.batch([f"w{i}" for i in range(30)], model=MODEL,
                                                           concurrency=8, check_quota=False)
